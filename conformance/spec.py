@@ -1,0 +1,197 @@
+"""The operator spec model: what one YAML file under specs/ops says, as typed records.
+
+Every rule that a case can exercise carries a clause id, unique within its spec; the full clause
+name used in results and reports is `<op name>/<clause id>`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.expr import Expr
+
+STATUS_SUCCESS = 0
+
+TERM_PROMOTE = re.compile(r"^promote\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)$")
+TERM_BROADCAST = re.compile(r"^broadcast\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # tensor | scalar | bool | string
+    role: str = "input"  # input | output (tensors only)
+    c_type: str = ""
+    default: Any = None
+    default_dtype: str | None = None  # scalars
+    values: tuple[str, ...] = ()  # strings: the documented choices
+    doc: str = ""
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    @property
+    def is_output(self) -> bool:
+        return self.kind == "tensor" and self.role == "output"
+
+
+@dataclass(frozen=True)
+class DtypeTerm:
+    """A dtype-valued term in a check: a parameter's dtype, a dtype name, or promote(a, b)."""
+
+    param: str | None = None
+    dtype: str | None = None
+    promote: tuple[str, str] | None = None
+
+    def __str__(self) -> str:
+        if self.promote:
+            return f"promote({self.promote[0]}, {self.promote[1]})"
+        return self.param or self.dtype or "?"
+
+    def params(self) -> tuple[str, ...]:
+        if self.promote:
+            return self.promote
+        return (self.param,) if self.param else ()
+
+
+@dataclass(frozen=True)
+class Check:
+    """One validation rule; the engine runs them in spec order and the first violation wins."""
+
+    id: str
+    kind: str
+    params: tuple[str, ...]
+    status: int
+    source: str
+    terms: tuple[DtypeTerm, ...] = ()  # dtype kinds: the params (or promote(...)) as terms
+    dtype_set: str | None = None
+    dtypes: tuple[str, ...] = ()
+    to: DtypeTerm | None = None
+    max: int | None = None
+    of: tuple[str, ...] = ()
+    violated_if: Expr | None = None
+    values: tuple[str, ...] = ()
+    examples: tuple[dict[str, Any], ...] = ()
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Let:
+    id: str
+    name: str
+    value: Expr
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Branch:
+    id: str
+    when: Expr | None  # None: otherwise
+    value: Expr
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Formula:
+    output: str
+    lets: tuple[Let, ...]
+    branches: tuple[Branch, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class SpecialPoint:
+    id: str
+    param: str
+    value: Expr
+    with_: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
+    source: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Property:
+    id: str
+    kind: str
+    params: tuple[str, ...]
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Deviation:
+    id: str
+    summary: str
+    source: str
+    clause: str | None = None
+    actual: str = ""
+    backends: tuple[str, ...] = ()
+    line: int = 0
+
+
+@dataclass
+class OpSpec:
+    name: str  # elu_backward
+    op: str  # aclnnEluBackward
+    aten: str
+    summary: str
+    source: dict[str, str]
+    products: tuple[str, ...]
+    params: tuple[Param, ...]
+    dtype_sets: dict[str, dict[str, tuple[str, ...]]]  # set -> product (or "default") -> dtypes
+    checks: tuple[Check, ...]
+    formula: Formula
+    special_points: tuple[SpecialPoint, ...] = ()
+    properties: tuple[Property, ...] = ()
+    deviations: tuple[Deviation, ...] = ()
+    tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
+    path: str = ""
+    sha256: str = ""
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    @property
+    def tensor_inputs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_tensor and not p.is_output)
+
+    @property
+    def outputs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_output)
+
+    @property
+    def attributes(self) -> tuple[Param, ...]:
+        """Scalars, bools and strings: everything that is not a tensor."""
+        return tuple(p for p in self.params if not p.is_tensor)
+
+    def dtypes_for(self, set_name: str, product: str) -> tuple[str, ...]:
+        table = self.dtype_sets[set_name]
+        return table.get(product, table.get("default", ()))
+
+    def clause_ids(self) -> list[str]:
+        """Every clause id of the spec, in spec order."""
+        ids = [c.id for c in self.checks]
+        ids += [x.id for x in self.formula.lets] + [b.id for b in self.formula.branches]
+        ids += [s.id for s in self.special_points] + [p.id for p in self.properties]
+        return ids
+
+    def clause(self, clause_id: str) -> str:
+        """Fully qualified clause name."""
+        return f"{self.name}/{clause_id}"

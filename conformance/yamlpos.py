@@ -1,0 +1,113 @@
+"""YAML loading that remembers where every value came from, so errors can say `file:line`.
+
+Anchors and aliases are refused (a spec never needs them, and they are how "billion laughs"
+documents blow up), as are duplicate keys, which plain PyYAML silently overwrites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_BYTES = 2_000_000
+MAX_NODES = 200_000
+
+Path_ = tuple[Any, ...]
+
+
+@dataclass
+class Located:
+    """A parsed document plus the line (1-based) of each value, keyed by its path of keys/indices."""
+
+    data: Any
+    lines: dict[Path_, int] = field(default_factory=dict)
+    file: str = ""
+
+    def line(self, path: Path_) -> int:
+        """Line of `path`, or of its nearest ancestor that has one."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), 1)
+
+
+class YamlError(ValueError):
+    def __init__(self, file: str, line: int, message: str):
+        super().__init__(f"{file}:{line}: {message}")
+        self.file, self.line, self.message = file, line, message
+
+
+def load(path: str | Path, text: str | None = None) -> Located:
+    """Parse one YAML document from `path` (or from `text`, reported as `path`)."""
+    name = str(path)
+    if text is None:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise YamlError(name, 1, f"cannot read file: {exc.strerror or exc}") from None
+        if len(raw) > MAX_BYTES:
+            raise YamlError(name, 1, f"file larger than {MAX_BYTES} bytes")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise YamlError(name, line, "file is not valid UTF-8") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise YamlError(name, line, f"invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise YamlError(name, 1, f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    out = Located(None, {}, name)
+    if node is None:
+        raise YamlError(name, 1, "empty document")
+    seen: set[int] = set()
+    out.data = _build(node, (), out, seen, loader, name)
+    return out
+
+
+def _build(
+    node: yaml.Node, path: Path_, out: Located, seen: set[int], loader: Any, name: str
+) -> Any:
+    line = node.start_mark.line + 1
+    if id(node) in seen:
+        raise YamlError(name, line, "YAML anchors/aliases are not allowed in a spec")
+    seen.add(id(node))
+    if len(seen) > MAX_NODES:
+        raise YamlError(name, line, f"document has more than {MAX_NODES} values")
+    if getattr(node, "anchor", None):
+        raise YamlError(name, line, "YAML anchors/aliases are not allowed in a spec")
+    out.lines[path] = line
+    if isinstance(node, yaml.MappingNode):
+        result: dict[Any, Any] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode):
+                raise YamlError(name, knode.start_mark.line + 1, "mapping keys must be plain text")
+            if knode.tag == "tag:yaml.org,2002:merge":
+                raise YamlError(name, knode.start_mark.line + 1, "YAML merge keys are not allowed")
+            key = loader.construct_object(knode, deep=True)
+            if not isinstance(key, str | int | float | bool):
+                raise YamlError(name, knode.start_mark.line + 1, "mapping keys must be plain text")
+            if key in result:
+                raise YamlError(name, knode.start_mark.line + 1, f"duplicate key {key!r}")
+            result[key] = _build(vnode, (*path, key), out, seen, loader, name)
+            out.lines[(*path, key)] = knode.start_mark.line + 1
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _build(item, (*path, i), out, seen, loader, name) for i, item in enumerate(node.value)
+        ]
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:
+        raise YamlError(name, line, f"invalid value: {exc}") from None
