@@ -7,7 +7,7 @@ name parameters, numbers and the functions below. Grammar (Python syntax, this s
     numbers, True/False, the constants pi e inf nan, parameter and `let` names,
     + - * / ** (binary), unary - + not, and / or, comparisons (chains allowed),
     name == "text" / name != "text" / name in ("a", "b") for string parameters,
-    calls of: where exp expm1 log1p log erf tanh sqrt abs minimum maximum
+    calls of: where exp expm1 log1p log erf erfc tanh sqrt abs minimum maximum
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "log1p": (1, np.log1p),
     "log": (1, np.log),
     "erf": (1, special.erf),
+    "erfc": (1, special.erfc),
     "tanh": (1, np.tanh),
     "sqrt": (1, np.sqrt),
     "abs": (1, np.abs),
