@@ -149,6 +149,8 @@ class Outcome:
     outputs: dict[str, np.ndarray] = field(default_factory=dict)  # name -> whole storage after
     message: str = ""
     clause: str | None = None  # the rule that decided a non-zero status, when known
+    # True when a successful call must leave every output untouched (an empty-tensor rule fired)
+    nothing_written: bool = False
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -146,7 +146,10 @@ def round_to(values: np.ndarray, dtype: DType) -> np.ndarray:
         with np.errstate(invalid="ignore", over="ignore"):
             return values.astype(target)
     if target == np.dtype(np.float16):
-        return values.astype(np.float64).astype(np.float16)  # numpy rounds double->half directly
+        with np.errstate(invalid="ignore", over="ignore"):
+            return values.astype(np.float64).astype(
+                np.float16
+            )  # numpy rounds double->half directly
     with np.errstate(invalid="ignore", over="ignore"):
         return _round_to_odd_f32(values.astype(np.float64)).astype(target)
 

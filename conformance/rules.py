@@ -158,3 +158,31 @@ def _run_check(spec: OpSpec, check: Check, call: Call) -> bool:
     elif kind == "empty_success":
         return any(_arg(call, check, n).is_empty for n in check.params)
     return False
+
+
+def formula_env(spec: OpSpec, call: Call) -> dict[str, Any]:
+    """Attributes plus every input tensor as float64, broadcast to the output view's shape."""
+    env = attribute_env(spec, call)
+    shape = call.tensor(spec.formula.output).shape
+    for p in spec.tensor_inputs:
+        view = call.tensor(p.name).view()
+        with np.errstate(all="ignore"):
+            env[p.name] = np.broadcast_to(view, shape).astype(np.float64).reshape(-1)
+    for let in spec.formula.lets:
+        env[let.name] = let.value.evaluate(env)
+    return env
+
+
+def branch_hits(spec: OpSpec, call: Call) -> list[str]:
+    """Ids of the formula branches that at least one output element of a valid call takes."""
+    env = formula_env(spec, call)
+    n = int(np.prod(call.tensor(spec.formula.output).shape, dtype=np.int64))
+    taken = np.zeros(n, dtype=bool)
+    hits = []
+    for br in spec.formula.branches:
+        cond = np.ones(n, bool) if br.when is None else np.broadcast_to(br.when.evaluate(env), (n,))
+        mine = cond & ~taken
+        if mine.any():
+            hits.append(br.id)
+        taken |= cond
+    return hits

@@ -36,10 +36,10 @@ def evaluate(call: Call, registry: Registry | None = None) -> Outcome:
     verdict = validate(spec, call)
     if not verdict.ok_to_compute:
         clause = spec.clause(verdict.check.id) if verdict.check and verdict.status else None
-        return Outcome(verdict.status, outputs, verdict.message, clause)
+        return Outcome(verdict.status, outputs, verdict.message, clause, verdict.empty)
     out_arg = call.tensor(spec.formula.output)
     if out_arg.is_empty:
-        return Outcome(0, outputs, "empty output: nothing computed")
+        return Outcome(0, outputs, "empty output: nothing computed", nothing_written=True)
     result = compute(spec, call)
     target = TensorArg(out_arg.dtype, out_arg.shape, out_arg.strides, out_arg.offset,
                        outputs[spec.formula.output])  # fmt: skip

@@ -1,0 +1,54 @@
+"""`aclnn-conform cases list|export`: the generated suite, without running it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cli.errors import UserError
+from cli.run_cmd import build_selection, selection_options
+from conformance.casefile import write_case
+from conformance.generate import build
+from conformance.registry import default_registry
+from conformance.runner import generated_items
+
+
+@click.group("cases")
+def cases() -> None:
+    """List or export the generated cases."""
+
+
+@cases.command("list")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--show-clauses", is_flag=True, help="Show the clauses each case exercises.")
+@selection_options
+def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_cases, shard):
+    """One line per case id (with --show-clauses: the clauses it exercises)."""
+    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
+    reg = default_registry()
+    items = generated_items(reg, sel)
+    for it in items:
+        if show_clauses:
+            case = build(reg.get(it.op), it.plan, seed)
+            click.echo(f"{it.id}  [{', '.join(case.clauses)}]")
+        else:
+            click.echo(it.id)
+    click.echo(f"{len(items)} cases", err=True)
+
+
+@cases.command("export")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", type=int, default=0, show_default=True)
+@selection_options
+def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, shard):
+    """Write each selected case as DIRECTORY/<case-id>/case.json + <param>.npy."""
+    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
+    reg = default_registry()
+    items = generated_items(reg, sel)
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"{directory}: exists and is not a directory")
+    for it in items:
+        spec = reg.get(it.op)
+        write_case(directory, build(spec, it.plan, seed), spec.sha256)
+    click.echo(f"wrote {len(items)} cases under {directory}")

@@ -1,0 +1,91 @@
+"""`aclnn-conform replay CASE-ID`: rebuild one generated case from its id and seed, run it, show all."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import numpy as np
+
+from cli.console import heading
+from cli.errors import EXIT_PROBLEMS, UserError
+from conformance.backend import BackendError, load_backend
+from conformance.call import ScalarArg, TensorArg
+from conformance.execute import judge
+from conformance.generate import build, plan_op
+from conformance.registry import default_registry
+
+
+def find_case(case_id: str, seed: int):
+    parts = case_id.split("/")
+    if len(parts) < 3:
+        raise UserError(
+            f"{case_id!r} is not a case id (op/product/...; see 'aclnn-conform cases list')"
+        )
+    reg = default_registry()
+    spec = reg.get(parts[0])
+    if parts[1] not in spec.products:
+        raise UserError(f"{case_id!r}: {spec.name} has no product {parts[1]!r}")
+    for plan in plan_op(spec, [parts[1]]):
+        if plan.id == case_id:
+            return spec, build(spec, plan, seed)
+    raise UserError(
+        f"no generated case has the id {case_id!r} (see 'aclnn-conform cases list -k ...')"
+    )
+
+
+def _show_array(name: str, a: np.ndarray, limit: int = 24) -> str:
+    flat = np.asarray(a, dtype=np.float64).reshape(-1) if a.dtype.kind != "c" else a.reshape(-1)
+    head = np.array2string(flat[:limit], precision=9, separator=", ", max_line_width=100)
+    more = f" ... ({flat.size} elements)" if flat.size > limit else ""
+    return f"  {name} {list(a.shape)}: {head}{more}"
+
+
+@click.command("replay")
+@click.argument("case_id")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--backend", default="reference", show_default=True)
+@click.option("--oracle", default="reference", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
+def replay(case_id, seed, backend, oracle, as_json):
+    """Rebuild CASE-ID from its id and seed, run it, print inputs, expected, actual and verdict."""
+    spec, case = find_case(case_id, seed)
+    try:
+        b = load_backend(backend)
+        o = b if oracle == backend else load_backend(oracle)
+    except BackendError as exc:
+        raise UserError(str(exc)) from None
+    judged = judge(spec, case, b, o, oracle)
+    rec = judged.record
+    if as_json:
+        click.echo(json.dumps(rec, indent=1, default=str))
+    else:
+        click.echo(heading(f"{case.id}  (seed {seed})"))
+        click.echo(f"clauses: {', '.join(spec.clause(c) for c in case.clauses)}")
+        click.echo(heading("inputs"))
+        for name, a in case.call.args.items():
+            if isinstance(a, TensorArg) and not spec.param(name).is_output:
+                click.echo(
+                    f"  {name}: {a.dtype} shape {list(a.shape)} strides {list(a.strides)} offset {a.offset}"
+                )
+                click.echo(_show_array("  values", a.view()))
+            elif isinstance(a, ScalarArg):
+                click.echo(f"  {name}: {a.dtype} scalar {a.value!r}")
+            elif not isinstance(a, TensorArg):
+                click.echo(f"  {name}: {a!r}")
+        click.echo(heading("status"))
+        click.echo(f"  expected {rec.get('oracle_status')}  actual {rec.get('actual_status')}")
+        for name, cmp in rec.get("comparisons", {}).items():
+            click.echo(heading(f"output {name}"))
+            for k, v in cmp["stats"].items():
+                click.echo(f"  {k}: {v}")
+            if cmp["worst"]:
+                click.echo("  worst elements (index: expected / actual, ulp, inputs):")
+                for w in cmp["worst"]:
+                    click.echo(
+                        f"    {w['index']}: {w['expected']} / {w['actual']}, {w['ulp']} ulp, {w['inputs']}"
+                    )
+        click.echo(heading("verdict"))
+        click.echo(f"  {judged.verdict}{': ' + judged.reason if judged.reason else ''}")
+    if judged.verdict in ("fail", "error", "crash", "timeout"):
+        raise SystemExit(EXIT_PROBLEMS)

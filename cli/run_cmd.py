@@ -1,0 +1,196 @@
+"""`aclnn-conform run`: generate (or read) cases, run them against a backend, record, summarise."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from cli.console import heading, style
+from cli.errors import EXIT_PROBLEMS, UserError
+from conformance import results as res
+from conformance.backend import BackendError, load_backend
+from conformance.registry import default_registry
+from conformance.runner import (
+    ResultsWriter,
+    RunConfig,
+    Selection,
+    directory_items,
+    execute,
+    finished_ids,
+    generated_items,
+)
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    if not value:
+        return None
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise UserError(f"--shard {value!r}: expected i/n, e.g. 1/4") from None
+    if not 1 <= i <= n:
+        raise UserError(f"--shard {value!r}: i must be between 1 and n")
+    return i, n
+
+
+def selection_options(f):
+    """The case filters shared by run, cases list and cases export."""
+    opts = [
+        click.option("--op", "ops", multiple=True, help="Operator (aclnnEluBackward or elu_backward); repeatable."),
+        click.option("--product", "products", multiple=True, help="Product id, e.g. atlas-a2; repeatable."),
+        click.option("--dtype", "dtypes", multiple=True, help="Keep cases with a tensor of this dtype (f16, BF16, ...)."),
+        click.option("--clause", "clauses", multiple=True, help="Keep cases exercising this clause (id or op/id)."),
+        click.option("-k", "keyword", default="", help="Keep cases whose id contains this text."),
+        click.option("--max-cases", type=click.IntRange(min=1), default=None,
+                     help="Budget: at most N cases, every clause kept covered."),
+        click.option("--shard", default=None, metavar="I/N", help="Run only shard I of N (1-based)."),
+    ]  # fmt: skip
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard) -> Selection:
+    reg = default_registry()
+    ops_norm = [reg.get(o).name for o in ops]
+    from conformance.loader import products as known_products
+
+    for p in products:
+        if p not in known_products():
+            raise UserError(
+                f"--product {p!r}: unknown product (known: {', '.join(known_products())})"
+            )
+    sel = Selection(ops_norm, list(products), list(dtypes), list(clauses), keyword, max_cases,
+                    parse_shard(shard))  # fmt: skip
+    sel.dtype_names()  # raises DtypeError for an unknown dtype
+    return sel
+
+
+def print_summary(records: list[dict], backend: str, seconds: float, limit: int = 20) -> None:
+    s = res.summarise(records)
+    click.echo(heading(f"\n{backend}: {s.total} cases in {seconds:.1f} s"))
+    click.echo("  ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items())))
+    click.echo(heading("\nop x product x dtype        pass  fail  other"))
+    for (op, product, dtag), c in sorted(s.matrix.items()):
+        bad = sum(c[v] for v in res.FAILING)
+        other = sum(c.values()) - c["pass"] - bad
+        line = f"{op:<20} {product:<16} {dtag:<14} {c['pass']:>5} {bad:>5} {other:>6}"
+        click.echo(style(line, fg="red") if bad else line)
+    if s.failing_clauses:
+        click.echo(heading("\nfailing clauses"))
+        for clause, n in s.failing_clauses.most_common():
+            click.echo(f"  {clause}: {n}")
+    if s.failures:
+        click.echo(heading(f"\nfirst {min(limit, len(s.failures))} of {len(s.failures)} failures"))
+        for rec in s.failures[:limit]:
+            click.echo(f"  {rec['verdict']}: {rec['id']}: {rec.get('reason', '')[:160]}")
+            if rec.get("replay"):
+                click.echo(f"    {rec['replay']}")
+
+
+@click.command("run")
+@click.option("--backend", default="reference", show_default=True, help="Backend to test.")
+@click.option(
+    "--oracle",
+    default="reference",
+    show_default=True,
+    help="Backend that gives the expected results.",
+)
+@click.option(
+    "--cases",
+    "cases_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run the case directories under DIR instead of generating cases.",
+)
+@click.option(
+    "--results",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("results.jsonl"),
+    show_default=True,
+    help="JSONL file results are appended to.",
+)
+@click.option("--resume", is_flag=True, help="Skip cases already recorded in --results.")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the generated values."
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes.",
+)
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failing case.")
+@click.option(
+    "--keep-outputs",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write each case's outputs and result.json under DIR/<case-id>/.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@selection_options
+def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep_outputs, quiet,
+        ops, products, dtypes, clauses, keyword, max_cases, shard):  # fmt: skip
+    """Run the conformance suite against a backend.
+
+    Exit codes: 0 everything passed, 1 conformance failures, 2 usage or setup error.
+    """
+    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
+    for name in {backend, oracle}:
+        try:
+            load_backend(name).close()
+        except BackendError as exc:
+            raise UserError(f"--backend/--oracle: {exc}") from None
+    if cases_dir is not None:
+        if not cases_dir.is_dir():
+            raise UserError(f"--cases {cases_dir}: no such directory")
+        items = directory_items(cases_dir, sel)
+    else:
+        items = generated_items(default_registry(), sel)
+    if not resume and results.exists():
+        results.unlink()
+    done = finished_ids(results) if resume else set()
+    todo = [it for it in items if it.id not in done]
+    cfg = RunConfig(backend=backend, oracle=oracle, seed=seed, jobs=jobs, fail_fast=fail_fast,
+                    keep_outputs=keep_outputs)  # fmt: skip
+    from conformance.runner import Progress
+
+    progress = Progress(len(todo), enabled=not quiet)
+    writer = ResultsWriter(results)
+    t0 = time.perf_counter()
+    state = {"stop": False}
+
+    def sink(rec: dict) -> bool:
+        writer.write(rec)
+        progress.update(rec)
+        if fail_fast and rec.get("verdict") in res.FAILING:
+            state["stop"] = True
+            return False
+        return True
+
+    try:
+        execute(todo, cfg, sink)
+    finally:
+        writer.close()
+        progress.close()
+    seconds = time.perf_counter() - t0
+    meta = {"backend": backend, "oracle": oracle, "seed": seed, "cases": len(items),
+            "run": len(todo), "seconds": seconds, "host": platform.node(),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "spec_sha256": default_registry().sha256, "jobs": jobs}  # fmt: skip
+    Path(str(results) + ".meta.json").write_text(
+        json.dumps(meta, indent=1) + "\n", encoding="utf-8"
+    )
+    records = res.load(results)
+    if not quiet or res.summarise(records).failed:
+        print_summary(records, backend, seconds)
+    click.echo(f"\nresults: {results}")
+    if res.summarise(records).failed:
+        raise SystemExit(EXIT_PROBLEMS)

@@ -1,0 +1,108 @@
+"""The backend API: a backend is a small class with `execute(call) -> Outcome`.
+
+Backends are found by name through the entry-point group `aclnn_conformance.backends`, so a
+vendor can ship one without touching this repository. Each declares what it can express; the
+runner turns everything else into `skip` with the reason, never into a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from conformance.call import Call, Outcome, TensorArg
+
+GROUP = "aclnn_conformance.backends"
+
+
+class BackendError(RuntimeError):
+    """A backend that cannot be found, loaded or started (a setup problem, exit code 2/3)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    products: tuple[str, ...] | None = None  # None: every product
+    dtypes: tuple[str, ...] | None = None  # None: every dtype
+    # exact: returns the aclnn status code; accept_reject: only 0 vs non-zero; none: no checking
+    status: str = "exact"
+    strided: bool = True  # can take non-contiguous views with offsets
+    empty: bool = True  # can take empty tensors
+
+
+class Backend:
+    """Base class. Subclasses set `name` and `capabilities` and implement `execute`."""
+
+    name = "backend"
+    capabilities = Capabilities()
+
+    def __init__(self, **options: Any):
+        self.options = options
+
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        """(available, reason): whether this backend can run here, and if not, why and what to do."""
+        return True, ""
+
+    def version(self) -> str:
+        return "unknown"
+
+    def supports(self, call: Call) -> str | None:
+        """None if the backend can run `call`, else the reason it cannot (the case is skipped)."""
+        caps = self.capabilities
+        if caps.products is not None and call.product not in caps.products:
+            return f"{self.name} does not model product {call.product}"
+        for name, arg in call.args.items():
+            if not isinstance(arg, TensorArg):
+                continue
+            if caps.dtypes is not None and arg.dtype not in caps.dtypes:
+                return f"{self.name} has no {arg.dtype} tensors ({name})"
+            if not caps.strided and not arg.is_contiguous():
+                return f"{self.name} takes contiguous tensors only ({name})"
+            if not caps.empty and arg.is_empty:
+                return f"{self.name} does not take empty tensors ({name})"
+        return None
+
+    def execute(self, call: Call) -> Outcome:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release whatever the backend holds (devices, worker processes)."""
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def backend_names() -> list[str]:
+    return sorted(_entry_points())
+
+
+def backend_class(name: str) -> type[Backend]:
+    eps = _entry_points()
+    if name not in eps:
+        known = ", ".join(sorted(eps)) or "none installed"
+        raise BackendError(f"unknown backend {name!r} (known: {known})")
+    try:
+        cls = eps[name].load()
+    except Exception as exc:  # a broken plug-in must not take the CLI down
+        raise BackendError(
+            f"backend {name!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from None
+    return cls
+
+
+def load_backend(name: str, **options: Any) -> Backend:
+    """Instantiate backend `name`; BackendError says why it is not available."""
+    cls = backend_class(name)
+    ok, reason = cls.availability()
+    if not ok:
+        raise BackendError(f"backend {name!r} is not available: {reason}")
+    try:
+        return cls(**options)
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise BackendError(
+            f"backend {name!r} failed to start: {type(exc).__name__}: {exc}"
+        ) from None

@@ -1,0 +1,153 @@
+"""Running one case against a backend and an oracle, and judging it: the heart of the runner.
+
+The oracle (the reference by default) says what status and outputs the spec demands. The backend
+runs on its own copy of the call. The verdict checks, in order: the backend could express the
+case (else skip); it did not raise (else error); inputs are unchanged (else fail); the status
+matches as far as the backend reports statuses; outputs match in the view under the tolerance
+policy; storage outside the output view is untouched (gaps, padding) and a failed call wrote
+nothing at all.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from conformance import dtypes as dt
+from conformance.backend import Backend
+from conformance.call import Call, Outcome, TensorArg
+from conformance.compare import compare, policy_for
+from conformance.generate import Case
+from conformance.loader import status_name
+from conformance.spec import OpSpec
+
+VERDICTS = ("pass", "fail", "error", "crash", "timeout", "skip", "xfail", "xpass")
+
+
+@dataclass
+class Judged:
+    verdict: str
+    reason: str
+    record: dict[str, Any]
+
+
+def _snapshot(call: Call) -> dict[str, bytes]:
+    return {n: a.storage.tobytes() for n, a in call.args.items() if isinstance(a, TensorArg)}
+
+
+def view_mask(t: TensorArg) -> np.ndarray:
+    """Boolean mask over t's storage: True where the view's elements live."""
+    mask = np.zeros(t.storage.size, dtype=bool)
+    if not t.is_empty:
+        idx = TensorArg(t.dtype, t.shape, t.strides, t.offset, np.arange(t.storage.size)).view()
+        mask[np.asarray(idx).reshape(-1)] = True
+    return mask
+
+
+def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) -> dict[str, Any]:
+    dtypes = {n: a.dtype for n, a in case.call.args.items() if isinstance(a, TensorArg)}
+    layouts = {n: {"shape": list(a.shape), "strides": list(a.strides), "offset": a.offset,
+                   "storage": int(a.storage.size)}
+               for n, a in case.call.args.items() if isinstance(a, TensorArg)}  # fmt: skip
+    return {"id": case.id, "op": spec.name, "aclnn_op": spec.op, "product": case.product,
+            "kind": case.kind, "dtypes": dtypes, "layouts": layouts,
+            "clauses": [spec.clause(c) for c in case.clauses],
+            "expected_status": case.expected_status, "seed": case.seed,
+            "backend": backend.name, "oracle": oracle_name}  # fmt: skip
+
+
+def judge(
+    spec: OpSpec, case: Case, backend: Backend, oracle: Backend, oracle_name: str = "reference"
+) -> Judged:
+    rec = base_record(spec, case, backend, oracle_name)
+    rec["durations"] = {}
+
+    def done(verdict: str, reason: str, **extra: Any) -> Judged:
+        rec.update(extra, verdict=verdict, reason=reason)
+        return Judged(verdict, reason, rec)
+
+    why = backend.supports(case.call)
+    if why:
+        return done("skip", why)
+    t0 = time.perf_counter()
+    try:
+        want = oracle.execute(copy.deepcopy(case.call))
+    except Exception as exc:  # an oracle that cannot run the case: the case is in error
+        return done("error", f"oracle {oracle_name} failed: {type(exc).__name__}: {exc}")
+    rec["durations"]["oracle"] = time.perf_counter() - t0
+    rec["oracle_status"] = want.status
+    if want.status != case.expected_status and oracle_name == "reference":
+        return done("error", f"the reference returned {want.status} but the case expects "
+                             f"{case.expected_status}: {want.message}")  # fmt: skip
+    call = copy.deepcopy(case.call)
+    before = _snapshot(call)
+    t0 = time.perf_counter()
+    try:
+        got = backend.execute(call)
+    except Exception as exc:
+        return done("error", f"backend raised {type(exc).__name__}: {exc}")
+    rec["durations"]["backend"] = time.perf_counter() - t0
+    rec["actual_status"] = got.status
+    rec["message"] = got.message
+    mode = backend.capabilities.status
+    for name, raw in before.items():
+        if not spec.param(name).is_output and call.args[name].storage.tobytes() != raw:
+            return done("fail", f"input {name} was modified by the call", status_match=None)
+    if mode == "none" and want.status != 0:
+        return done("skip", f"{backend.name} does no parameter checking (expected {want.status})")
+    match = (
+        got.status == want.status if mode == "exact" else (got.status == 0) == (want.status == 0)
+    )
+    rec["status_match"] = match
+    if not match:
+        return done("fail", f"status {got.status} ({status_name(got.status)}), expected "
+                            f"{want.status} ({status_name(want.status)})")  # fmt: skip
+    t0 = time.perf_counter()
+    verdict = _judge_outputs(spec, case, call, before, want, got, rec)
+    rec["durations"]["compare"] = time.perf_counter() - t0
+    return done(*verdict)
+
+
+def _judge_outputs(spec, case, call, before, want: Outcome, got: Outcome, rec) -> tuple[str, str]:
+    reasons: list[str] = []
+    for p in spec.outputs:
+        t = case.call.args.get(p.name)
+        if not isinstance(t, TensorArg):
+            continue
+        original = np.frombuffer(before[p.name], dtype=t.storage.dtype)
+        out = got.outputs.get(p.name)
+        if out is None or out.shape != t.storage.shape or out.dtype != t.storage.dtype:
+            return "fail", f"{p.name}: backend returned no storage of {t.storage.size} {t.dtype}"
+        if want.status != 0 or t.is_empty or want.nothing_written:
+            if out.tobytes() != original.tobytes():
+                changed = int(np.sum(out.view(np.uint8) != original.view(np.uint8)))
+                return (
+                    "fail",
+                    f"{p.name}: output storage written ({changed} bytes) where nothing may be",
+                )
+            continue
+        mask = view_mask(t)
+        outside = ~mask
+        if outside.any() and out[outside].tobytes() != original[outside].tobytes():
+            n = int(np.sum(out[outside].view(np.uint8) != original[outside].view(np.uint8)))
+            return "fail", f"{p.name}: wrote outside its view ({n} bytes in gaps/padding changed)"
+        golden = TensorArg(t.dtype, t.shape, t.strides, t.offset, want.outputs[p.name]).view()
+        actual = TensorArg(t.dtype, t.shape, t.strides, t.offset, out).view()
+        inputs = {q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
+                  for q in spec.tensor_inputs}  # fmt: skip
+        cmp = compare(golden, actual, t.dtype, policy_for(t.dtype, spec.tolerance), inputs=inputs)
+        rec.setdefault("comparisons", {})[p.name] = cmp.to_dict()
+        rec["stats"] = cmp.stats.to_dict()
+        rec["worst"] = [w.to_dict() for w in cmp.worst]
+        if not cmp.passed:
+            reasons.append(f"{p.name}: " + "; ".join(cmp.reasons))
+    return ("fail", " | ".join(reasons)) if reasons else ("pass", "")
+
+
+def dtype_tag(record: dict[str, Any]) -> str:
+    shorts = [dt.get(d).short for d in record.get("dtypes", {}).values()]
+    return shorts[0] if len(set(shorts)) == 1 else ".".join(shorts) or "-"

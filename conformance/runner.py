@@ -1,0 +1,271 @@
+"""The runner: selects cases, runs them (in worker processes with --jobs), appends one JSON line
+per finished case to the results file, and can resume a run from that file.
+
+Work items are small and picklable: a generated case travels as (op, plan, seed) and is built in
+the worker; a case directory travels as its path. Results are written by the parent only, one
+flushed line per case, so a crash or kill loses at most the cases in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance import dtypes as dt
+from conformance.backend import Backend, load_backend
+from conformance.casefile import CaseFileError, find_cases, read_case
+from conformance.execute import judge
+from conformance.generate import CasePlan, build, plan_suite, select
+from conformance.registry import Registry, UnknownOp, default_registry
+
+TOOL_VERSION = "0.1.0"
+
+
+@dataclass
+class Selection:
+    ops: list[str] = field(default_factory=list)
+    products: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    clauses: list[str] = field(default_factory=list)
+    keyword: str = ""
+    max_cases: int | None = None
+    shard: tuple[int, int] | None = None  # (i, n), 1-based i
+
+    def dtype_names(self) -> set[str]:
+        return {dt.get(d).name for d in self.dtypes}
+
+
+@dataclass
+class Item:
+    """One unit of work: a generated plan or a case directory."""
+
+    id: str
+    op: str
+    plan: CasePlan | None = None
+    path: str | None = None
+    root: str | None = None
+
+
+@dataclass
+class RunConfig:
+    backend: str = "reference"
+    oracle: str = "reference"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    jobs: int = 1
+    fail_fast: bool = False
+    keep_outputs: str | None = None
+
+
+def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
+    full = {f"{op}/{c}" for c in clauses} | set(clauses)
+    return any(w in full for w in wanted)
+
+
+def generated_items(registry: Registry, sel: Selection) -> list[Item]:
+    pairs = plan_suite(registry, sel.ops or None, sel.products or None)
+    names = sel.dtype_names()
+    out = []
+    for spec, plan in pairs:
+        if names and not names & set(plan.dtypes()):
+            continue
+        if sel.keyword and sel.keyword not in plan.id:
+            continue
+        if sel.clauses and not _clause_match(sel.clauses, spec.name, plan.clauses):
+            continue
+        out.append((spec, plan))
+    out = select(out, sel.max_cases)
+    return _shard([Item(p.id, s.name, plan=p) for s, p in out], sel.shard)
+
+
+def directory_items(root: Path, sel: Selection) -> list[Item]:
+    items = []
+    for d in find_cases(root):
+        rel = d.relative_to(root).as_posix()
+        if sel.keyword and sel.keyword not in rel:
+            continue
+        items.append(Item(rel, rel.split("/", 1)[0], path=str(d), root=str(root)))
+    if sel.max_cases is not None:
+        items = items[: sel.max_cases]
+    return _shard(items, sel.shard)
+
+
+def _shard(items: list[Item], shard: tuple[int, int] | None) -> list[Item]:
+    if not shard:
+        return items
+    i, n = shard
+    return [it for k, it in enumerate(items) if k % n == i - 1]
+
+
+def finished_ids(results: Path) -> set[str]:
+    """Ids already recorded in a results file (a torn last line is ignored)."""
+    done: set[str] = set()
+    if not results.exists():
+        return done
+    with open(results, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and "id" in rec and "verdict" in rec:
+                done.add(rec["id"])
+    return done
+
+
+# -- execution (runs in the parent or in worker processes) ------------------------------------
+
+_STATE: dict[str, Any] = {}
+
+
+def _init(cfg: RunConfig) -> None:
+    _STATE["cfg"] = cfg
+    _STATE["registry"] = default_registry()
+    _STATE["backend"] = load_backend(cfg.backend, **cfg.backend_options)
+    _STATE["oracle"] = (_STATE["backend"] if cfg.oracle == cfg.backend and not cfg.backend_options
+                        else load_backend(cfg.oracle))  # fmt: skip
+
+
+def run_item(item: Item) -> dict[str, Any]:
+    cfg: RunConfig = _STATE["cfg"]
+    reg: Registry = _STATE["registry"]
+    backend: Backend = _STATE["backend"]
+    oracle: Backend = _STATE["oracle"]
+    t0 = time.perf_counter()
+    try:
+        if item.plan is not None:
+            spec = reg.get(item.op)
+            case = build(spec, item.plan, cfg.seed)
+        else:
+            case = read_case(Path(item.path), Path(item.root))  # type: ignore[arg-type]
+            spec = reg.get(case.op)
+    except (CaseFileError, UnknownOp, ValueError) as exc:
+        return {"id": item.id, "op": item.op, "verdict": "error", "reason": str(exc),
+                "backend": backend.name, "clauses": [], "dtypes": {}}  # fmt: skip
+    try:
+        judged = judge(spec, case, backend, oracle, cfg.oracle)
+        rec = judged.record
+    except Exception as exc:  # a bug in a backend adapter must not end the run
+        rec = {"id": case.id, "op": spec.name, "product": case.product, "verdict": "error",
+               "reason": f"{type(exc).__name__}: {exc}", "clauses": list(case.clauses)}  # fmt: skip
+    rec["id"] = item.id if item.path else rec["id"]
+    rec["backend_version"] = backend.version()
+    rec["spec_sha256"] = spec.sha256
+    rec["tool_version"] = TOOL_VERSION
+    rec["durations"] = {**rec.get("durations", {}), "total": time.perf_counter() - t0}
+    rec["replay"] = replay_command(rec, cfg) if item.plan is not None else ""
+    if cfg.keep_outputs and rec.get("verdict") not in ("skip",):
+        _keep(cfg.keep_outputs, item.id, case, backend, rec)
+    return rec
+
+
+def _keep(root: str, case_id: str, case, backend: Backend, rec: dict[str, Any]) -> None:
+    """--keep-outputs: rerun the backend once more and store its outputs and result.json."""
+    import copy
+
+    import numpy as np
+
+    from conformance.casefile import case_dir
+
+    d = case_dir(Path(root), case_id)
+    d.mkdir(parents=True, exist_ok=True)
+    try:
+        got = backend.execute(copy.deepcopy(case.call))
+        for name, arr in got.outputs.items():
+            with open(d / f"{name}.npy", "wb") as f:
+                bits = {2: np.uint16, 1: np.uint8}
+                data = arr if arr.dtype.kind in "fiubc" else arr.view(bits[arr.dtype.itemsize])
+                np.save(f, data, allow_pickle=False)
+        result = {"status": got.status, "message": got.message}
+    except Exception as exc:
+        result = {"status": None, "message": f"{type(exc).__name__}: {exc}"}
+    result["verdict"] = rec.get("verdict")
+    (d / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def replay_command(rec: dict[str, Any], cfg: RunConfig) -> str:
+    parts = ["aclnn-conform", "replay", f"'{rec['id']}'", "--seed", str(cfg.seed)]
+    if cfg.backend != "reference":
+        parts += ["--backend", cfg.backend]
+    if cfg.oracle != "reference":
+        parts += ["--oracle", cfg.oracle]
+    return " ".join(parts)
+
+
+def execute(items: list[Item], cfg: RunConfig, sink: Callable[[dict[str, Any]], bool]) -> None:
+    """Run items, handing each record to `sink`; stop early when sink returns False."""
+    if cfg.jobs <= 1 or len(items) < 2:
+        _init(cfg)
+        try:
+            for it in items:
+                if not sink(run_item(it)):
+                    return
+        finally:
+            _STATE["backend"].close()
+        return
+    with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_init, initargs=(cfg,)) as pool:
+        chunk = max(1, min(64, len(items) // (cfg.jobs * 8) or 1))
+        results: Iterator[dict[str, Any]] = pool.map(run_item, items, chunksize=chunk)
+        for rec in results:
+            if not sink(rec):
+                pool.shutdown(wait=False, cancel_futures=True)
+                return
+
+
+class ResultsWriter:
+    """Appends records to a JSONL file, one flushed line each."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def write(self, rec: dict[str, Any]) -> None:
+        self._f.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno()) if os.environ.get("ACLNN_CONFORM_FSYNC") else None
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class Progress:
+    """A one-line bar on a terminal; a plain line every ~5 % elsewhere (CI logs)."""
+
+    def __init__(self, total: int, stream=sys.stderr, enabled: bool = True):
+        self.total, self.stream, self.enabled = total, stream, enabled
+        self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
+        self.done = 0
+        self.failed = 0
+        self.t0 = time.perf_counter()
+        self._next = 0
+
+    def update(self, rec: dict[str, Any]) -> None:
+        self.done += 1
+        if rec.get("verdict") in ("fail", "error", "crash", "timeout"):
+            self.failed += 1
+        if not self.enabled:
+            return
+        rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
+        if self.tty:
+            width = 30
+            filled = int(width * self.done / max(self.total, 1))
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
+                              f" failed {self.failed}  {rate:.0f} cases/s ")  # fmt: skip
+            self.stream.flush()
+        elif self.done >= self._next or self.done == self.total:
+            self.stream.write(
+                f"{self.done}/{self.total} cases, {self.failed} failed, {rate:.0f} cases/s\n"
+            )
+            self._next = self.done + max(1, self.total // 20)
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            self.stream.write("\n")
