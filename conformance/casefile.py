@@ -64,6 +64,16 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def save_array(path: Path, data: np.ndarray) -> str:
+    """Save a 1-D storage as .npy ("bits" encoding for dtypes numpy lacks); returns the encoding."""
+    encoding = "native" if str(data.dtype) in _NATIVE else "bits"
+    if encoding == "bits":
+        data = data.view(_BITS[data.dtype.itemsize])
+    with open(path, "wb") as f:
+        np.save(f, np.ascontiguousarray(data), allow_pickle=False)
+    return encoding
+
+
 def case_dir(root: Path, case_id: str) -> Path:
     return root.joinpath(*case_id.split("/"))
 
@@ -77,12 +87,8 @@ def write_case(root: Path, case: Case, spec_sha256: str = "") -> Path:
         if a is None:
             args[name] = {"kind": "null"}
         elif isinstance(a, TensorArg):
-            info = dt.get(a.dtype)
-            encoding = "native" if str(a.storage.dtype) in _NATIVE else "bits"
-            data = a.storage if encoding == "native" else a.storage.view(_BITS[info.np.itemsize])
             path = d / f"{name}.npy"
-            with open(path, "wb") as f:
-                np.save(f, np.ascontiguousarray(data), allow_pickle=False)
+            encoding = save_array(path, a.storage)
             args[name] = {"kind": "tensor", "dtype": a.dtype, "shape": list(a.shape),
                           "strides": list(a.strides), "offset": a.offset, "format": a.format,
                           "storage": path.name, "encoding": encoding, "sha256": sha256_file(path)}  # fmt: skip

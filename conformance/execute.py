@@ -33,6 +33,7 @@ class Judged:
     verdict: str
     reason: str
     record: dict[str, Any]
+    outcome: Outcome | None = None  # what the backend returned, when it ran
 
 
 def _snapshot(call: Call) -> dict[str, bytes]:
@@ -66,9 +67,11 @@ def judge(
     rec = base_record(spec, case, backend, oracle_name)
     rec["durations"] = {}
 
+    ran: list[Outcome] = []
+
     def done(verdict: str, reason: str, **extra: Any) -> Judged:
         rec.update(extra, verdict=verdict, reason=reason)
-        return Judged(verdict, reason, rec)
+        return Judged(verdict, reason, rec, ran[0] if ran else None)
 
     why = backend.supports(case.call)
     if why:
@@ -91,6 +94,7 @@ def judge(
     except Exception as exc:
         return done("error", f"backend raised {type(exc).__name__}: {exc}")
     rec["durations"]["backend"] = time.perf_counter() - t0
+    ran.append(got)
     rec["actual_status"] = got.status
     rec["message"] = got.message
     mode = backend.capabilities.status

@@ -20,6 +20,7 @@ from typing import Any
 
 from conformance import dtypes as dt
 from conformance.backend import Backend, load_backend
+from conformance.call import Outcome
 from conformance.casefile import CaseFileError, find_cases, read_case
 from conformance.execute import judge
 from conformance.generate import CasePlan, build, plan_suite, select
@@ -149,9 +150,10 @@ def run_item(item: Item) -> dict[str, Any]:
     except (CaseFileError, UnknownOp, ValueError) as exc:
         return {"id": item.id, "op": item.op, "verdict": "error", "reason": str(exc),
                 "backend": backend.name, "clauses": [], "dtypes": {}}  # fmt: skip
+    got = None
     try:
         judged = judge(spec, case, backend, oracle, cfg.oracle)
-        rec = judged.record
+        rec, got = judged.record, judged.outcome
     except Exception as exc:  # a bug in a backend adapter must not end the run
         rec = {"id": case.id, "op": spec.name, "product": case.product, "verdict": "error",
                "reason": f"{type(exc).__name__}: {exc}", "clauses": list(case.clauses)}  # fmt: skip
@@ -162,30 +164,21 @@ def run_item(item: Item) -> dict[str, Any]:
     rec["durations"] = {**rec.get("durations", {}), "total": time.perf_counter() - t0}
     rec["replay"] = replay_command(rec, cfg) if item.plan is not None else ""
     if cfg.keep_outputs and rec.get("verdict") not in ("skip",):
-        _keep(cfg.keep_outputs, item.id, case, backend, rec)
+        _keep(cfg.keep_outputs, item.id, got, rec)
     return rec
 
 
-def _keep(root: str, case_id: str, case, backend: Backend, rec: dict[str, Any]) -> None:
-    """--keep-outputs: rerun the backend once more and store its outputs and result.json."""
-    import copy
-
-    import numpy as np
-
-    from conformance.casefile import case_dir
+def _keep(root: str, case_id: str, got: Outcome | None, rec: dict[str, Any]) -> None:
+    """--keep-outputs: the backend's output storages as DIR/<case-id>/<param>.npy + result.json."""
+    from conformance.casefile import case_dir, save_array
 
     d = case_dir(Path(root), case_id)
     d.mkdir(parents=True, exist_ok=True)
-    try:
-        got = backend.execute(copy.deepcopy(case.call))
+    result: dict[str, Any] = {"status": None, "message": rec.get("reason", "")}
+    if got is not None:
         for name, arr in got.outputs.items():
-            with open(d / f"{name}.npy", "wb") as f:
-                bits = {2: np.uint16, 1: np.uint8}
-                data = arr if arr.dtype.kind in "fiubc" else arr.view(bits[arr.dtype.itemsize])
-                np.save(f, data, allow_pickle=False)
+            save_array(d / f"{name}.npy", arr)
         result = {"status": got.status, "message": got.message}
-    except Exception as exc:
-        result = {"status": None, "message": f"{type(exc).__name__}: {exc}"}
     result["verdict"] = rec.get("verdict")
     (d / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
