@@ -1,0 +1,70 @@
+"""The `aclnn-conform` command line: one click group; each command lives in its own module.
+
+To add a command: write `cli/<name>_cmd.py` defining a click command or group, import it below
+and `main.add_command(...)` it. Raise `cli.errors.UserError` for anything the user can fix; other
+exceptions are turned into one line on stderr by `ConformGroup.invoke` (see cli/errors.py for
+the exit codes).
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import metadata
+from pathlib import Path
+
+import click
+
+from cli import errors
+from cli.backends_cmd import backends
+from cli.cases_cmd import cases
+from cli.replay_cmd import replay
+from cli.run_cmd import run
+from cli.specs_cmd import specs
+
+
+def _version() -> str:
+    try:
+        return metadata.version("aclnn-conformance")
+    except metadata.PackageNotFoundError:  # running from a checkout that is not installed
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        try:
+            m = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text("utf-8"), re.M)
+        except OSError:
+            m = None
+        return f"{m.group(1)} (not installed)" if m else "unknown"
+
+
+class ConformGroup(click.Group):
+    """A group that reports every error a command raises as one line, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if errors.passes_through(exc):
+                raise
+            raise errors.translate(exc) from None
+
+
+@click.group(
+    name="aclnn-conform",
+    cls=ConformGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(_version(), "--version", "-V", prog_name="aclnn-conform")
+def main() -> None:
+    """Conformance suite and spec checker for Huawei Ascend aclnn operators.
+
+    Exit codes: 0 ok, 1 problems found, 2 usage or setup error, 3 internal error.
+    """
+
+
+main.add_command(specs)
+main.add_command(run)
+main.add_command(cases)
+main.add_command(replay)
+main.add_command(backends)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Backend adapters: each module imports its heavy dependency lazily."""
