@@ -17,6 +17,7 @@ import click
 from cli import errors
 from cli.backends_cmd import backends
 from cli.cases_cmd import cases
+from cli.probe_cmd import probe_cmd
 from cli.replay_cmd import replay
 from cli.run_cmd import run
 from cli.specs_cmd import specs
@@ -64,6 +65,7 @@ main.add_command(run)
 main.add_command(cases)
 main.add_command(replay)
 main.add_command(backends)
+main.add_command(probe_cmd)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,14 @@ import click
 import numpy as np
 
 from cli.console import heading
-from cli.errors import EXIT_PROBLEMS, UserError
+from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
+from cli.run_cmd import backend_options, check_backend, parse_backend_options
 from conformance.backend import BackendError, load_backend
 from conformance.call import ScalarArg, TensorArg
 from conformance.execute import judge
 from conformance.generate import build, plan_op
 from conformance.registry import default_registry
+from conformance.runner import RunConfig, make_backend
 
 
 def find_case(case_id: str, seed: int):
@@ -47,15 +49,23 @@ def _show_array(name: str, a: np.ndarray, limit: int = 24) -> str:
 @click.option("--backend", default="reference", show_default=True)
 @click.option("--oracle", default="reference", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
-def replay(case_id, seed, backend, oracle, as_json):
+@backend_options
+def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_dir, device_id,
+           exec_cmd, isolate, timeout):  # fmt: skip
     """Rebuild CASE-ID from its id and seed, run it, print inputs, expected, actual and verdict."""
     spec, case = find_case(case_id, seed)
+    options = parse_backend_options(backend_opts, device, lib_dir, device_id, exec_cmd)
+    check_backend(backend, options, "--backend")
     try:
-        b = load_backend(backend)
-        o = b if oracle == backend else load_backend(oracle)
+        b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
+                                   timeout=timeout))  # fmt: skip
+        o = load_backend(oracle)
     except BackendError as exc:
-        raise UserError(str(exc)) from None
-    judged = judge(spec, case, b, o, oracle)
+        raise InfrastructureError(str(exc)) from None
+    try:
+        judged = judge(spec, case, b, o, oracle)
+    finally:
+        b.close()
     rec = judged.record
     if as_json:
         click.echo(json.dumps(rec, indent=1, default=str))

@@ -11,9 +11,9 @@ from pathlib import Path
 import click
 
 from cli.console import heading, style
-from cli.errors import EXIT_PROBLEMS, UserError
+from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
 from conformance import results as res
-from conformance.backend import BackendError, load_backend
+from conformance.backend import BackendError, backend_class
 from conformance.registry import default_registry
 from conformance.runner import (
     ResultsWriter,
@@ -38,6 +38,40 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     return i, n
 
 
+def parse_backend_options(pairs, device, lib_dir, device_id, exec_cmd) -> dict:
+    """--backend-opt KEY=VALUE plus the named shortcuts, as keyword options for the backend."""
+    opts: dict = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--backend-opt {pair!r}: expected KEY=VALUE")
+        opts[key.strip()] = value
+    for key, value in (("device", device), ("lib_dir", lib_dir), ("device_id", device_id),
+                       ("cmd", exec_cmd)):  # fmt: skip
+        if value is not None:
+            opts[key] = value
+    return opts
+
+
+def backend_options(f):
+    """Options that configure the backend under test (shared by run, replay and probe)."""
+    opts = [
+        click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
+                     help="Option for the backend (repeatable), e.g. device=cuda."),
+        click.option("--device", default=None, help="torch: cpu, cuda or npu."),
+        click.option("--lib-dir", default=None, help="aclnn: folder holding the CANN libraries."),
+        click.option("--device-id", type=int, default=None, help="aclnn: NPU device id."),
+        click.option("--exec-cmd", default=None, help="exec: the harness command line."),
+        click.option("--isolate/--no-isolate", default=None,
+                     help="Run the backend in a worker process (default: on for aclnn and exec)."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+                     help="Per-case time limit in seconds for an isolated backend."),
+    ]  # fmt: skip
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 def selection_options(f):
     """The case filters shared by run, cases list and cases export."""
     opts = [
@@ -53,6 +87,17 @@ def selection_options(f):
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def check_backend(name: str, options: dict, option: str) -> None:
+    """Fail early, with the reason, when a backend is unknown or cannot run here."""
+    try:
+        cls = backend_class(name)
+    except BackendError as exc:
+        raise UserError(f"{option}: {exc}") from None
+    ok, reason = cls.availability()
+    if not ok:
+        raise InfrastructureError(f"{option} {name}: not available: {reason}")
 
 
 def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard) -> Selection:
@@ -135,19 +180,20 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     help="Write each case's outputs and result.json under DIR/<case-id>/.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@backend_options
 @selection_options
 def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep_outputs, quiet,
+        backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout,
         ops, products, dtypes, clauses, keyword, max_cases, shard):  # fmt: skip
     """Run the conformance suite against a backend.
 
     Exit codes: 0 everything passed, 1 conformance failures, 2 usage or setup error.
     """
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
-    for name in {backend, oracle}:
-        try:
-            load_backend(name).close()
-        except BackendError as exc:
-            raise UserError(f"--backend/--oracle: {exc}") from None
+    options = parse_backend_options(backend_opts, device, lib_dir, device_id, exec_cmd)
+    check_backend(backend, options, "--backend")
+    if oracle != backend:
+        check_backend(oracle, {}, "--oracle")
     if cases_dir is not None:
         if not cases_dir.is_dir():
             raise UserError(f"--cases {cases_dir}: no such directory")
@@ -158,8 +204,9 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
         results.unlink()
     done = finished_ids(results) if resume else set()
     todo = [it for it in items if it.id not in done]
-    cfg = RunConfig(backend=backend, oracle=oracle, seed=seed, jobs=jobs, fail_fast=fail_fast,
-                    keep_outputs=keep_outputs)  # fmt: skip
+    cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
+                    fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
+                    timeout=timeout)  # fmt: skip
     from conformance.runner import Progress
 
     progress = Progress(len(todo), enabled=not quiet)
@@ -177,6 +224,10 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
 
     try:
         execute(todo, cfg, sink)
+    except BackendError as exc:
+        raise InfrastructureError(
+            f"{exc} (results so far are in {results}; rerun with --resume)"
+        ) from None
     finally:
         writer.close()
         progress.close()

@@ -20,6 +20,14 @@ class BackendError(RuntimeError):
     """A backend that cannot be found, loaded or started (a setup problem, exit code 2/3)."""
 
 
+class BackendCrash(RuntimeError):
+    """The backend's worker process died while running a case (segfault, abort, exit)."""
+
+
+class BackendTimeout(RuntimeError):
+    """The backend did not finish a case within the per-case time limit."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     products: tuple[str, ...] | None = None  # None: every product
@@ -35,6 +43,8 @@ class Backend:
 
     name = "backend"
     capabilities = Capabilities()
+    # Native code that may crash or hang runs in a worker process unless told otherwise.
+    isolate_by_default = False
 
     def __init__(self, **options: Any):
         self.options = options

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend
+from conformance.backend import Backend, BackendCrash, BackendError, BackendTimeout
 from conformance.call import Call, Outcome, TensorArg
 from conformance.compare import compare, policy_for
 from conformance.generate import Case
@@ -91,6 +91,12 @@ def judge(
     t0 = time.perf_counter()
     try:
         got = backend.execute(call)
+    except BackendCrash as exc:
+        return done("crash", str(exc))
+    except BackendTimeout as exc:
+        return done("timeout", str(exc))
+    except BackendError:
+        raise  # the backend cannot run at all: the run stops (exit code 3)
     except Exception as exc:
         return done("error", f"backend raised {type(exc).__name__}: {exc}")
     rec["durations"]["backend"] = time.perf_counter() - t0

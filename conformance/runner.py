@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, load_backend
+from conformance.backend import Backend, BackendError, backend_class, load_backend
 from conformance.call import Outcome
 from conformance.casefile import CaseFileError, find_cases, read_case
 from conformance.execute import judge
@@ -63,6 +63,8 @@ class RunConfig:
     jobs: int = 1
     fail_fast: bool = False
     keep_outputs: str | None = None
+    isolate: bool | None = None  # None: the backend's own default (aclnn and exec isolate)
+    timeout: float = 60.0
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -126,10 +128,24 @@ def finished_ids(results: Path) -> set[str]:
 _STATE: dict[str, Any] = {}
 
 
+def make_backend(cfg: RunConfig) -> Backend:
+    """The backend under test, in a worker process when isolation is on."""
+    cls = backend_class(cfg.backend)
+    isolate = cls.isolate_by_default if cfg.isolate is None else cfg.isolate
+    if isolate:
+        from conformance.isolate import IsolatedBackend
+
+        ok, reason = cls.availability()
+        if not ok:
+            raise BackendError(f"backend {cfg.backend!r} is not available: {reason}")
+        return IsolatedBackend(cfg.backend, cfg.backend_options, cfg.timeout)
+    return load_backend(cfg.backend, **cfg.backend_options)
+
+
 def _init(cfg: RunConfig) -> None:
     _STATE["cfg"] = cfg
     _STATE["registry"] = default_registry()
-    _STATE["backend"] = load_backend(cfg.backend, **cfg.backend_options)
+    _STATE["backend"] = make_backend(cfg)
     _STATE["oracle"] = (_STATE["backend"] if cfg.oracle == cfg.backend and not cfg.backend_options
                         else load_backend(cfg.oracle))  # fmt: skip
 
@@ -154,6 +170,8 @@ def run_item(item: Item) -> dict[str, Any]:
     try:
         judged = judge(spec, case, backend, oracle, cfg.oracle)
         rec, got = judged.record, judged.outcome
+    except BackendError:
+        raise
     except Exception as exc:  # a bug in a backend adapter must not end the run
         rec = {"id": case.id, "op": spec.name, "product": case.product, "verdict": "error",
                "reason": f"{type(exc).__name__}: {exc}", "clauses": list(case.clauses)}  # fmt: skip

@@ -1,0 +1,66 @@
+"""`aclnn-conform probe`: the claimed-vs-actual dtype matrix of a backend (the spec-checker)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from cli.console import heading
+from cli.errors import InfrastructureError, UserError
+from cli.run_cmd import backend_options, check_backend, parse_backend_options
+from conformance import dtypes as dt
+from conformance.backend import BackendError
+from conformance.probe import probe, to_json
+from conformance.registry import default_registry
+from conformance.runner import RunConfig, make_backend
+
+SYMBOL = {"agree-accept": "+", "agree-reject": ".", "listed-but-rejected": "L",
+          "accepted-not-listed": "A", "skip": " "}  # fmt: skip
+
+
+@click.command("probe")
+@click.option("--backend", required=True, help="Backend to probe.")
+@click.option("--op", "ops", multiple=True, help="Operator(s); default all.")
+@click.option("--product", "products", multiple=True, help="Product(s); default all of each op.")
+@click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
+@backend_options
+def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, device_id, exec_cmd,
+              isolate, timeout):  # fmt: skip
+    """Try every aclDataType on each tensor and scalar parameter; print claimed vs actual.
+
+    Legend: + accepted as listed, . rejected as not listed, L listed but rejected,
+    A accepted but not listed, blank: the backend cannot express it.
+    """
+    options = parse_backend_options(backend_opts, device, lib_dir, device_id, exec_cmd)
+    check_backend(backend, options, "--backend")
+    reg = default_registry()
+    ops_n = [reg.get(o).name for o in ops]
+    try:
+        b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
+                                   timeout=timeout))  # fmt: skip
+    except BackendError as exc:
+        raise InfrastructureError(str(exc)) from None
+    try:
+        rows = probe(reg, b, ops_n or None, list(products) or None)
+    finally:
+        b.close()
+    if not rows:
+        raise UserError("nothing to probe for the given --op/--product")
+    if as_json:
+        click.echo(json.dumps(to_json(rows), indent=1))
+        return
+    names = dt.tables().names()
+    shorts = [dt.get(n).short for n in names]
+    click.echo(heading(f"dtype probe of {backend}: claimed (spec) vs actual (backend)"))
+    click.echo(
+        "legend: + agree accept  . agree reject  L listed but rejected  A accepted not listed"
+    )
+    click.echo(" " * 44 + " ".join(s[:4].rjust(4) for s in shorts))
+    for r in rows:
+        label = f"{r.op}/{r.product}/{r.param}"[:43]
+        click.echo(f"{label:<44}" + " ".join(SYMBOL[r.cells[n]].rjust(4) for n in names))
+    bad = [(r, d, v) for r in rows for d, v in r.disagreements.items()]
+    click.echo(heading(f"\n{len(bad)} disagreements"))
+    for r, d, v in bad:
+        click.echo(f"  {r.op} {r.product} {r.param}: {d} {v}")
