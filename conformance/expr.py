@@ -223,8 +223,12 @@ class _Compiler:
         raise _fail(node, "strings support only ==, != and in")
 
     def _Call(self, node: ast.Call, depth: int) -> Fn:
+        if isinstance(node.func, ast.Attribute):
+            raise _fail(node, "attribute access is not allowed; call a built-in function by name")
         if not isinstance(node.func, ast.Name):
-            raise _fail(node, "only the built-in functions can be called (no attributes)")
+            raise _fail(
+                node, f"only the built-in functions can be called, not {_describe(node.func)}"
+            )
         fname = node.func.id
         if fname not in FUNCTIONS:
             raise _fail(node, f"unknown function {fname!r} (allowed: {', '.join(FUNCTIONS)})")

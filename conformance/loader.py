@@ -19,7 +19,7 @@ import yaml
 
 import specs
 from conformance import dtypes as dt
-from conformance.expr import Expr, ExprError, compile_expr
+from conformance.expr import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
 from conformance.spec import (
     TERM_PROMOTE,
     Branch,
@@ -115,7 +115,10 @@ class _Linter:
         try:
             return compile_expr(text, known, strings)
         except ExprError as exc:
-            self.err(path, f"{exc.message} in expression {str(text)!r}", exc.line - 1)
+            # A literal block (`|`) starts on the line after its key and keeps its lines; other
+            # multi-line styles fold into one line, so the key's line is the best we can say.
+            offset = exc.line if self.doc.literal.get(tuple(path)) else 0
+            self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
             return None
 
     def dtype_name(self, path: tuple[Any, ...], name: Any) -> str | None:
@@ -147,7 +150,13 @@ class _Linter:
         schema_errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         for e in schema_errors:
             where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-            self.err(tuple(e.absolute_path), f"{where}: {_schema_message(e)}")
+            path = tuple(e.absolute_path)
+            if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+                allowed = set(e.schema.get("properties", {}))
+                extra = [k for k in e.instance if k not in allowed]
+                if extra:  # point at the offending key, not at the mapping holding it
+                    path = (*path, extra[0])
+            self.err(path, f"{where}: {_schema_message(e)}")
         if schema_errors:
             return None
 
@@ -351,6 +360,15 @@ class _Linter:
             path = ("formula", "let", i)
             if item["name"] in known:
                 self.err((*path, "name"), f"let name {item['name']!r} shadows a parameter")
+            elif (
+                not str(item["name"]).isidentifier()
+                or item["name"] in FUNCTIONS
+                or item["name"] in CONSTANTS
+            ):
+                self.err(
+                    (*path, "name"),
+                    f"let name {item['name']!r} must be a new identifier (not a function or constant)",
+                )
             e = self.expr((*path, "value"), item["value"], known, strings)
             lets.append(
                 Let(
@@ -434,6 +452,8 @@ def lint_file(path: str | Path, text: str | None = None) -> tuple[OpSpec | None,
         doc = load_yaml(path, text)
     except YamlError as exc:
         return None, [Problem(exc.file, exc.line, exc.message)]
+    except RecursionError:
+        return None, [Problem(str(path), 1, "document nests too deeply")]
     linter = _Linter(doc)
     try:
         spec = linter.build()

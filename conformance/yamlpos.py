@@ -25,6 +25,7 @@ class Located:
     data: Any
     lines: dict[Path_, int] = field(default_factory=dict)
     file: str = ""
+    literal: dict[Path_, bool] = field(default_factory=dict)  # values written as `|` blocks
 
     def line(self, path: Path_) -> int:
         """Line of `path`, or of its nearest ancestor that has one."""
@@ -88,6 +89,11 @@ def _build(
     if getattr(node, "anchor", None):
         raise YamlError(name, line, "YAML anchors/aliases are not allowed in a spec")
     out.lines[path] = line
+    tag = getattr(node, "tag", "") or ""
+    if tag.startswith("tag:yaml.org,2002:python") or not (
+        tag.startswith("tag:yaml.org,2002:") or tag == "!"
+    ):
+        raise YamlError(name, line, f"YAML tag {tag!r} is not allowed in a spec")
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for knode, vnode in node.value:
@@ -107,7 +113,10 @@ def _build(
         return [
             _build(item, (*path, i), out, seen, loader, name) for i, item in enumerate(node.value)
         ]
+    if getattr(node, "style", None) == "|":
+        out.literal[path] = True
     try:
         return loader.construct_object(node, deep=True)
     except yaml.YAMLError as exc:
-        raise YamlError(name, line, f"invalid value: {exc}") from None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlError(name, line, f"invalid value: {problem}") from None

@@ -1,0 +1,327 @@
+"""`aclnn-conform specs ...`: list, show and lint the operator specs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli import console
+from cli.console import field, heading, style, table
+from cli.errors import DEBUG_ENV, EXIT_PROBLEMS, UserError
+from conformance.loader import Problem, default_spec_files, lint_file, load_spec, status_name
+from conformance.registry import default_registry
+from conformance.spec import Check, OpSpec
+from conformance.yamlpos import YamlError
+from conformance.yamlpos import load as load_yaml
+from specs import root as specs_root
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+@click.group(name="specs")
+def specs() -> None:
+    """List, show and lint the operator specs (specs/ops/*.yaml)."""
+
+
+# -- list --------------------------------------------------------------------------------------
+
+
+@specs.command(name="list")
+def list_cmd() -> None:
+    """One line per operator: name, aclnn op, products, clauses, deviations."""
+    reg = default_registry()
+    rows = [
+        [s.name, s.op, str(len(s.clause_ids())), str(len(s.deviations)), ", ".join(s.products)]
+        for s in sorted(reg, key=lambda s: s.name)
+    ]
+    headers = ["NAME", "OP", "CLAUSES", "DEVIATIONS", "PRODUCTS"]
+    for line in table(headers, rows, indent=0, right=(2, 3), total=200):
+        click.echo(line)
+
+
+# -- show --------------------------------------------------------------------------------------
+
+
+@specs.command(name="show")
+@click.argument("op", metavar="OP")
+def show_cmd(op: str) -> None:
+    """Show one operator's spec. OP: aclnnEluBackward, elu_backward, EluBackward or a YAML file."""
+    path = Path(op)
+    if path.suffix in SPEC_SUFFIXES and path.is_file():
+        spec = load_spec(path)
+    else:
+        spec = default_registry().get(op)
+    for line in render_spec(spec):
+        click.echo(line)
+
+
+def _display_path(path: str | Path) -> str:
+    """`path` relative to the current directory when it lies below it, else absolute."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def render_spec(spec: OpSpec) -> list[str]:
+    w = console.width()
+    out: list[str] = []
+    title = f"{spec.op}  ({spec.name})"
+    out.append(style(title, bold=True, fg="cyan"))
+    if spec.summary:
+        out.extend("  " + line for line in console.wrap(spec.summary, w - 2))
+    out.append("")
+    meta = [("aten", spec.aten or "-"), ("seed doc", spec.source.get("seed", "-"))]
+    meta += [(k, v) for k, v in spec.source.items() if k != "seed"]
+    meta += [("products", ", ".join(spec.products))]
+    for label, text in meta:
+        out.append(field(label + ":", str(text), label_width=10, total=w))
+    out.append(f"  {'file:':<10} {_display_path(spec.path)}")  # never wrapped: copy-pastable
+
+    out += ["", heading("Parameters") + " (C signature order)"]
+    rows = []
+    for i, p in enumerate(spec.params, 1):
+        default = "-" if p.default is None else _scalar_text(p.default)
+        if p.kind == "scalar" and p.default_dtype:
+            default += f" ({p.default_dtype})" if p.default is not None else p.default_dtype
+        if p.values:
+            default += f"  of {{{', '.join(p.values)}}}"
+        rows.append([str(i), p.name, p.kind, p.role, p.c_type or "-", default])
+    out += table(["#", "NAME", "KIND", "ROLE", "C TYPE", "DEFAULT"], rows, right=(0,), total=w)
+
+    out += ["", heading("Dtypes per product") + " (from the dtype_in checks)"]
+    out += table(["PARAM", "SET", *spec.products], _dtype_rows(spec), total=w)
+
+    out += ["", heading("Checks") + " (in order; the first violation decides the status)"]
+    id_w = max(len(c.id) for c in spec.checks)
+    kind_w = max(len(c.kind) for c in spec.checks)
+    for i, c in enumerate(spec.checks, 1):
+        status = f"{c.status} {status_name(c.status)}"
+        cid = style(c.id.ljust(id_w), fg="yellow")
+        out.append(f"  {i:>2}  {cid}  {c.kind.ljust(kind_w)}  {status}".rstrip())
+        for label, text in _check_fields(c):
+            out.append(field(label + ":", text, indent=6, label_width=12, total=w))
+
+    f = spec.formula
+    out += ["", heading("Formula") + f" for {f.output}"]
+    how = "float64: lets in order, then the first branch whose `when` holds; rounded once"
+    out.append(field("", how + " to the output dtype", indent=2, total=w))
+    if f.source:
+        out.append(field("source:", f.source, indent=2, label_width=8, total=w))
+    for let in f.lets:
+        out.append(f"  let  {style(let.id, fg='yellow')}")
+        out.append(field("value:", f"{let.name} = {let.value.source}", 7, 8, w))
+        out += _optional(("summary", let.summary), ("source", let.source), indent=7, total=w)
+    for i, b in enumerate(f.branches, 1):
+        out.append(f"  {i:>2}.  {style(b.id, fg='yellow')}")
+        when = "otherwise" if b.when is None else b.when.source
+        out.append(field("when:", when, 7, 8, w))
+        out.append(field("value:", f"{f.output} = {b.value.source}", 7, 8, w))
+        out += _optional(("summary", b.summary), ("source", b.source), indent=7, total=w)
+
+    if spec.special_points:
+        out += ["", heading("Special points") + " (values case generation puts in a tensor)"]
+        id_w = max(len(s.id) for s in spec.special_points)
+        for s in spec.special_points:
+            out.append(f"  {style(s.id.ljust(id_w), fg='yellow')}  {s.param} = {s.value.source}")
+            with_ = ", ".join(f"{k}={_scalar_text(v)}" for k, v in s.with_.items())
+            out += _optional(
+                ("with", with_), ("summary", s.summary), ("source", s.source), indent=6, total=w
+            )
+
+    if spec.properties:
+        out += ["", heading("Properties")]
+        rows = [[p.id, p.kind, ", ".join(p.params) or "-", p.source] for p in spec.properties]
+        out += table(["ID", "KIND", "PARAMS", "SOURCE"], rows, total=w)
+
+    if spec.tolerance:
+        out += ["", heading("Tolerance overrides")]
+        for dname, pol in spec.tolerance.items():
+            text = ", ".join(f"{k}={v:g}" for k, v in pol.items())
+            out.append(field(dname + ":", text, label_width=10, total=w))
+
+    out += ["", heading("Deviations") + " (where the real library differs from the doc)"]
+    if not spec.deviations:
+        out.append("  none recorded")
+    for d in spec.deviations:
+        extra = []
+        if d.clause:
+            extra.append(f"clause {d.clause}")
+        if d.backends:
+            extra.append(f"backends {', '.join(d.backends)}")
+        tail = f"  ({'; '.join(extra)})" if extra else ""
+        out.append(f"  {style(d.id, fg='magenta')}{tail}")
+        out += _optional(
+            ("summary", d.summary), ("actual", d.actual), ("source", d.source), indent=6, total=w
+        )
+    return out
+
+
+def _scalar_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _optional(*pairs: tuple[str, str], indent: int, total: int) -> list[str]:
+    return [
+        field(label + ":", text, indent=indent, label_width=8, total=total)
+        for label, text in pairs
+        if text
+    ]
+
+
+def _dtype_rows(spec: OpSpec) -> list[list[str]]:
+    """One row per term of each dtype_in check, then one per tensor that no dtype_in names."""
+    rows: list[list[str]] = []
+    named: set[str] = set()
+    for c in spec.checks:
+        if c.kind != "dtype_in":
+            continue
+        for term in c.terms:
+            named.update(term.params())
+            if c.dtype_set:
+                cells = [", ".join(spec.dtypes_for(c.dtype_set, p)) for p in spec.products]
+                rows.append([str(term), c.dtype_set, *cells])
+            else:
+                rows.append([str(term), "(listed)", *[", ".join(c.dtypes)] * len(spec.products)])
+    used_sets = {c.dtype_set for c in spec.checks if c.dtype_set}
+    for p in spec.params:
+        if p.is_tensor and p.name not in named:
+            rows.append([p.name, "-", *["(no dtype_in check)"] * len(spec.products)])
+    for name in spec.dtype_sets:
+        if name not in used_sets:
+            cells = [", ".join(spec.dtypes_for(name, p)) for p in spec.products]
+            rows.append([f"(set {name})", name, *cells])
+    return rows
+
+
+def _check_fields(c: Check) -> list[tuple[str, str]]:
+    shown = [str(t) for t in c.terms] if c.terms else list(c.params)
+    fields = [("params", ", ".join(shown))] if shown else []
+    if c.dtype_set:
+        fields.append(("set", c.dtype_set))
+    if c.dtypes:
+        fields.append(("dtypes", ", ".join(c.dtypes)))
+    if c.to is not None:
+        fields.append(("to", str(c.to)))
+    if c.max is not None:
+        fields.append(("max rank", str(c.max)))
+    if c.of:
+        fields.append(("broadcast of", ", ".join(c.of)))
+    if c.violated_if is not None:
+        fields.append(("violated if", c.violated_if.source))
+    if c.values:
+        fields.append(("values", ", ".join(c.values)))
+    if c.examples:
+        ex = "; ".join(
+            ", ".join(f"{k}={_scalar_text(v)}" for k, v in e.items()) for e in c.examples
+        )
+        fields.append(("examples", ex))
+    if c.summary:
+        fields.append(("summary", c.summary))
+    fields.append(("source", c.source))
+    return fields
+
+
+# -- lint --------------------------------------------------------------------------------------
+
+
+@specs.command(name="lint")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+def lint_cmd(paths: tuple[str, ...]) -> None:
+    """Check spec files against the schema and the semantic rules.
+
+    PATH is a spec file or a directory (its *.yaml files); default: every shipped spec.
+    Prints `file:line: message` per problem and exits 1, or one summary line and exits 0.
+    """
+    files = _spec_files(paths)
+    problems: list[Problem] = []
+    good: list[tuple[str, OpSpec]] = []
+    bad_files = 0
+    for f in files:
+        shown = _display_path(f)
+        spec, found = _lint_one(shown)
+        if found:
+            bad_files += 1
+            problems.extend(found)
+        elif spec is not None:
+            good.append((shown, spec))
+    dup = _duplicates(good)
+    problems.extend(dup)
+    bad_files += len({p.file for p in dup})
+    if problems:
+        for p in problems:
+            click.echo(_problem_line(p))
+        n = len(problems)
+        click.echo(
+            f"{n} problem{'s' if n != 1 else ''} in {bad_files} of {len(files)} "
+            f"spec file{'s' if len(files) != 1 else ''}",
+            err=True,
+        )
+        click.get_current_context().exit(EXIT_PROBLEMS)
+    clauses = sum(len(s.clause_ids()) for _, s in good)
+    n = len(good)
+    click.echo(f"{n} spec{'s' if n != 1 else ''} OK ({clauses} clauses)")
+
+
+def _problem_line(p: Problem) -> str:
+    """`file:line: message` on one line (a message from PyYAML may carry a multi-line excerpt)."""
+    lines = [x.strip() for x in str(p.message).splitlines() if x.strip()]
+    return f"{p.file}:{p.line}: {lines[0] if lines else 'invalid spec'}"
+
+
+def _spec_files(paths: tuple[str, ...]) -> list[Path]:
+    if not paths:
+        files = default_spec_files()
+        if not files:
+            raise UserError(f"no spec files found in {specs_root() / 'ops'}")
+        return files
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(q for q in p.iterdir() if q.suffix in SPEC_SUFFIXES and q.is_file())
+            if not found:
+                raise UserError(f"{raw}: directory has no *.yaml spec files")
+            files.extend(found)
+        elif p.exists():
+            files.append(p)
+        else:
+            raise UserError(f"{raw}: no such file or directory")
+    unique: dict[str, Path] = {}
+    for f in files:
+        unique.setdefault(os.path.realpath(f), f)
+    return list(unique.values())
+
+
+def _lint_one(shown: str) -> tuple[OpSpec | None, list[Problem]]:
+    try:
+        return lint_file(shown)
+    except Exception as exc:  # a loader bug must not hide the other files' problems
+        if os.environ.get(DEBUG_ENV):
+            raise
+        msg = f"internal error while checking this file: {type(exc).__name__}: {exc}"
+        return None, [Problem(shown, 1, msg + f" (a bug in aclnn-conform; {DEBUG_ENV}=1 shows it)")]
+
+
+def _duplicates(good: list[tuple[str, OpSpec]]) -> list[Problem]:
+    """Two files may not define the same operator (by name or aclnn op name)."""
+    seen: dict[str, str] = {}
+    problems = []
+    for shown, spec in good:
+        for key, label in ((spec.name, "name"), (spec.op, "op")):
+            if key in seen and seen[key] != shown:
+                try:
+                    line = load_yaml(shown).line((label,))
+                except YamlError:
+                    line = 1
+                problems.append(
+                    Problem(shown, line, f"{label} {key!r} is also defined in {seen[key]}")
+                )
+            seen.setdefault(key, shown)
+    return problems

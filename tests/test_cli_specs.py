@@ -1,0 +1,315 @@
+"""`aclnn-conform specs list/show` and the group's error handling.
+
+Expected values are read straight from the YAML files with yaml.safe_load (not through the
+loader), or written by hand from the ELU seed (status codes 161001 / 161002).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import cli.console
+import cli.specs_cmd
+from cli.main import main
+from conformance.loader import Problem, SpecError
+
+REPO = Path(__file__).resolve().parent.parent
+OPS = REPO / "specs" / "ops"
+
+
+def raw(name: str) -> dict:
+    return yaml.safe_load((OPS / f"{name}.yaml").read_text(encoding="utf-8"))
+
+
+ALL = sorted(p.stem for p in OPS.glob("*.yaml"))
+
+
+def run(*args: str, **kwargs):
+    try:
+        runner = CliRunner(mix_stderr=False)  # click < 8.2
+    except TypeError:
+        runner = CliRunner()
+    result = runner.invoke(main, list(args), **kwargs)
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def flat(text: str) -> str:
+    """Whitespace-normalised text: wrapped lines compare equal to the unwrapped source."""
+    return " ".join(text.split())
+
+
+def width(line: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+# -- the group ------------------------------------------------------------------------------------
+
+
+def test_version_and_help():
+    v = run("--version")
+    assert v.exit_code == 0
+    assert re.match(r"aclnn-conform, version \d+\.\d+", v.stdout)
+    h = run("--help")
+    assert h.exit_code == 0 and "specs" in h.stdout and "Exit codes" in h.stdout
+
+
+def test_unknown_command_is_a_usage_error():
+    r = run("frobnicate")
+    assert r.exit_code == 2 and "No such command" in r.stderr
+
+
+# -- specs list ------------------------------------------------------------------------------------
+
+
+def test_list_shows_the_five_ops():
+    r = run("specs", "list")
+    assert r.exit_code == 0
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].split() == ["NAME", "OP", "CLAUSES", "DEVIATIONS", "PRODUCTS"]
+    assert len(ALL) == 5 and len(lines) == 1 + len(ALL)
+    for name, line in zip(ALL, lines[1:], strict=True):
+        d = raw(name)
+        f = d["formula"]
+        clauses = len(d["checks"]) + len(f.get("let", [])) + len(f["branches"])
+        clauses += len(d.get("special_points", [])) + len(d.get("properties", []))
+        cols = line.split(None, 4)
+        assert cols[:4] == [name, d["op"], str(clauses), str(len(d.get("deviations", [])))]
+        assert cols[4] == ", ".join(d["products"])
+
+
+def test_list_elu_line_by_hand():
+    # elu_backward.yaml: 11 checks + 3 branches + 4 special points + 2 properties; 4 deviations
+    line = next(x for x in run("specs", "list").stdout.splitlines() if x.startswith("elu_"))
+    assert line.split() == [
+        "elu_backward", "aclnnEluBackward", "20", "4",
+        "atlas-inference,", "atlas-training,", "atlas-a2",
+    ]  # fmt: skip
+
+
+# -- specs show ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["elu_backward", "aclnnEluBackward", "EluBackward"])
+def test_show_elu(op):
+    r = run("specs", "show", op)
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    d = raw("elu_backward")
+    assert out.splitlines()[0] == "aclnnEluBackward  (elu_backward)"
+    assert "\x1b[" not in out  # no colour when stdout is not a terminal
+    assert "004_b47ccd8f2a4f1c88.txt" in out and d["summary"] in out
+    for clause in ("alpha-nonneg-if-result", "null-ptr", "dtype-same", "max-rank", "empty"):
+        assert clause in out
+    assert re.search(r"^\s+1\s+null-ptr\s+not_null\s+161001 ACLNN_ERR_PARAM_NULLPTR$", out, re.M)
+    assert re.search(
+        r"^\s+10\s+alpha-nonneg-if-result\s+value\s+161002 ACLNN_ERR_PARAM_INVALID$", out, re.M
+    )
+    assert re.search(r"violated if:\s+isResult and alpha < 0$", out, re.M)
+    # the dtype table: products as columns, in the spec's order; BF16 only on Atlas A2
+    header = next(x for x in out.splitlines() if x.split()[:2] == ["PARAM", "SET"])
+    assert header.split()[2:] == ["atlas-inference", "atlas-training", "atlas-a2"]
+    for param in ("gradOutput", "selfOrResult", "gradInput"):
+        assert re.search(
+            rf"^\s+{param}\s+float\s+FLOAT, FLOAT16\s+FLOAT, FLOAT16\s+FLOAT, FLOAT16, BF16$",
+            out,
+            re.M,
+        )
+
+
+def test_show_elu_every_part_of_the_spec():
+    out = run("specs", "show", "elu_backward").stdout
+    d = raw("elu_backward")
+    text = flat(out)
+    # parameters in C signature order, with C type and default
+    names = [p["name"] for p in d["params"]]
+    rows = [
+        x.split() for x in out.splitlines() if re.match(r"^\s+\d+\s+\w+\s+(tensor|scalar|bool)", x)
+    ]
+    assert [r[1] for r in rows] == names
+    assert "2 alpha scalar input const aclScalar* 1.0 (FLOAT)" in flat(
+        "\n".join(" ".join(r) for r in rows)
+    )
+    # every check in order, with its source
+    ids = [c["id"] for c in d["checks"]]
+    positions = [out.index(f"  {c}  ") for c in ids]
+    assert positions == sorted(positions)
+    for c in d["checks"]:
+        assert flat(c["source"]) in text
+    # the formula: every branch's when and value, in order
+    branch_pos = []
+    for b in d["formula"]["branches"]:
+        assert flat(f"when: {b['when']}") in text
+        assert flat(f"value: gradInput = {b['value']}") in text
+        branch_pos.append(text.index(flat(f"{b['id']} when: {b['when']}")))
+    assert branch_pos == sorted(branch_pos)
+    # special points and deviations with their sources
+    for s in d["special_points"]:
+        assert flat(f"{s['id']} {s['param']} = {s['value']}") in text
+    for dev in d["deviations"]:
+        assert dev["id"] in out and flat(dev["source"]) in text and flat(dev["summary"]) in text
+    assert "clause dtype-gradInput; backends aclnn, torch_npu" in out
+    assert "161001" in out and "161002" in out
+
+
+def test_show_names_give_the_same_output():
+    a = run("specs", "show", "elu_backward").stdout
+    assert a == run("specs", "show", "aclnnEluBackward").stdout
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_show_every_op_fits_100_columns(name):
+    r = run("specs", "show", name)
+    assert r.exit_code == 0
+    d = raw(name)
+    text = flat(r.stdout)
+    assert d["op"] in r.stdout
+    for let in d["formula"].get("let", []):
+        assert flat(f"{let['name']} = {let['value']}") in text
+    for b in d["formula"]["branches"]:
+        assert flat(f"value: {d['formula']['output']} = {b['value']}") in text
+    lines = [x for x in r.stdout.splitlines() if not x.startswith("  file:")]  # a path: not wrapped
+    too_wide = [x for x in lines if width(x) > 100]
+    assert not too_wide
+
+
+def test_show_colour_only_on_a_terminal(monkeypatch):
+    plain = run("specs", "show", "elu_backward").stdout
+    monkeypatch.setattr(cli.console, "color_enabled", lambda: True)
+    coloured = run("specs", "show", "elu_backward", color=True).stdout
+    assert "\x1b[" in coloured
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain  # same layout, only styled
+
+
+def test_show_a_spec_file(tmp_path):
+    r = run("specs", "show", str(OPS / "gelu_backward_v2.yaml"))
+    assert r.exit_code == 0
+    assert r.stdout.startswith("aclnnGeluBackwardV2  (gelu_backward_v2)")
+    assert re.search(
+        r"^\s+gradOutput\s+tensor\s+FLOAT16, FLOAT\s+FLOAT16, FLOAT\s+", r.stdout, re.M
+    )
+
+
+@pytest.mark.parametrize("op", ["nope", "elu", "aclnnEluForward"])
+def test_show_unknown_op(op):
+    r = run("specs", "show", op)
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"Error: unknown operator {op!r}")
+    for name in ALL:
+        assert name in err
+
+
+def test_show_unknown_op_suggests():
+    err = run("specs", "show", "gelu").stderr
+    assert "did you mean gelu_backward_v2?" in err
+
+
+# -- errors from below turn into one line --------------------------------------------------------
+
+
+def _raise(exc):
+    def f(*a, **k):
+        raise exc
+
+    return f
+
+
+def test_bad_shipped_spec_is_one_line(monkeypatch):
+    problems = [
+        Problem("specs/ops/x.yaml", 12, "unknown dtype 'F'"),
+        Problem("specs/ops/x.yaml", 20, "b"),
+    ]
+    monkeypatch.setattr(cli.specs_cmd, "default_registry", _raise(SpecError(problems)))
+    r = run("specs", "list")
+    assert r.exit_code == 2
+    assert r.stderr == (
+        "Error: specs/ops/x.yaml:12: unknown dtype 'F' "
+        "(and 1 more problem; run: aclnn-conform specs lint specs/ops/x.yaml)\n"
+    )
+
+
+def test_os_error_is_one_line(monkeypatch):
+    exc = PermissionError(13, "Permission denied", "/some/where.yaml")
+    monkeypatch.setattr(cli.specs_cmd, "default_registry", _raise(exc))
+    r = run("specs", "show", "elu_backward")
+    assert (r.exit_code, r.stderr) == (2, "Error: /some/where.yaml: Permission denied\n")
+
+
+def test_internal_error_is_one_line_unless_debugging(monkeypatch):
+    monkeypatch.delenv("ACLNN_CONFORM_DEBUG", raising=False)
+    monkeypatch.setattr(cli.specs_cmd, "default_registry", _raise(ZeroDivisionError("boom")))
+    r = run("specs", "list")
+    assert r.exit_code == 3
+    assert len(r.stderr.splitlines()) == 1
+    assert "internal error" in r.stderr and "ZeroDivisionError: boom" in r.stderr
+    monkeypatch.setenv("ACLNN_CONFORM_DEBUG", "1")
+    r = CliRunner().invoke(main, ["specs", "list"])
+    assert isinstance(r.exception, ZeroDivisionError)
+
+
+# -- the README shows real output -------------------------------------------------------------------
+
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _readme_block(command: str) -> str:
+    """The lines the README's example session shows after `$ command`, up to the next prompt."""
+    session = re.search(r"```console\n(.*?)```", README, re.S).group(1)  # type: ignore[union-attr]
+    after = session.split(f"$ {command}\n", 1)[1]
+    return after.split("\n$ ", 1)[0].rstrip("\n") + "\n"
+
+
+def test_readme_specs_list_is_current():
+    assert run("specs", "list").stdout == _readme_block("aclnn-conform specs list")
+
+
+def test_readme_specs_lint_is_current():
+    assert run("specs", "lint").stdout == _readme_block("aclnn-conform specs lint")
+
+
+def test_readme_specs_show_excerpt_is_current():
+    shown = run("specs", "show", "elu_backward").stdout.splitlines()
+    block = _readme_block(
+        "aclnn-conform specs show elu_backward        # or: specs show aclnnEluBackward"
+    )
+    kept = [x for x in block.splitlines() if not x.startswith("[...")]
+    it = iter(shown)
+    assert all(any(x == y for y in it) for x in kept)  # the excerpt's lines, in order
+
+
+def test_readme_python_example_runs(tmp_path):
+    code = re.search(r"## Python API\n\n```python\n(.*?)```", README, re.S).group(1)  # type: ignore[union-attr]
+    want = re.search(r"prints\n\n```text\n(.*?)```", README, re.S).group(1)  # type: ignore[union-attr]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == want
+
+
+def test_readme_setup_commands():
+    assert (
+        "pip install -e '.[test]' && aclnn-conform run --backend reference --html report.html"
+        in README
+    )
+    assert "python -m pytest -q" in README
+    assert "python -m pytest -q" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
