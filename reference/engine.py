@@ -18,6 +18,7 @@ from conformance.call import Call, CallError, Outcome, ScalarArg, TensorArg
 from conformance.registry import Registry, UnknownOp, default_registry
 from conformance.rules import attribute_env, validate
 from conformance.spec import OpSpec
+from reference import precise
 
 # Elements evaluated per step: bounds the float64 temporaries on very large tensors.
 CHUNK = 1 << 20
@@ -53,22 +54,29 @@ def compute(spec: OpSpec, call: Call) -> np.ndarray:
     out_dtype = dt.get(out.dtype)
     shape = out.shape
     env: dict[str, Any] = attribute_env(spec, call)
-    inputs = {
-        p.name: np.broadcast_to(call.tensor(p.name).view(), shape) for p in spec.tensor_inputs
-    }
+    views = {p.name: np.broadcast_to(call.tensor(p.name).view(), shape) for p in spec.tensor_inputs}
+    in_dtypes = {p.name: call.tensor(p.name).dtype for p in spec.tensor_inputs}
+    scalar_dtypes = {p.name: call.args[p.name].dtype for p in spec.attributes
+                     if isinstance(call.args.get(p.name), ScalarArg)}  # fmt: skip
+    refine_all = precise.needs_all(in_dtypes, scalar_dtypes, out_dtype.name)
+    refinable = precise.is_float_output(out_dtype.name)
     total = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    flat_inputs = {k: v.reshape(-1) if v.flags.c_contiguous else None for k, v in inputs.items()}
+    flat = {k: np.ravel(v) for k, v in views.items()}  # copies only non-contiguous/broadcast views
     result = np.empty(total, dtype=out_dtype.np)
     for start in range(0, total, CHUNK):
         stop = min(start + CHUNK, total)
         chunk_env = dict(env)
-        for name, arr in inputs.items():
-            flat = flat_inputs[name]
-            if flat is None:
-                flat = np.ravel(arr)  # copies a non-contiguous or broadcast view once
-                flat_inputs[name] = flat
-            chunk_env[name] = flat[start:stop].astype(np.float64)
-        result[start:stop] = dt.round_to(evaluate_formula(spec, chunk_env, stop - start), out_dtype)
+        for name, arr in flat.items():
+            chunk_env[name] = arr[start:stop].astype(np.float64)
+        y = evaluate_formula(spec, chunk_env, stop - start)
+        if refinable:
+            mask = np.isfinite(y) if refine_all else precise.near_midpoint(y, out_dtype.name)
+            if mask.any():
+                exact = {
+                    n: precise.exact_values(a[start:stop], in_dtypes[n]) for n, a in flat.items()
+                }
+                y = precise.refine(spec, env, y, mask, exact, out_dtype.name)
+        result[start:stop] = dt.round_to(y, out_dtype)
     return result.reshape(shape)
 
 

@@ -301,100 +301,41 @@ def run_engine(op, dtype, x, g, setting, out_dtype=None) -> np.ndarray:
 
 
 def oracle(op: str, x: np.ndarray, g: np.ndarray, setting: dict, out_dtype: str):
-    """(expected array in out_dtype, branch ids, the value rounded via float64 first)."""
+    """(expected array in out_dtype, branch ids)."""
     info, s = OPS[op], typed_setting(setting)
     cache: dict[Any, tuple[str, Any]] = {}
     exp = np.empty(g.shape, dtype=NP[out_dtype])
-    alt = np.empty(g.shape, dtype=NP[out_dtype])
     branches = np.empty(g.shape, dtype=object)
     for idx in np.ndindex(g.shape):
         xv, gv = float(x[idx]), float(g[idx])
         key = ("nan",) if math.isnan(xv) else (xv, math.copysign(1, xv))
-        if key not in cache:
-            cache[key] = info.factor(xv, s)
-        branch, f = cache[key]
-        v = exact_result(gv, f)
-        exp[idx] = round_exact(v, out_dtype)
-        alt[idx] = round_exact(float(v), out_dtype)  # double rounding, for known-bug checks only
+        # 40 digits first; then 4x the precision until the rounded result stops changing, so
+        # that a term far below 40 digits (a subnormal x next to 1/2) still decides a near-tie.
+        prec, last = mp.prec, None
+        while True:
+            with mpmath.workprec(prec):
+                if (key, prec) not in cache:
+                    cache[(key, prec)] = info.factor(xv, s)
+                branch, f = cache[(key, prec)]
+                r = round_exact(exact_result(gv, f), out_dtype)
+            same = last is not None and (r == last or (np.isnan(r) and np.isnan(last)))
+            if same or prec > 5000:
+                break
+            last, prec = r, prec * 4
+        exp[idx] = r
         branches[idx] = branch
-    return exp, branches, alt
+    return exp, branches
 
 
-# -- known engine problems ----------------------------------------------------------------------
-# Each is reported (see the strict-xfail reproducers at the end of this file). Elements that match
-# one of these narrow predicates are checked against the engine's known (wrong) behaviour instead
-# of being skipped, so any other deviation still fails.
-
-
-def known_problems(op, dtype, x, g, setting) -> dict[str, np.ndarray]:
-    s = typed_setting(setting)
-    xf = x.astype(np.float64)
-    gf = g.astype(np.float64)
-    none = np.zeros(x.shape, dtype=bool)
-    out = {
-        "double-rounding": none,
-        "f64-exp-conditioning": np.zeros(x.shape),
-        "f64-exp-overflow": none,
-    }
-    if op in ("softplus_backward", "gelu_backward_v2") and dtype != "DOUBLE":
-        # factor = 1/2 + O(x): float64 holds exactly 1/2, and g * 1/2 is a tie in the dtype.
-        tiny = float(_finfo(dtype).smallest_subnormal)
-        out["double-rounding"] = (xf > 0) & (xf < 2.0**-60) & (np.abs(gf) == tiny)
-    if op == "softplus_backward" and dtype == "DOUBLE":
-        with np.errstate(all="ignore"):
-            bx = s["beta"] * xf
-        exact = np.array(
-            [
-                not math.isfinite(v) or mpmath.mpf(s["beta"]) * mpmath.mpf(v) == mpmath.mpf(b)
-                for v, b in zip(xf.ravel(), bx.ravel(), strict=True)
-            ]
-        ).reshape(x.shape)
-        # extra ulps: exp(b*x) inherits the relative error |b*x| * 2^-53 of the rounded product
-        out["f64-exp-conditioning"] = np.where(~exact & (bx <= s["threshold"]), np.abs(bx), 0.0)
-        out["f64-exp-overflow"] = bx < -709.0
-    return out
-
-
-def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a - b| in float64 ulps (monotone integer order of the bit patterns)."""
-
-    def order(v):
-        i = v.astype(np.float64).view(np.int64).astype(object)
-        return np.array(
-            [k if k >= 0 else -(k & 0x7FFFFFFFFFFFFFFF) for k in i.ravel()], dtype=object
-        )
-
-    return np.abs(order(a) - order(b)).reshape(a.shape)
-
-
-def assert_matches(got, exp, x, g, dtype, context="", alt=None, known=None):
-    """Bitwise equality (== for zeros) or, for DOUBLE, 4 ulp; NaN in the same places.
-
-    `known` (from known_problems) names elements with a reported engine problem: those may show
-    exactly that problem (the double-rounded value; float64 conditioning of exp; exp overflow)."""
+def assert_matches(got, exp, x, g, dtype, context=""):
+    """Bitwise equality (== for zeros, so the sign of zero is not compared), for every output
+    dtype including DOUBLE; NaN in the same places."""
     got = np.asarray(got)
     exp = np.asarray(exp)
-    known = known or {}
     gn, en = np.isnan(got.astype(np.float64)), np.isnan(exp.astype(np.float64))
     bad = gn != en
     both = ~gn & ~en
-    if dtype == "DOUBLE":
-        gf, ef = got.astype(np.float64), exp.astype(np.float64)
-        finite = both & np.isfinite(ef) & np.isfinite(gf)
-        bad |= both & ~finite & (got != exp)
-        if np.any(finite):
-            allowed = 4.0 + np.ceil(known.get("f64-exp-conditioning", 0.0))
-            dist = np.zeros(got.shape, dtype=object)
-            dist[finite] = ulp_distance(got[finite], exp[finite])
-            bad |= finite & (dist > allowed).astype(bool)
-        over = known.get("f64-exp-overflow")
-        if over is not None:
-            bad &= ~(over & (gf == 0))
-    else:
-        bad |= both & (got != exp)
-        dr = known.get("double-rounding")
-        if dr is not None and alt is not None:
-            bad &= ~(dr & (got == alt))
+    bad |= both & (got != exp)
     if np.any(bad):
         rows = []
         for idx in list(zip(*np.nonzero(bad), strict=True))[:8]:
@@ -414,9 +355,8 @@ def check(op, dtype, x, g, setting, context, out_dtype=None):
     outcome = evaluate(call)
     assert outcome.status == 0, outcome.message
     got = outcome.outputs[OPS[op].out].reshape(g.shape)
-    exp, branches, alt = oracle(op, x, g, setting, out_dtype)
-    known = known_problems(op, out_dtype, x, g, setting) if out_dtype == dtype else None
-    assert_matches(got, exp, x, g, out_dtype, context, alt=alt, known=known)
+    exp, branches = oracle(op, x, g, setting, out_dtype)
+    assert_matches(got, exp, x, g, out_dtype, context)
     return branches
 
 
@@ -813,13 +753,13 @@ def test_mixed_dtypes_round_once(op, gdt, xdt, odt, setting):
     check(op, xdt, x, g, setting, f"{op} {gdt}/{xdt} -> {odt}", out_dtype=odt)
 
 
-# -- known engine problems: minimal reproducers (strict xfail: they fail here once fixed) -----
+# -- regressions: cases float64 alone gets wrong, which the mpmath refinement must get right -----
 
 
 def _reproduce(op, dtype, x, g, setting):
     x = np.array([x], dtype=NP[dtype])
     g = np.array([g], dtype=NP[dtype])
-    exp, branches, _ = oracle(op, x, g, setting, dtype)
+    exp, branches = oracle(op, x, g, setting, dtype)
     got = run_engine(op, dtype, x, g, setting)
     assert_matches(got, exp, x, g, dtype, f"{op} {dtype} {setting}")
     return exp, branches
@@ -832,19 +772,17 @@ DOUBLE_ROUNDING = (
 )
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=DOUBLE_ROUNDING)
-def test_known_bug_elu_f32_double_rounding():
+def test_regression_elu_f32_double_rounding():
     # alpha*scale = 1549/2^10 * 10831/2^13 = 2 + 3*2^-23: the midpoint of 2 + 2^-22 (odd
     # mantissa) and 2 + 2^-21. x = -2^-100 moves the exact value just below it, so the correctly
     # rounded result is 2 + 2^-22; float64 loses the 2^-100 and the tie goes to 2 + 2^-21.
     setting = {"alpha": 1549 / 1024, "scale": 10831 / 8192, "inputScale": 1.0, "isResult": True}
     x = np.array([-(2.0**-100)], dtype=np.float32)
-    exp, _, _ = oracle("elu_backward", x, np.ones(1, np.float32), setting, "FLOAT")
+    exp, _ = oracle("elu_backward", x, np.ones(1, np.float32), setting, "FLOAT")
     assert exp[0] == np.float32(2 + 2**-22)
     _reproduce("elu_backward", "FLOAT", -(2.0**-100), 1.0, setting)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=DOUBLE_ROUNDING)
 @pytest.mark.parametrize(
     ("op", "dtype", "setting"),
     [
@@ -855,7 +793,7 @@ def test_known_bug_elu_f32_double_rounding():
         pytest.param("gelu_backward_v2", "BF16", {"approximate": "tanh"}, id="gelu-tanh-bf16"),
     ],
 )
-def test_known_bug_subnormal_g_times_half(op, dtype, setting):
+def test_regression_subnormal_g_times_half(op, dtype, setting):
     # factor(x) = 1/2 + O(x) > 1/2 for a tiny x > 0; g = the smallest subnormal: the exact
     # product is just above half the smallest subnormal and rounds up to it. float64 holds
     # the factor as exactly 1/2, the tie rounds to even: the engine gives 0.
@@ -863,13 +801,7 @@ def test_known_bug_subnormal_g_times_half(op, dtype, setting):
     _reproduce(op, dtype, 1e-38, tiny, setting)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="engine bug: beta * self > threshold is evaluated on the float64-rounded product, so a "
-    "DOUBLE self just above threshold/beta takes the sigmoid branch (0.731 instead of 1.0)",
-)
-def test_known_bug_softplus_f64_branch_uses_rounded_product():
+def test_regression_softplus_f64_branch_uses_rounded_product():
     # 3 * 0.33333333333333337 > 1 exactly (linear branch: g), but 3.0 * x == 1.0 in float64.
     setting = {"beta": 3.0, "threshold": 1.0}
     _reproduce("softplus_backward", "DOUBLE", 0.33333333333333337, 1.0, setting)
@@ -878,29 +810,16 @@ def test_known_bug_softplus_f64_branch_uses_rounded_product():
 def test_softplus_f64_boundary_oracle():
     """The oracle side of the reproducer above: the exact product is above the threshold."""
     x = np.array([0.33333333333333337])
-    exp, branches, _ = oracle(
+    exp, branches = oracle(
         "softplus_backward", x, np.ones(1), {"beta": 3.0, "threshold": 1.0}, "DOUBLE"
     )
     assert branches[0] == "linear" and exp[0] == 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="engine bug: DOUBLE softplus evaluates exp(-beta*self) on the float64-rounded product "
-    "beta*self; exp amplifies its rounding error |beta*self| times (9 ulp here; up to ~480 ulp near beta*self = -600; 4 allowed)",
-)
-def test_known_bug_softplus_f64_inexact_beta():
+def test_regression_softplus_f64_inexact_beta():
     setting = {"beta": 0.7, "threshold": 5.0}
     _reproduce("softplus_backward", "DOUBLE", -37.15576715343177, -3.552500056563961, setting)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="engine/spec bug: the sigmoid is written 1/(1+exp(-beta*self)); exp overflows in "
-    "float64 for beta*self < -709.78 and the factor becomes 0, although g * e^(beta*self) is a "
-    "normal DOUBLE (here 1e10 * e^-720 = 2.0e-303)",
-)
-def test_known_bug_softplus_f64_exp_overflow():
+def test_regression_softplus_f64_exp_overflow():
     _reproduce("softplus_backward", "DOUBLE", -720.0, 1e10, {"beta": 1.0, "threshold": 20.0})

@@ -1,0 +1,123 @@
+"""Correct rounding of the formula's result: float64 first, mpmath where float64 cannot decide.
+
+Evaluating in float64 and rounding once to the output dtype is right for almost every element,
+but not all: float64 carries its own rounding error, so a result lying within that error of a
+midpoint between two output values can round the wrong way (a tie broken by a term float64
+dropped), and a DOUBLE output has no spare bits at all. So, like TOSA's precise mode, each
+element whose float64 value lies within GUARD output-ulps of a rounding midpoint is evaluated
+again in mpmath at 128 bits and rounded from there; for DOUBLE outputs, or inputs float64 cannot
+hold exactly (DOUBLE scalars and tensors, 64-bit integers), every finite element is.
+
+Only finite results of finite inputs are refined: NaN and infinities keep float64's IEEE
+semantics (inf * 0 = NaN), which is what every float implementation of these formulas does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mpmath
+import numpy as np
+from mpmath.libmp import round_down, to_float
+
+from conformance import dtypes as dt
+from conformance.spec import OpSpec
+
+GUARD = 2.0**-20  # in units of the output dtype's ulp
+PRECISION = 128  # bits of the first mpmath evaluation
+MAX_PRECISION = 4096  # enough for any term of a float64 input (2**-1074 next to 1)
+# mantissa bits (with the implicit one) and the smallest normal exponent of each float output
+FORMATS = {"FLOAT": (24, -126), "FLOAT16": (11, -14), "BF16": (8, -126)}
+WIDE = {"DOUBLE", "INT64", "UINT64", "COMPLEX128"}
+
+
+def needs_all(inputs: dict[str, str], scalars: dict[str, str], out_dtype: str) -> bool:
+    """True when float64 is not enough for any element (so refine every finite one)."""
+    return out_dtype == "DOUBLE" or any(d in WIDE for d in (*inputs.values(), *scalars.values()))
+
+
+def near_midpoint(y: np.ndarray, out_dtype: str) -> np.ndarray:
+    """Mask of finite y within GUARD ulps of a round-to-nearest midpoint of `out_dtype`."""
+    fmt = FORMATS.get(out_dtype)
+    if fmt is None:
+        return np.zeros(y.shape, dtype=bool)
+    p, emin = fmt
+    finite = np.isfinite(y)
+    a = np.where(finite, np.abs(y), 0.0)
+    _, e = np.frexp(a)  # a = f * 2**e with f in [0.5, 1)
+    e = np.maximum(e - 1, emin)
+    ulp = np.ldexp(1.0, e - p + 1)
+    q = a / ulp
+    dist = np.abs(q - (np.floor(q) + 0.5))
+    return finite & (a > 0) & (dist < GUARD)
+
+
+def _odd(x: Any) -> float:
+    """mpf -> float64 rounded to odd: exact for one more correct rounding to a narrower float."""
+    t = to_float(x._mpf_, rnd=round_down)
+    if mpmath.mpf(t) != x and np.isfinite(t):
+        bits = np.array([t]).view(np.int64)
+        bits |= 1
+        t = float(bits.view(np.float64)[0])
+    return t
+
+
+def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits: int) -> Any:
+    """The formula at one element, evaluated with `bits` of precision (None if not finite)."""
+    m = mpmath.mp
+    with mpmath.workprec(bits):
+        e = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
+        for name, v in inputs.items():
+            e[name] = m.mpf(int(v)) if isinstance(v, np.integer | int) else m.mpf(float(v))
+        if not all(m.isfinite(v) for v in e.values() if isinstance(v, mpmath.mpf)):
+            return None
+        for let in spec.formula.lets:
+            e[let.name] = let.value.evaluate_mp(e, m)
+        for br in spec.formula.branches:
+            if br.when is None or br.when.evaluate_mp(e, m):
+                value = m.mpf(br.value.evaluate_mp(e, m))
+                return value if m.isfinite(value) else None
+    return None
+
+
+def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, mask: np.ndarray,
+           exact_inputs: dict[str, np.ndarray], out_dtype: str) -> np.ndarray:  # fmt: skip
+    """y with the masked elements recomputed in mpmath (as float64: nearest for DOUBLE, else
+    rounded to odd so that the final rounding to the output dtype is correct).
+
+    The precision doubles from PRECISION until two successive evaluations round alike, so a
+    term far below 128 bits (x = a subnormal next to 1) still decides its rounding; an exact
+    tie stays a tie and is then broken to even by the final rounding, as it should be."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return y
+    y = y.copy()
+    attrs = {p.name: env[p.name] for p in spec.attributes}
+    convert = float if out_dtype == "DOUBLE" else _odd
+    for i in idx:
+        inputs = {name: arr[i] for name, arr in exact_inputs.items()}
+        bits, last = PRECISION, None
+        while True:
+            value = _value_at(spec, attrs, inputs, bits)
+            if value is None:
+                break
+            now = 0.0 if value == 0 else convert(value)
+            if now == last or bits >= MAX_PRECISION:
+                break
+            last, bits = now, bits * 2
+        if value is None:
+            continue
+        # keep float64's zero when it has one: mpmath tracks no sign of zero
+        y[i] = y[i] if (now == 0 and y[i] == 0) else now
+    return y
+
+
+def is_float_output(out_dtype: str) -> bool:
+    return out_dtype in FORMATS or out_dtype == "DOUBLE"
+
+
+def exact_values(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """Input elements as exact Python-convertible values (64-bit integers stay integers)."""
+    if dt.get(dtype).category == "int" and arr.dtype.itemsize == 8:
+        return arr
+    return arr.astype(np.float64)
