@@ -12,6 +12,7 @@ import click
 
 from cli.console import heading, style
 from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
+from conformance import expectations
 from conformance import results as res
 from conformance.backend import BackendError, backend_class
 from conformance.registry import default_registry
@@ -87,6 +88,43 @@ def selection_options(f):
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def load_expectations(backend: str, path: Path | None, disabled: bool, update: bool):
+    """The expectations in force for this run (None when there are none)."""
+    if disabled:
+        if update:
+            raise UserError("--update-expectations and --no-expectations contradict each other")
+        return None
+    if update and path is None:
+        raise UserError("--update-expectations needs --expectations FILE (the file to rewrite)")
+    if path is None:
+        path = expectations.shipped(backend)
+        if path is None:
+            return None
+    if not path.exists():
+        if update:
+            return expectations.Expectations([], str(path), backend)
+        raise UserError(f"--expectations {path}: no such file")
+    try:
+        expect = expectations.load(path)
+    except expectations.ExpectationsError as exc:
+        raise UserError(str(exc)) from None
+    for w in expect.warnings:
+        click.echo(f"warning: {w}", err=True)
+    return expect
+
+
+def backend_version(name: str, options: dict) -> str:
+    """The version string of a backend class, without starting a device if avoidable."""
+    try:
+        b = backend_class(name)(**options)
+    except Exception:
+        return "unknown"
+    try:
+        return b.version()
+    finally:
+        b.close()
 
 
 def check_backend(name: str, options: dict, option: str) -> None:
@@ -180,9 +218,24 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     help="Write each case's outputs and result.json under DIR/<case-id>/.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option(
+    "--expectations",
+    "expectations_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Known failures (YAML). Default: the file shipped for the backend, if any.",
+)
+@click.option("--no-expectations", is_flag=True, help="Ignore every expectations file.")
+@click.option("--strict", is_flag=True, help="An unexpected pass (xpass) fails the run.")
+@click.option(
+    "--update-expectations",
+    is_flag=True,
+    help="Rewrite --expectations from this run: keep entries that still fail, add new failures, drop fixed ones.",
+)
 @backend_options
 @selection_options
 def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep_outputs, quiet,
+        expectations_file, no_expectations, strict, update_expectations,
         backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout,
         ops, products, dtypes, clauses, keyword, max_cases, shard):  # fmt: skip
     """Run the conformance suite against a backend.
@@ -200,10 +253,23 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
         items = directory_items(cases_dir, sel)
     else:
         items = generated_items(default_registry(), sel)
+    expect = load_expectations(backend, expectations_file, no_expectations, update_expectations)
     if not resume and results.exists():
         results.unlink()
     done = finished_ids(results) if resume else set()
     todo = [it for it in items if it.id not in done]
+    version = backend_version(backend, options)
+    skipped = []
+    if expect is not None:
+        for it in todo:
+            entry = expect.find(it.id, backend, version)
+            if entry is not None and entry.kind == "skip":
+                skipped.append({"id": it.id, "op": it.op, "verdict": "skip", "backend": backend,
+                                "reason": f"expectations: {entry.reason}", "clauses": [],
+                                "expectation": {"match": entry.match, "kind": "skip",
+                                                "reason": entry.reason}})  # fmt: skip
+        skip_ids = {r["id"] for r in skipped}
+        todo = [it for it in todo if it.id not in skip_ids]
     cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
                     fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
                     timeout=timeout)  # fmt: skip
@@ -214,7 +280,12 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
     t0 = time.perf_counter()
     state = {"stop": False}
 
+    for rec in skipped:
+        writer.write(rec)
+
     def sink(rec: dict) -> bool:
+        if expect is not None:
+            expect.apply(rec, backend, rec.get("backend_version", version))
         writer.write(rec)
         progress.update(rec)
         if fail_fast and rec.get("verdict") in res.FAILING:
@@ -240,8 +311,19 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
         json.dumps(meta, indent=1) + "\n", encoding="utf-8"
     )
     records = res.load(results)
-    if not quiet or res.summarise(records).failed:
+    summary = res.summarise(records)
+    if not quiet or summary.failed:
         print_summary(records, backend, seconds)
     click.echo(f"\nresults: {results}")
-    if res.summarise(records).failed:
+    if update_expectations and expect is not None:
+        entries = expectations.updated(expect, records, backend, version)
+        expectations.write(expectations_file, entries, backend)
+        click.echo(f"expectations: wrote {len(entries)} entries to {expectations_file}")
+    hard = sum(summary.verdicts[v] for v in ("fail", "error", "crash", "timeout"))
+    if summary.verdicts["xpass"]:
+        note = (
+            "fails the run (--strict)" if strict else "reported; --strict makes them fail the run"
+        )
+        click.echo(f"{summary.verdicts['xpass']} unexpected pass(es): {note}", err=True)
+    if hard or (strict and summary.verdicts["xpass"]):
         raise SystemExit(EXIT_PROBLEMS)
