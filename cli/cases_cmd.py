@@ -27,7 +27,7 @@ def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_
     """One line per case id (with --show-clauses: the clauses it exercises)."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
     reg = default_registry()
-    items = generated_items(reg, sel)
+    items = generated_items(reg, sel, seed)
     for it in items:
         if show_clauses:
             case = build(reg.get(it.op), it.plan, seed)
@@ -45,7 +45,7 @@ def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, 
     """Write each selected case as DIRECTORY/<case-id>/case.json + <param>.npy."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
     reg = default_registry()
-    items = generated_items(reg, sel)
+    items = generated_items(reg, sel, seed)
     if directory.exists() and not directory.is_dir():
         raise UserError(f"{directory}: exists and is not a directory")
     for it in items:

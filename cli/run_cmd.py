@@ -252,7 +252,9 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
             raise UserError(f"--cases {cases_dir}: no such directory")
         items = directory_items(cases_dir, sel)
     else:
-        items = generated_items(default_registry(), sel)
+        items = generated_items(default_registry(), sel, seed)
+    if not items:
+        click.echo("warning: the filters select no case", err=True)
     expect = load_expectations(backend, expectations_file, no_expectations, update_expectations)
     if not resume and results.exists():
         results.unlink()

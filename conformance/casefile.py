@@ -168,7 +168,13 @@ def _read_arg(d: Path, base: Path, name: str, spec: dict[str, Any]) -> Any:
         raise CaseFileError(
             f"{where}: storage {spec['storage']!r} must be a plain file in the case directory"
         )
-    if "sha256" in spec and sha256_file(path) != spec["sha256"]:
+    if not path.is_file():
+        raise CaseFileError(f"{where}: storage file {path.name} is missing")
+    try:
+        digest = sha256_file(path) if "sha256" in spec else None
+    except OSError as exc:
+        raise CaseFileError(f"{where}: cannot read {path.name}: {exc.strerror or exc}") from None
+    if digest is not None and digest != spec["sha256"]:
         raise CaseFileError(f"{where}: checksum mismatch for {path.name}")
     try:
         data = np.load(path, allow_pickle=False)

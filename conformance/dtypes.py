@@ -63,10 +63,12 @@ class DtypeTables:
         key = self.aliases.get(key, key)
         if key.startswith("ACL_") and key[4:] in self.by_name:
             key = key[4:]
-        try:
+        if key in self.by_name:
             return self.by_name[key]
-        except KeyError:
-            raise DtypeError(f"unknown dtype {name!r}") from None
+        for dt_ in self.by_name.values():  # the short names of case ids: f16, bf16, i32, ...
+            if dt_.short == str(name).lower():
+                return dt_
+        raise DtypeError(f"unknown dtype {name!r}")
 
     def by_value(self, value: int) -> DType:
         for dt in self.by_name.values():

@@ -291,7 +291,8 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                         _mk(spec, product, "positive", args, f"layout=out-{lay}", noncontig)
                     )
             plans += _scalar_plans(spec, product, base, value_ids)
-            if not large_done and all(d == "FLOAT" for d in combo.values()):
+            if (not large_done and product == spec.products[0]
+                    and all(d == "FLOAT" for d in combo.values())):  # fmt: skip
                 shapes = dict.fromkeys([p.name for p in spec.params if p.is_tensor], LARGE_SHAPE)
                 tag = f"shape=large-{LARGE_SHAPE[0]}x{LARGE_SHAPE[1]}"
                 plans.append(_mk(spec, product, "positive", _with_shapes(base, shapes), tag, []))

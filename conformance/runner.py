@@ -72,7 +72,7 @@ def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
     return any(w in full for w in wanted)
 
 
-def generated_items(registry: Registry, sel: Selection) -> list[Item]:
+def generated_items(registry: Registry, sel: Selection, seed: int = 0) -> list[Item]:
     pairs = plan_suite(registry, sel.ops or None, sel.products or None)
     names = sel.dtype_names()
     out = []
@@ -82,17 +82,51 @@ def generated_items(registry: Registry, sel: Selection) -> list[Item]:
         if sel.keyword and sel.keyword not in plan.id:
             continue
         if sel.clauses and not _clause_match(sel.clauses, spec.name, plan.clauses):
-            continue
+            # formula branches and lets are known only once the values exist
+            dynamic = {x.id for x in spec.formula.lets} | {b.id for b in spec.formula.branches}
+            wanted = {
+                c.split("/", 1)[-1] for c in sel.clauses if c.split("/", 1)[0] in (spec.name, c)
+            }
+            if not (dynamic & wanted) or plan.kind != "positive":
+                continue
+            if not _clause_match(sel.clauses, spec.name, build(spec, plan, seed).clauses):
+                continue
         out.append((spec, plan))
     out = select(out, sel.max_cases)
     return _shard([Item(p.id, s.name, plan=p) for s, p in out], sel.shard)
 
 
+def _dir_matches(d: Path, sel: Selection, registry: Registry) -> bool:
+    """Apply --op/--product/--dtype/--clause to a case directory from its case.json alone."""
+    if not (sel.ops or sel.products or sel.dtypes or sel.clauses):
+        return True
+    try:
+        meta = json.loads((d / "case.json").read_text(encoding="utf-8"))
+        op = registry.get(str(meta["op"])).name
+        dtypes = {
+            dt.get(a["dtype"]).name for a in meta["args"].values() if a.get("kind") == "tensor"
+        }
+        clauses = tuple(meta.get("clauses", []))
+        product = meta["product"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, UnknownOp):
+        return True  # let the run report the broken case as an error
+    if sel.ops and op not in sel.ops:
+        return False
+    if sel.products and product not in sel.products:
+        return False
+    if sel.dtypes and not sel.dtype_names() & dtypes:
+        return False
+    return not sel.clauses or _clause_match(sel.clauses, op, clauses)
+
+
 def directory_items(root: Path, sel: Selection) -> list[Item]:
     items = []
+    registry = default_registry()
     for d in find_cases(root):
         rel = d.relative_to(root).as_posix()
         if sel.keyword and sel.keyword not in rel:
+            continue
+        if not _dir_matches(d, sel, registry):
             continue
         items.append(Item(rel, rel.split("/", 1)[0], path=str(d), root=str(root)))
     if sel.max_cases is not None:
@@ -151,10 +185,20 @@ def _init(cfg: RunConfig) -> None:
 
 
 def run_item(item: Item) -> dict[str, Any]:
-    cfg: RunConfig = _STATE["cfg"]
-    reg: Registry = _STATE["registry"]
-    backend: Backend = _STATE["backend"]
-    oracle: Backend = _STATE["oracle"]
+    return _run(item, _STATE["cfg"], _STATE["registry"], _STATE["backend"], _STATE["oracle"])
+
+
+def run_with(item: Item, cfg: RunConfig, backend: Backend) -> dict[str, Any]:
+    """Run one item with an already started backend (the pytest plugin's entry)."""
+    key = ("oracle", cfg.oracle)
+    if key not in _STATE:
+        _STATE[key] = backend if cfg.oracle == cfg.backend else load_backend(cfg.oracle)
+    return _run(item, cfg, default_registry(), backend, _STATE[key])
+
+
+def _run(
+    item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Backend
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         if item.plan is not None:
@@ -163,7 +207,7 @@ def run_item(item: Item) -> dict[str, Any]:
         else:
             case = read_case(Path(item.path), Path(item.root))  # type: ignore[arg-type]
             spec = reg.get(case.op)
-    except (CaseFileError, UnknownOp, ValueError) as exc:
+    except (CaseFileError, UnknownOp, ValueError, OSError) as exc:
         return {"id": item.id, "op": item.op, "verdict": "error", "reason": str(exc),
                 "backend": backend.name, "clauses": [], "dtypes": {}}  # fmt: skip
     got = None
@@ -236,7 +280,14 @@ class ResultsWriter:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        torn = False
+        if path.exists() and path.stat().st_size:
+            with open(path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        if torn:  # a line cut by a kill: end it, so the next record starts on its own line
+            self._f.write("\n")
 
     def write(self, rec: dict[str, Any]) -> None:
         self._f.write(json.dumps(rec, sort_keys=True, default=str) + "\n")

@@ -604,7 +604,7 @@ SPECIAL_SETTINGS = {
 SPEC_SPECIAL_POINTS: dict[str, dict[str, tuple[dict, Callable[[dict], float]]]] = {
     "elu_backward": {
         "x-zero": ({}, lambda s: 0.0),
-        "x-tiny-positive": ({}, lambda s: 1e-30),
+        "x-tiny-positive": ({}, lambda s: 6e-8),
         "x-minus-alpha-scale": (
             {"isResult": True, "alpha": 0.5, "scale": 2.0},
             lambda s: -s["alpha"] * s["scale"],
@@ -627,7 +627,7 @@ SPEC_SPECIAL_POINTS: dict[str, dict[str, tuple[dict, Callable[[dict], float]]]] 
     },
     "leaky_relu_backward": {
         "x-zero": ({}, lambda s: 0.0),
-        "x-tiny-positive": ({}, lambda s: 1e-40),
+        "x-tiny-positive": ({}, lambda s: 6e-8),
         "x-slope-zero": ({"negativeSlope": 0.0}, lambda s: -1.0),
         "x-slope-negative": ({"negativeSlope": -0.5, "selfIsResult": False}, lambda s: -2.0),
     },

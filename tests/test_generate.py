@@ -1,0 +1,591 @@
+"""Case generation (conformance.generate / negatives / values): determinism, coverage, exactness.
+
+Expected sets are enumerated here independently from the seed docs' dtype tables and rules
+(written out below), not read back from the generator.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conformance import dtypes as dt
+from conformance.call import ScalarArg, TensorArg, contiguous_strides
+from conformance.generate import build, plan_op, plan_suite, select
+from conformance.negatives import unreachable
+from conformance.registry import default_registry
+from reference.engine import evaluate
+from tests.support.runcli import assert_clean, conform
+
+REG = default_registry()
+OPS = sorted(s.name for s in REG)
+BF16 = ml_dtypes.bfloat16
+
+# -- the seed docs' dtype tables, typed in from shared/seeds/ -------------------------------------
+
+FLOAT_PAIR = ["FLOAT", "FLOAT16"]  # "FLOAT、FLOAT16" (+ BFLOAT16 on Atlas A2)
+
+
+def _with_bf16(product: str, base: list[str]) -> set[str]:
+    return set(base) | ({"BF16"} if product == "atlas-a2" else set())
+
+
+def _promote_floats(a: str, b: str) -> str:
+    """PromoteType for the float dtypes (aclnn-facts §1.4): fp16 with bf16 gives FLOAT."""
+    if a == b:
+        return a
+    if "DOUBLE" in (a, b):
+        return "DOUBLE"
+    return "FLOAT"  # {FLOAT16, BF16, FLOAT} mixed
+
+
+def _float_castable_to(dst: str) -> bool:
+    """CanCast(float, dst): floats cast to floats and complex, never to integers or bool."""
+    return dst in {"FLOAT", "FLOAT16", "BF16", "DOUBLE", "COMPLEX64", "COMPLEX128"}
+
+
+def expected_dtype_combos(op: str, product: str) -> set[tuple[tuple[str, str], ...]]:
+    """Every valid (param, dtype) assignment of the tensors, from the seed's tables and rules."""
+    out = set()
+    if op == "elu_backward":  # seed 004: selfOrResult "与gradOutput一致"; gradInput castable
+        fl = _with_bf16(product, FLOAT_PAIR)
+        for g, gi in itertools.product(fl, fl):
+            out.add((("gradOutput", g), ("selfOrResult", g), ("gradInput", gi)))
+    elif op == "hardshrink_backward":  # seed 001 + facts §3.1: promote, castable to gradInput
+        fl = _with_bf16(product, FLOAT_PAIR)
+        for g, s, gi in itertools.product(fl, fl, fl):
+            if _float_castable_to(gi):
+                out.add((("gradOutput", g), ("self", s), ("gradInput", gi)))
+    elif op == "gelu_backward_v2":  # seed 003: gradInput == promote(gradOutput, self)
+        fl = _with_bf16(product, ["FLOAT16", "FLOAT"])
+        for g, s, gi in itertools.product(fl, fl, fl):
+            if gi == _promote_floats(g, s):
+                out.add((("gradOutput", g), ("self", s), ("gradInput", gi)))
+    elif op == "leaky_relu_backward":  # seed 000: out castable from promote(gradOutput, self)
+        t = _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE"])
+        outs = _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE", "INT8", "UINT8", "INT16",
+                                    "UINT16", "INT32", "UINT32", "INT64", "UINT64", "BOOL",
+                                    "COMPLEX64", "COMPLEX128"])  # fmt: skip
+        for g, s, o in itertools.product(t, t, outs):
+            if _float_castable_to(o):
+                out.add((("gradOutput", g), ("self", s), ("out", o)))
+    elif op == "softplus_backward":  # seed 002: independent lists, no promotion rule
+        grad = _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE"])
+        self_ = _with_bf16(product, ["INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL",
+                                     "FLOAT16", "FLOAT", "DOUBLE"])  # fmt: skip
+        for g, s, gi in itertools.product(grad, self_, grad):
+            out.add((("gradOutput", g), ("self", s), ("gradInput", gi)))
+    else:  # a new op: extend this table from its seed
+        pytest.fail(f"no independent dtype table for {op}")
+    return out
+
+
+# Scalar dtypes a positive case may use (seed tables). "castable to FLOAT" admits every real
+# dtype; the generator tries these ten.
+REAL_SCALARS = {"FLOAT", "FLOAT16", "BF16", "DOUBLE", "INT32", "INT64", "INT8", "UINT8", "INT16",
+                "BOOL"}  # fmt: skip
+
+
+def expected_scalar_dtypes(op: str, product: str, param: str) -> set[str]:
+    if op == "leaky_relu_backward":  # seed 000 negativeSlope list
+        return _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE", "INT32", "INT64", "INT8",
+                                    "BOOL", "INT16", "UINT8"])  # fmt: skip
+    if op == "hardshrink_backward":  # seed 001: lambd "数据类型支持FLOAT"
+        return {"FLOAT"}
+    if op in ("elu_backward", "softplus_backward"):  # "可转换为FLOAT的数据类型"
+        return set(REAL_SCALARS)
+    pytest.fail(f"no scalar table for {op}.{param}")
+
+
+# Special points: (param, value before rounding) as the spec's defaults and `with:` make them.
+SPECIAL_POINTS = {
+    "leaky_relu_backward": {"x-zero": 0.0, "x-tiny-positive": 6e-8, "x-slope-zero": -1.0,
+                            "x-slope-negative": -2.0},
+    "hardshrink_backward": {"x-at-lambd": 0.5, "x-at-neg-lambd": -0.5, "x-zero": 0.0,
+                            "x-zero-negative-lambd": 0.0,
+                            # lambd is a FLOAT scalar: the kernel compares with float32(0.3)
+                            "x-at-unrepresentable-lambd": float(np.float32(0.3))},
+    "softplus_backward": {"at-threshold": 20.0, "at-threshold-beta2": 1.5,
+                          "above-threshold": 21.0, "x-zero": 0.0, "beta-zero": 3.0,
+                          "x-very-negative": -1000.0},
+    "gelu_backward_v2": {"x-zero": 0.0, "x-zero-tanh": 0.0, "x-large-positive": 12.0,
+                         "x-large-negative": -12.0, "x-large-negative-tanh": -30.0},
+    "elu_backward": {"x-zero": 0.0, "x-tiny-positive": 6e-8, "x-minus-alpha-scale": -1.0,
+                     "x-very-negative": -200.0},
+}  # fmt: skip
+POINT_PARAM = {"elu_backward": "selfOrResult"}  # every other op puts its points in `self`
+
+
+def rne(value: float, dtype: str) -> float:
+    """value rounded to nearest (ties to even) in dtype, chosen among exact neighbours."""
+    npd = dt.get(dtype).np
+    guess = np.array([value], dtype=np.float64).astype(npd)
+    bits_t = {2: np.uint16, 4: np.uint32, 8: np.uint64}[npd.itemsize]
+    b = guess.view(bits_t).astype(np.int64)[0]
+    cands = np.array([b - 1, b, b + 1]).astype(bits_t).view(npd)
+    finite = [c for c in cands if np.isfinite(float(c))]
+    best = min(
+        finite,
+        key=lambda c: (abs(float(c) - value), int(np.array(c, npd).view(bits_t)) & 1),
+    )
+    return float(best)
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, list]:
+    return {op: plan_op(REG.get(op)) for op in OPS}
+
+
+@pytest.fixture(scope="module")
+def suite() -> list:
+    return plan_suite(REG)
+
+
+@pytest.fixture(scope="module")
+def cases(plans) -> dict[str, list]:
+    """Every generated case of every op, built with seed 0."""
+    return {op: [build(REG.get(op), p, 0) for p in plans[op]] for op in OPS}
+
+
+def _tensors(case, outputs: bool | None = None) -> dict[str, TensorArg]:
+    spec = REG.get(case.op)
+    return {
+        n: a
+        for n, a in case.call.args.items()
+        if isinstance(a, TensorArg) and (outputs is None or spec.param(n).is_output == outputs)
+    }
+
+
+def _positive(cases_of_op):
+    return [c for c in cases_of_op if c.kind == "positive"]
+
+
+# -- determinism ----------------------------------------------------------------------------------
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> dict[str, dict[str, bytes]]:
+    """The same selection exported with seed 3 (twice) and seed 4."""
+    root = tmp_path_factory.mktemp("exports")
+    sel = ["--op", "hardshrink_backward", "--product", "atlas-a2", "--max-cases", "90"]
+    out = {}
+    for name, seed in (("a", 3), ("b", 3), ("c", 4)):
+        proc = conform("cases", "export", root / name, "--seed", seed, *sel)
+        assert_clean(proc, 0)
+        out[name] = _files(root / name)
+    return out
+
+
+def test_same_seed_exports_byte_identical_case_directories(exports):
+    a, b = exports["a"], exports["b"]
+    assert a, "nothing exported"
+    assert sorted(a) == sorted(b)
+    differing = [name for name in a if a[name] != b[name]]
+    assert differing == []
+
+
+def test_another_seed_keeps_the_ids_but_changes_tensor_values(exports):
+    a, c = exports["a"], exports["c"]
+    ids_a = {Path(n).parent.as_posix() for n in a if n.endswith("case.json")}
+    ids_c = {Path(n).parent.as_posix() for n in c if n.endswith("case.json")}
+    assert ids_a == ids_c
+    assert sorted(a) == sorted(c)
+    for name in a:
+        if name.endswith("case.json"):
+            ja, jc = json.loads(a[name]), json.loads(c[name])
+            assert (ja["seed"], jc["seed"]) == (3, 4)
+            assert ja["id"] == jc["id"] == str(Path(name).parent.as_posix())
+            # branch clauses depend on the values drawn; the rest of the case does not
+            for key in ("op", "product", "kind", "expected_status"):
+                assert ja[key] == jc[key]
+    changed_inputs = [n for n in a if n.endswith(("/self.npy", "/gradOutput.npy")) and a[n] != c[n]]
+    assert len(changed_inputs) > 40
+    # outputs start as NaN-filled storages whatever the seed
+    assert all(a[n] == c[n] for n in a if n.endswith("/gradInput.npy"))
+
+
+def test_case_ids_are_unique_across_the_suite(suite):
+    ids = [p.id for _, p in suite]
+    assert len(ids) == len(set(ids)) > 1000
+    for i in ids:
+        op, product = i.split("/")[:2]
+        assert op in OPS and product in REG.get(op).products
+
+
+def test_case_values_depend_only_on_seed_and_id(plans):
+    spec = REG.get("gelu_backward_v2")
+    plan = next(p for p in plans[spec.name] if p.id.endswith("/values=normal"))
+    a, b, c = build(spec, plan, 11), build(spec, plan, 11), build(spec, plan, 12)
+    assert a.call.args["self"].storage.tobytes() == b.call.args["self"].storage.tobytes()
+    assert a.call.args["self"].storage.tobytes() != c.call.args["self"].storage.tobytes()
+    assert a.clauses == b.clauses
+
+
+# -- clause coverage ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_every_clause_of_the_spec_is_exercised(op, cases):
+    spec = REG.get(op)
+    exercised = set().union(*(c.clauses for c in cases[op]))
+    missing = [c for c in spec.clause_ids() if c not in exercised]
+    assert missing == []
+    assert exercised <= set(spec.clause_ids())
+
+
+def _allowed_before(spec, check, product) -> dict[str, set[str]]:
+    """Dtypes a tensor can still have when `check` runs: narrowed by earlier dtype_in rules."""
+    out: dict[str, set[str]] = {}
+    for c in spec.checks:
+        if c is check:
+            break
+        if c.kind == "dtype_in":
+            allowed = set(spec.dtypes_for(c.dtype_set, product) if c.dtype_set else c.dtypes)
+            for t in c.terms:
+                if t.param:
+                    out[t.param] = out.get(t.param, allowed) & allowed
+    return out
+
+
+def _dtype_of(term, assign: dict[str, str]) -> str | None:
+    if term.dtype:
+        return term.dtype
+    if term.param:
+        return assign[term.param]
+    return dt.tables().promote(*(assign[p] for p in term.promote))
+
+
+def _shadow_proof(spec, check, product) -> str:
+    """Why `check` can never be the first rule to fail on `product`; fails when no reason holds."""
+    before = _allowed_before(spec, check, product)
+    index = spec.checks.index(check)
+    if check.kind in ("promotable", "castable"):
+        names = set(check.params) | {p for t in check.terms for p in t.params()}
+        if check.to is not None:
+            names |= set(check.to.params())
+        names = {n for n in names if spec.param(n).is_tensor}
+        assert names <= set(before), f"{check.id}: {names - set(before)} unconstrained"
+        order = sorted(names)
+        for combo in itertools.product(*(sorted(before[n]) for n in order)):
+            assign = dict(zip(order, combo, strict=True))
+            if check.kind == "promotable":
+                a, b = (assign[p] for p in check.params[:2])
+                assert dt.tables().promote(a, b) is not None, (check.id, a, b)
+            else:
+                dst = _dtype_of(check.to, assign)
+                for t in check.terms:
+                    src = _dtype_of(t, assign)
+                    assert src and dst and dt.tables().can_cast(src, dst), (check.id, assign)
+        return "every dtype the earlier dtype_in rules allow satisfies it"
+    if check.kind == "dtype_in":
+        allowed = set(spec.dtypes_for(check.dtype_set, product))
+        for (p,) in [t.params() for t in check.terms]:
+            ties = [c for c in spec.checks[:index] if c.kind == "same_dtype" and p in c.params]
+            partners = {q for c in ties for q in c.params if q != p and q in before}
+            assert any(before[q] <= allowed for q in partners), f"{check.id}: not shadowed"
+        return "an earlier same_dtype rule ties it to a tensor whose list is no larger"
+    pytest.fail(f"{spec.name}/{check.id}: no shadowing argument for kind {check.kind}")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_every_error_clause_has_a_negative_case_or_is_provably_shadowed(op, plans):
+    spec = REG.get(op)
+    for product in spec.products:
+        mine = [p for p in plans[op] if p.product == product]
+        reached = {p.clauses[0] for p in mine if p.kind == "negative"}
+        errors = [c.id for c in spec.checks if c.status != 0]
+        gone = unreachable(spec, mine)
+        assert sorted(gone) == sorted(set(errors) - reached)
+        for cid in gone:
+            check = next(c for c in spec.checks if c.id == cid)
+            assert _shadow_proof(spec, check, product)
+
+
+def test_known_shadowed_clauses():
+    """The concrete cases the proof above covers (from the specs as written)."""
+    expect = {
+        "elu_backward": {"dtype-selfOrResult", "cast-gradInput"},
+        "gelu_backward_v2": {"promotable"},
+        "hardshrink_backward": {"promotable", "cast-gradInput"},
+        "leaky_relu_backward": {"promotable"},  # cast-out is reachable: an INT32 out
+        "softplus_backward": set(),
+    }
+    for op, want in expect.items():
+        spec = REG.get(op)
+        assert set(unreachable(spec, plan_op(spec, ["atlas-a2"]))) == want, op
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_negative_cases_expect_the_reference_status_and_clause(op, cases):
+    spec = REG.get(op)
+    negatives = [c for c in cases[op] if c.kind == "negative"]
+    assert negatives
+    for case in negatives:
+        assert len(case.clauses) == 1, case.id
+        check = next(c for c in spec.checks if c.id == case.clauses[0])
+        assert case.expected_status == check.status != 0, case.id
+        got = evaluate(case.call)
+        assert got.status == case.expected_status, (case.id, got.message)
+        assert got.clause == spec.clause(case.clauses[0]), (case.id, got.clause)
+
+
+# -- positive coverage ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_dtype_matrix_is_every_valid_combination_on_every_product(op, plans):
+    spec = REG.get(op)
+    tensors = [p.name for p in spec.params if p.is_tensor]
+    for product in spec.products:
+        positive = [p for p in plans[op] if p.product == product and p.kind == "positive"]
+        matrix = {
+            tuple((n, p.arg[n].dtype) for n in tensors)
+            for p in positive
+            if p.id.endswith("/dtypes")
+        }
+        want = expected_dtype_combos(op, product)
+        assert matrix == want, (product, sorted(matrix ^ want))
+        # no other positive case strays outside the valid combinations
+        for p in positive:
+            assert tuple((n, p.arg[n].dtype) for n in tensors) in want, p.id
+
+
+def test_dtype_matrix_sizes_for_elu():
+    """elu: gradOutput == selfOrResult in {FLOAT, FLOAT16}(+BF16), gradInput any of the same."""
+    spec = REG.get("elu_backward")
+    sizes = {
+        product: sum(1 for p in plan_op(spec, [product]) if p.id.endswith("/dtypes"))
+        for product in spec.products
+    }
+    assert sizes == {"atlas-inference": 4, "atlas-training": 4, "atlas-a2": 9}
+
+
+def _first_product_cases(op, cases):
+    first = REG.get(op).products[0]
+    return [c for c in _positive(cases[op]) if c.product == first]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
+    spec = REG.get(op)
+    mine = _first_product_cases(op, cases)
+    ins = [p.name for p in spec.tensor_inputs]
+    out = spec.formula.output
+    shapes = [{n: t.shape for n, t in _tensors(c).items()} for c in mine]
+    for rank in (0, 1, 2, 4, 8):
+        assert any(all(len(s) == rank and 0 not in s for s in sh.values()) for sh in shapes), (
+            f"no {rank}-d case"
+        )
+    empties = [sh[out] for sh in shapes if 0 in sh[out] and len(set(sh.values())) == 1]
+    assert any(s.index(0) == 0 for s in empties), "no empty case with the zero first"
+    assert any(0 < s.index(0) < len(s) - 1 for s in empties), "no zero in a middle dim"
+    assert any(len(s) > 1 and s[-1] == 0 for s in empties), "no zero in the last dim"
+    empty_rules = {c.id for c in spec.checks if c.kind == "empty_success"}
+    for c in mine:
+        if _tensors(c, outputs=True)[out].is_empty:
+            assert empty_rules & set(c.clauses), c.id
+    if any(p.kind == "broadcast" for p in spec.properties):
+        a, b = ins[:2]
+        assert any(sh[a] != sh[out] and sh[b] == sh[out] for sh in shapes), f"{a} broadcast"
+        assert any(sh[b] != sh[out] and sh[a] == sh[out] for sh in shapes), f"{b} broadcast"
+        assert any(sh[a] != sh[out] and sh[b] != sh[out] for sh in shapes), "both broadcast"
+        assert any(len(sh[a]) < len(sh[out]) for sh in shapes), "rank-extending broadcast"
+        assert any(len(sh[b]) < len(sh[out]) for sh in shapes), "rank-extending broadcast"
+        for sh in shapes:
+            assert sh[out] == tuple(np.broadcast_shapes(sh[a], sh[b]))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_one_case_per_op_has_at_least_a_million_elements(op, cases):
+    out = REG.get(op).formula.output
+    big = [c for c in _positive(cases[op]) if c.call.args[out].numel >= 1 << 20]
+    assert big, "no case with a million elements"
+    assert all(t.numel >= 1 << 20 for t in _tensors(big[0]).values())
+
+
+def _all_nan(storage: np.ndarray) -> bool:
+    wide = storage.astype(np.complex128 if storage.dtype.kind == "c" else np.float64)
+    return bool(np.isnan(wide).all())
+
+
+def _layout(t: TensorArg) -> str:
+    if t.rank == 0 or t.is_empty:
+        return "scalar-or-empty"
+    if 0 in t.strides and max(t.shape) > 1:
+        return "zero-stride"
+    if t.is_contiguous():
+        return "contiguous"
+    if t.strides == tuple(reversed(contiguous_strides(tuple(reversed(t.shape))))):
+        return "transposed"
+    if t.strides[-1] > 1:
+        return "gaps"
+    if t.offset > 0 and t.strides == contiguous_strides(t.shape):
+        return "offset"
+    return "other"
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_layouts_for_inputs_and_outputs(op, cases):
+    mine = _first_product_cases(op, cases)
+    seen_in, seen_out = set(), set()
+    for c in mine:
+        ins = {_layout(t) for t in _tensors(c, outputs=False).values()}
+        if len(ins) == 1:
+            seen_in |= ins
+        seen_out |= {_layout(t) for t in _tensors(c, outputs=True).values()}
+        for t in _tensors(c, outputs=False).values():
+            if t.dtype_info.is_float and _layout(t) in ("gaps", "offset", "zero-stride"):
+                mask = np.ones(t.storage.size, bool)
+                idx = TensorArg(t.dtype, t.shape, t.strides, t.offset, np.arange(t.storage.size))
+                mask[np.asarray(idx.view()).reshape(-1)] = False
+                # reading outside the view must show: padding and gaps hold NaN
+                assert np.isnan(t.storage[mask].astype(np.float64)).all(), c.id
+    assert {"transposed", "gaps", "offset", "zero-stride"} <= seen_in
+    # zero-stride outputs would alias elements (write races): only inputs use them
+    assert {"transposed", "gaps", "offset"} <= seen_out
+    assert "zero-stride" not in seen_out
+    for c in mine:
+        for t in _tensors(c, outputs=True).values():
+            assert _all_nan(t.storage), f"{c.id}: outputs must start as NaN"
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_value_kinds_draw_what_they_say(op, cases):
+    spec = REG.get(op)
+    seen = defaultdict(set)
+    for c in _positive(cases[op]):
+        kind = c.id.rsplit("/values=", 1)[1] if "/values=" in c.id else None
+        if kind is None:
+            continue
+        inputs = [t for t in _tensors(c, outputs=False).values() if t.dtype_info.is_float]
+        assert inputs, c.id
+        fi = ml_dtypes.finfo(inputs[0].dtype_info.np)
+        seen[(c.product, inputs[0].dtype)].add(kind)
+        v = np.concatenate([np.asarray(t.view()).astype(np.float64).reshape(-1) for t in inputs])
+        finite = v[np.isfinite(v)]
+        if kind == "special":
+            assert np.isnan(v).any() and np.isposinf(v).any() and np.isneginf(v).any(), c.id
+            assert (np.abs(finite) == float(fi.max)).any(), c.id
+            assert (np.abs(finite) == float(fi.smallest_subnormal)).any(), c.id
+            assert (np.signbit(v) & (v == 0)).any(), f"{c.id}: no -0.0"
+        else:
+            assert np.isfinite(v).all(), c.id
+        if kind == "tiny":
+            assert (np.abs(v) < 1.01e-3).all(), c.id
+            sub = (v != 0) & (np.abs(v) < float(fi.smallest_normal))
+            assert sub.any(), f"{c.id}: no subnormal"
+        if kind == "large":
+            assert (np.abs(v) >= float(fi.max) / 4).all(), c.id
+        if kind == "wide":
+            assert np.abs(v).max() > 100, c.id
+    assert seen
+    for key, kinds in seen.items():
+        assert kinds == {"normal", "wide", "tiny", "large", "special"}, key
+    assert {p for p, _ in seen} == set(spec.products)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_special_points_are_placed_exactly_after_rounding(op, cases):
+    param = POINT_PARAM.get(op, "self")
+    expected = SPECIAL_POINTS[op]
+    found = set()
+    for c in _positive(cases[op]):
+        if "/point=" not in c.id:
+            continue
+        point = c.id.rsplit("/point=", 1)[1]
+        t = c.call.args[param]
+        want = rne(expected[point], t.dtype)
+        view = np.asarray(t.view()).astype(np.float64).reshape(-1)
+        assert (view == want).any(), (c.id, want)
+        found.add(point)
+    assert found == set(expected)
+
+
+def test_hardshrink_bf16_point_at_unrepresentable_lambd(cases):
+    case = next(
+        c
+        for c in cases["hardshrink_backward"]
+        if c.id == "hardshrink_backward/atlas-a2/bf16/-/point=x-at-unrepresentable-lambd"
+    )
+    assert case.call.args["lambd"] == ScalarArg("FLOAT", 0.3)
+    self_ = np.asarray(case.call.args["self"].view())
+    assert self_.dtype == BF16
+    bf16_03 = BF16(0.3)  # 0.30078125: 0.3 is not representable in bf16 (nor in FLOAT)
+    assert float(bf16_03) == 0.30078125
+    assert (self_ == bf16_03).any()
+    # every placed element is the point or one of its two neighbours in bf16
+    below, above = float(np.nextafter(bf16_03, BF16(0))), float(np.nextafter(bf16_03, BF16(1)))
+    assert (below, above) == (0.298828125, 0.302734375)
+    # and the engine decides them against the exact FLOAT lambda (0.30000001192...)
+    got = evaluate(case.call)
+    assert got.status == 0
+    assert {"dead-zone", "pass-through"} <= set(case.clauses)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_scalar_dtypes_cover_every_allowed_dtype(op, cases):
+    spec = REG.get(op)
+    scalars = [p.name for p in spec.attributes if p.kind == "scalar"]
+    for product in spec.products:
+        for name in scalars:
+            got = {
+                c.call.args[name].dtype
+                for c in _positive(cases[op])
+                if c.product == product and isinstance(c.call.args.get(name), ScalarArg)
+            }
+            assert got == expected_scalar_dtypes(op, product, name), (product, name)
+    for c in _positive(cases[op]):
+        for name in scalars:
+            s = c.call.args[name]
+            cat = dt.get(s.dtype).category
+            if cat == "bool":
+                assert s.value is True
+            elif cat == "int":
+                assert float(s.value).is_integer()
+
+
+# -- select ---------------------------------------------------------------------------------------
+
+
+def _static(pairs) -> set[tuple[str, str]]:
+    return {(s.name, c) for s, p in pairs for c in p.clauses}
+
+
+def test_select_keeps_every_static_clause_and_the_budget(suite):
+    pairs = suite
+    clauses = _static(pairs)
+    # each case the cover keeps adds a clause: a budget of len(clauses) always suffices
+    for budget in (len(clauses), len(clauses) + 7, 500, 2000):
+        chosen = select(pairs, budget)
+        assert len(chosen) <= budget
+        assert len(chosen) == budget  # more cases than budget: the budget is used up
+        assert _static(chosen) == clauses, budget
+        again = select(pairs, budget)
+        assert [p.id for _, p in chosen] == [p.id for _, p in again]
+        order = {p.id: i for i, (_, p) in enumerate(pairs)}
+        idx = [order[p.id] for _, p in chosen]
+        assert idx == sorted(idx), "select must keep the suite order"
+    # with room to spare, every op x product x kind group gets cases
+    groups = {(p.op, p.product, p.kind) for _, p in pairs}
+    assert {(p.op, p.product, p.kind) for _, p in select(pairs, 500)} == groups
+
+
+def test_select_small_budgets_and_no_budget():
+    pairs = plan_suite(REG, ["softplus_backward"])
+    assert select(pairs, None) == pairs
+    assert select(pairs, len(pairs) + 5) == pairs
+    for budget in (1, 3, 10):
+        assert len(select(pairs, budget)) <= budget
