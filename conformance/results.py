@@ -3,6 +3,7 @@ clauses, the failures themselves. Shared by the CLI summary and the report rende
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -70,3 +71,31 @@ def summarise(records: list[dict[str, Any]]) -> Summary:
             for c in rec.get("clauses", []) or ["(no clause)"]:
                 s.failing_clauses[c] += 1
     return s
+
+
+def merge(paths: list[str | Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Records of several results files (shards), each id once (later files win), and their
+    merged run metadata: sums of cases and seconds, the union of hosts, one spec hash."""
+    by_id: dict[str, dict[str, Any]] = {}
+    metas = []
+    for p in paths:
+        for rec in load(p):
+            by_id[rec["id"]] = rec
+        meta_path = Path(str(p) + ".meta.json")
+        if meta_path.exists():
+            with contextlib.suppress(OSError, json.JSONDecodeError):
+                metas.append(json.loads(meta_path.read_text(encoding="utf-8")))
+    meta: dict[str, Any] = {"merged_from": [str(p) for p in paths]}
+    if metas:
+        meta.update(
+            {k: v for k, v in metas[0].items() if k not in ("cases", "run", "seconds", "host")}
+        )
+        meta["cases"] = sum(m.get("cases", 0) for m in metas)
+        meta["run"] = sum(m.get("run", 0) for m in metas)
+        meta["seconds"] = max(m.get("seconds", 0.0) for m in metas)  # shards run side by side
+        meta["host"] = ", ".join(sorted({str(m.get("host", "")) for m in metas}))
+        hashes = {m.get("spec_sha256") for m in metas}
+        meta["spec_sha256"] = (
+            hashes.pop() if len(hashes) == 1 else "mixed: " + ", ".join(sorted(map(str, hashes)))
+        )
+    return list(by_id.values()), meta

@@ -1,0 +1,35 @@
+"""`aclnn-conform merge`: join the results files of shards (run --shard i/n) into one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from cli.errors import UserError
+from conformance import results as res
+
+
+@click.command("merge")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The merged results file (JSONL); its .meta.json is written beside it.")  # fmt: skip
+def merge(inputs: tuple[Path, ...], output: Path) -> None:
+    """Merge results files (e.g. the shards of a CI matrix) into OUTPUT; each case id once."""
+    for p in inputs:
+        if not p.is_file():
+            raise UserError(f"{p}: no such results file")
+    if output in inputs:
+        raise UserError(f"-o {output}: must not be one of the inputs")
+    records, meta = res.merge(list(inputs))
+    if not records:
+        raise UserError("the inputs hold no result records")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w", encoding="utf-8") as f:
+        for rec in sorted(records, key=lambda r: r["id"]):
+            f.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
+    Path(str(output) + ".meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    s = res.summarise(records)
+    counts = ", ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items()))
+    click.echo(f"merged {len(inputs)} files: {len(records)} cases ({counts}) -> {output}")
