@@ -25,6 +25,7 @@ from scipy import special
 MAX_SOURCE = 4000
 MAX_NODES = 400
 MAX_DEPTH = 40
+MAX_EXPONENT = 64
 
 
 class ExprError(ValueError):
@@ -161,6 +162,21 @@ class _Compiler:
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise _fail(node, f"operator {type(node.op).__name__} is not allowed")
+        if isinstance(node.op, ast.Pow):
+            for side in (node.left, node.right):
+                if any(
+                    isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) for n in ast.walk(side)
+                ):
+                    raise _fail(node, "powers cannot be nested (write the exponent out)")
+            r = node.right
+            if isinstance(r, ast.UnaryOp) and isinstance(r.operand, ast.Constant):
+                r = r.operand
+            if (
+                isinstance(r, ast.Constant)
+                and isinstance(r.value, int | float)
+                and abs(r.value) > MAX_EXPONENT
+            ):
+                raise _fail(node, f"exponent {r.value!r} is larger than {MAX_EXPONENT}")
         a, b = self.compile(node.left, depth), self.compile(node.right, depth)
         return lambda env: op(a(env), b(env))
 

@@ -58,7 +58,12 @@ def load(path: str | Path, text: str | None = None) -> Located:
         except UnicodeDecodeError as exc:
             line = raw[: exc.start].count(b"\n") + 1
             raise YamlError(name, line, "file is not valid UTF-8") from None
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:  # e.g. a control character, found while reading the stream
+        line = text[: getattr(exc, "position", 0) or 0].count("\n") + 1
+        problem = getattr(exc, "reason", None) or str(exc).splitlines()[0]
+        raise YamlError(name, line, f"invalid YAML: {problem}") from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
