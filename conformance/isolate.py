@@ -21,7 +21,7 @@ from conformance.backend import (
     backend_class,
     load_backend,
 )
-from conformance.call import Call, Outcome
+from conformance.call import Call, Outcome, TensorArg
 
 START_TIMEOUT = 120.0
 
@@ -40,10 +40,16 @@ def _child(conn, name: str, options: dict[str, Any]) -> None:
             break
         if call is None:
             break
+        before = {n: a.storage.tobytes() for n, a in call.args.items() if isinstance(a, TensorArg)}
         try:
-            conn.send(("ok", backend.execute(call)))
+            outcome = backend.execute(call)
         except Exception as exc:
             conn.send(("raised", f"{type(exc).__name__}: {exc}"))
+            continue
+        # inputs the backend wrote to travel back, so the parent's mutation check sees them
+        changed = {n: call.args[n].storage for n, raw in before.items()
+                   if call.args[n].storage.tobytes() != raw}  # fmt: skip
+        conn.send(("ok", (outcome, changed)))
     backend.close()
 
 
@@ -144,7 +150,12 @@ class IsolatedBackend(Backend):
             raise BackendCrash(f"{why}; worker restarted") from None
         if kind == "raised":
             raise RuntimeError(payload)
-        return payload
+        outcome, changed = payload
+        for name, storage in changed.items():
+            target = call.args[name].storage  # type: ignore[union-attr]
+            if target.shape == storage.shape:
+                target[...] = storage
+        return outcome
 
     def close(self) -> None:
         self._stop()
