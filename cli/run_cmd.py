@@ -133,7 +133,7 @@ def check_backend(name: str, options: dict, option: str) -> None:
         cls = backend_class(name)
     except BackendError as exc:
         raise UserError(f"{option}: {exc}") from None
-    ok, reason = cls.availability()
+    ok, reason = cls.availability(**options)
     if not ok:
         raise InfrastructureError(f"{option} {name}: not available: {reason}")
 

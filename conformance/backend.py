@@ -50,8 +50,9 @@ class Backend:
         self.options = options
 
     @classmethod
-    def availability(cls) -> tuple[bool, str]:
-        """(available, reason): whether this backend can run here, and if not, why and what to do."""
+    def availability(cls, **options: Any) -> tuple[bool, str]:
+        """(available, reason): whether this backend can run here with these options, and if
+        not, why and what to do."""
         return True, ""
 
     def version(self) -> str:
@@ -105,7 +106,7 @@ def backend_class(name: str) -> type[Backend]:
 def load_backend(name: str, **options: Any) -> Backend:
     """Instantiate backend `name`; BackendError says why it is not available."""
     cls = backend_class(name)
-    ok, reason = cls.availability()
+    ok, reason = cls.availability(**options)
     if not ok:
         raise BackendError(f"backend {name!r} is not available: {reason}")
     try:

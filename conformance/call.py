@@ -111,8 +111,8 @@ class ScalarArg:
     def typed(self) -> Any:
         """The value as the declared dtype holds it: FLOAT 0.01 is float32(0.01)."""
         d = dt.get(self.dtype)
-        if d.opaque:
-            return float(self.value)
+        if d.opaque:  # no numpy type: keep the number as given
+            return complex(self.value) if isinstance(self.value, complex) else float(self.value)
         v = np.asarray(self.value)
         if d.is_float:
             return dt.round_to(v.astype(np.float64), d)[()]
@@ -166,6 +166,13 @@ def _strided(storage: np.ndarray, shape, strides, offset: int, writeable: bool) 
     if any(n == 0 for n in shape):
         return np.empty(shape, dtype=storage.dtype)
     base = storage[offset:]
+    if base.dtype.kind == "V" or base.dtype.char not in np.typecodes["All"]:
+        # ml_dtypes' 8-bit floats do not survive as_strided: stride over same-width integers
+        ints = base.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[item])
+        view = np.lib.stride_tricks.as_strided(
+            ints, shape=tuple(shape), strides=tuple(s * item for s in strides), writeable=writeable
+        )
+        return view.view(storage.dtype)
     return np.lib.stride_tricks.as_strided(
         base, shape=tuple(shape), strides=tuple(s * item for s in strides), writeable=writeable
     )

@@ -78,6 +78,7 @@ class IsolatedBackend(Backend):
         self._proc: mp.process.BaseProcess | None = None
         self._conn = None
         self._version = "unknown"
+        self._local: Backend | None | bool = None
 
     def _start(self) -> None:
         ctx = mp.get_context("spawn")
@@ -124,6 +125,15 @@ class IsolatedBackend(Backend):
         return self._version
 
     def supports(self, call: Call) -> str | None:
+        """The backend's own answer, from a local instance (construction loads no device: the
+        device work of a backend starts in execute); the generic rules if that fails."""
+        if self._local is None:
+            try:
+                self._local = self._cls(**self._options)
+            except Exception:
+                self._local = False
+        if self._local:
+            return self._local.supports(call)
         return Backend.supports(self, call)
 
     def execute(self, call: Call) -> Outcome:
@@ -159,3 +169,5 @@ class IsolatedBackend(Backend):
 
     def close(self) -> None:
         self._stop()
+        if self._local:
+            self._local.close()

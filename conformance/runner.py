@@ -169,7 +169,7 @@ def make_backend(cfg: RunConfig) -> Backend:
     if isolate:
         from conformance.isolate import IsolatedBackend
 
-        ok, reason = cls.availability()
+        ok, reason = cls.availability(**cfg.backend_options)
         if not ok:
             raise BackendError(f"backend {cfg.backend!r} is not available: {reason}")
         return IsolatedBackend(cfg.backend, cfg.backend_options, cfg.timeout)

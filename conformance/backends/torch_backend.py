@@ -1,0 +1,318 @@
+"""PyTorch as a backend: `torch.ops.aten.<op>.default` on CPU, CUDA, or an NPU via torch_npu.
+
+The ATen mapping lives in each spec under `bindings.aten` (validated on load, errors name the
+file and line): `op` (the functional op), `args` (spec parameters passed positionally),
+`kwargs` (ATen keyword -> spec parameter), optional `returns` (the outputs it returns).
+
+Layouts reach the kernel: each input is `torch.as_strided` over a tensor made from the call's
+whole storage (bf16 and fp16 bit-exact); scalars are Python numbers of their typed value. The
+result is stored the way an out= variant stores it: `torch.can_cast(result, out dtype)` and equal
+shapes, then a copy through an as_strided view of a copy of the output storage, so nothing
+outside the view changes. PyTorch has no aclnn status codes: any exception is a rejection
+(ACLNN_ERR_PARAM_INVALID, message "rejected: ..."), so the backend declares "accept_reject".
+Null pointers and dtypes torch lacks are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from conformance import dtypes as dt
+from conformance.backend import Backend, BackendError, Capabilities
+from conformance.call import Call, Outcome, ScalarArg, TensorArg
+from conformance.loader import status_codes
+from conformance.registry import UnknownOp, default_registry
+from conformance.spec import OpSpec
+from conformance.yamlpos import Located, YamlError
+from conformance.yamlpos import load as load_yaml
+
+INSTALL_HINT = "not installed — pip install 'aclnn-conformance[torch]'"
+# aclDataType name -> torch dtype attribute; anything else (the opaque types, COMPLEX32 whose host
+# storage is opaque, the FP8 formats) is skipped.
+TORCH_DTYPES = {
+    "FLOAT": "float32", "FLOAT16": "float16", "BF16": "bfloat16", "DOUBLE": "float64",
+    "INT8": "int8", "UINT8": "uint8", "INT16": "int16", "INT32": "int32", "INT64": "int64",
+    "UINT16": "uint16", "UINT32": "uint32", "UINT64": "uint64", "BOOL": "bool",
+    "COMPLEX64": "complex64", "COMPLEX128": "complex128",
+}  # fmt: skip
+# dtypes numpy stores as ml_dtypes types: moved as same-width integers, reinterpreted on each side
+BIT_VIEWS = {"BF16": (np.int16, "int16")}
+
+
+class BindingError(ValueError):
+    """A malformed `bindings.<adapter>` section; the message names the spec file and line."""
+
+
+def read_binding(spec: OpSpec, adapter: str) -> tuple[dict[str, Any] | None, Located | None]:
+    """The raw `bindings.<adapter>` mapping of `spec`'s file (None if absent) and the document."""
+    if not spec.path:
+        return None, None
+    try:
+        doc = load_yaml(spec.path)
+    except YamlError as exc:
+        raise BindingError(str(exc)) from None
+    raw = (doc.data.get("bindings") or {}) if isinstance(doc.data, dict) else {}
+    entry = raw.get(adapter) if isinstance(raw, dict) else None
+    if entry is not None and not isinstance(entry, dict):
+        raise BindingError(f"{doc.file}:{doc.line(('bindings', adapter))}: bindings.{adapter} "
+                           "must be a mapping")  # fmt: skip
+    return entry, doc
+
+
+@dataclass(frozen=True)
+class AtenBinding:
+    op: str
+    args: tuple[str, ...]
+    kwargs: tuple[tuple[str, str], ...]
+    returns: tuple[str, ...]
+    where: str  # file:line of the binding, for messages
+
+
+def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
+    """`bindings.aten` of `spec` checked against its parameters; None when the spec has none."""
+    raw, doc = read_binding(spec, "aten")
+    if raw is None or doc is None:
+        return None
+    base = ("bindings", "aten")
+
+    def bad(key: tuple[Any, ...], msg: str) -> BindingError:
+        path = ".".join(str(k) for k in (*base, *key))
+        return BindingError(f"{doc.file}:{doc.line((*base, *key))}: {path}: {msg}")
+
+    unknown = sorted(set(raw) - {"op", "args", "kwargs", "returns"})
+    if unknown:
+        raise bad((), f"unknown field(s) {', '.join(unknown)} (op, args, kwargs, returns)")
+    op = raw.get("op")
+    if not isinstance(op, str) or not op.isidentifier():
+        raise bad(("op",), f"must name an ATen operator, e.g. {spec.aten or 'elu_backward'}")
+    args, kwargs = raw.get("args", []), raw.get("kwargs") or {}
+    if not isinstance(args, list):
+        raise bad(("args",), "must be a list of parameter names")
+    if not isinstance(kwargs, dict):
+        raise bad(("kwargs",), "must map ATen keyword names to parameter names")
+    inputs = {p.name for p in spec.params if not p.is_output}
+    for i, name in enumerate(args):
+        if name not in inputs:
+            raise bad(("args", i), f"{name!r} is not an input parameter of {spec.name}")
+    for key, name in kwargs.items():
+        if not isinstance(key, str) or name not in inputs:
+            raise bad(("kwargs", key), f"{name!r} is not an input parameter of {spec.name}")
+    outs = [p.name for p in spec.outputs]
+    returns = raw.get("returns", outs)
+    if not isinstance(returns, list) or not returns or any(r not in outs for r in returns):
+        raise bad(("returns",), f"must list output parameters of {spec.name} ({', '.join(outs)})")
+    where = f"{doc.file}:{doc.line(base)}"
+    return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), where)
+
+
+class _Rejected(Exception):
+    """The op ran but its result cannot be stored as the call asks (what out= would refuse)."""
+
+
+def _overlapping(t: TensorArg) -> bool:
+    """True when two elements of t's view share a storage element (a zero stride, say)."""
+    if t.is_empty or t.is_contiguous():
+        return False
+    idx = TensorArg(t.dtype, t.shape, t.strides, t.offset, np.arange(t.storage.size)).view()
+    return np.unique(idx).size < t.numel
+
+
+class TorchBackend(Backend):
+    """ATen's functional backward ops; option `device`: "cpu" (default) or "cuda"."""
+
+    name = "torch"
+    capabilities = Capabilities(status="accept_reject", strided=True, empty=True)
+    default_device = "cpu"
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        import torch
+
+        self.torch = torch
+        self.device = str(options.get("device", self.default_device))
+        ok, reason = self.device_available(self.device)
+        if not ok:
+            raise BackendError(reason)
+        self._bindings: dict[tuple[str, str], AtenBinding | None] = {}
+        try:
+            for spec in default_registry():
+                self.binding(spec)
+        except BindingError as exc:
+            raise BackendError(str(exc)) from None
+
+    @classmethod
+    def availability(cls, **options: Any) -> tuple[bool, str]:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return False, INSTALL_HINT
+        return True, ""
+
+    def device_available(self, device: str) -> tuple[bool, str]:
+        torch, kind = self.torch, device.split(":")[0]
+        if kind == "cuda" and not torch.cuda.is_available():
+            return False, (f"device {device!r}: torch {torch.__version__} sees no CUDA device "
+                           "(torch.cuda.is_available() is False)")  # fmt: skip
+        if kind == "npu" and not (hasattr(torch, "npu") and torch.npu.is_available()):
+            return False, f"device {device!r}: no NPU visible (torch.npu.is_available() is False)"
+        try:
+            torch.device(device)
+        except RuntimeError as exc:
+            return False, f"device {device!r}: {exc}"
+        return True, ""
+
+    def version(self) -> str:
+        return f"torch {self.torch.__version__} ({self.device})"
+
+    # -- bindings ---------------------------------------------------------------------------
+    def binding(self, spec: OpSpec) -> AtenBinding | None:
+        key = (spec.name, spec.sha256)
+        if key not in self._bindings:
+            b = parse_aten_binding(spec)
+            if b is not None:
+                self._check_schema(b)
+            self._bindings[key] = b
+        return self._bindings[key]
+
+    def _check_schema(self, b: AtenBinding) -> None:
+        try:
+            overload = getattr(self.torch.ops.aten, b.op).default
+        except (AttributeError, RuntimeError):
+            raise BindingError(f"{b.where}: bindings.aten.op: torch {self.torch.__version__} "
+                               f"has no functional op aten::{b.op}") from None  # fmt: skip
+        arguments = overload._schema.arguments
+        positional = [a.name for a in arguments if not a.kwarg_only]
+        if len(b.args) != len(positional):
+            raise BindingError(f"{b.where}: bindings.aten.args: aten::{b.op} takes "
+                               f"{len(positional)} positional arguments ({', '.join(positional)}), "
+                               f"the binding gives {len(b.args)}")  # fmt: skip
+        names = {a.name for a in arguments if a.kwarg_only}
+        for key, _ in b.kwargs:
+            if key not in names:
+                raise BindingError(f"{b.where}: bindings.aten.kwargs: aten::{b.op} has no "
+                                   f"keyword argument {key!r}")  # fmt: skip
+
+    # -- running ----------------------------------------------------------------------------
+    def supports(self, call: Call) -> str | None:
+        why = super().supports(call)
+        if why:
+            return why
+        try:
+            spec = default_registry().get(call.op)
+        except UnknownOp as exc:
+            return str(exc)
+        if self.binding(spec) is None:
+            return f"{self.name}: {spec.path} has no bindings.aten section"
+        outputs = {p.name for p in spec.outputs}
+        for name, arg in call.args.items():
+            if arg is None:
+                return f"{self.name} cannot pass a null pointer ({name} is null)"
+            if isinstance(arg, TensorArg) and arg.dtype not in TORCH_DTYPES:
+                return f"{self.name} has no {arg.dtype} tensors ({name})"
+            if isinstance(arg, ScalarArg) and dt.get(arg.dtype).opaque:
+                return f"{self.name} cannot make a number of an opaque {arg.dtype} scalar ({name})"
+            if name in outputs and isinstance(arg, TensorArg) and _overlapping(arg):
+                return f"{self.name} cannot write an output whose view overlaps itself ({name})"
+        return None
+
+    def execute(self, call: Call) -> Outcome:
+        spec = default_registry().get(call.op)
+        b = self.binding(spec)
+        if b is None:
+            raise BackendError(f"{spec.path} has no bindings.aten section")
+        outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs}
+        args = [self._value(call.args[n]) for n in b.args]
+        kwargs = {k: self._value(call.args[n]) for k, n in b.kwargs}
+        overload = getattr(self.torch.ops.aten, b.op).default
+        try:
+            result = overload(*args, **kwargs)
+            results = result if isinstance(result, tuple | list) else (result,)
+            pairs = [(n, self._checked(call.tensor(n), r))
+                     for n, r in zip(b.returns, results, strict=True)]  # fmt: skip
+        except Exception as exc:  # torch rejects by raising; the text says why
+            text = str(exc).strip().splitlines()
+            message = text[0][:500] if text else type(exc).__name__
+            return Outcome(status_codes()["ACLNN_ERR_PARAM_INVALID"], outputs,
+                           f"rejected: {message}")  # fmt: skip
+        for name, r in pairs:
+            outputs[name] = self._store(call.tensor(name), r)
+        return Outcome(0, outputs, "")
+
+    def _value(self, arg: Any) -> Any:
+        if isinstance(arg, TensorArg):
+            base = self._tensor(arg.storage, arg.dtype)
+            return self.torch.as_strided(base, arg.shape, arg.strides, arg.offset)
+        if isinstance(arg, ScalarArg):
+            v, cat = arg.typed(), dt.get(arg.dtype).category
+            if cat == "bool":
+                return bool(v)
+            if cat == "int":
+                return int(v)
+            return complex(v) if cat == "complex" else float(v)
+        return arg  # bool, str
+
+    def _tensor(self, storage: np.ndarray, dtype: str) -> Any:
+        """A 1-D torch tensor on the device holding a copy of `storage` bit for bit."""
+        torch = self.torch
+        if dtype in BIT_VIEWS:
+            np_int, torch_int = BIT_VIEWS[dtype]
+            host = torch.from_numpy(storage.view(np_int).copy())  # a torch_int tensor
+            host = host.view(getattr(torch, TORCH_DTYPES[dtype]))
+        else:
+            host = torch.from_numpy(storage.copy())
+        return host.to(self.device)
+
+    def _checked(self, t: TensorArg, result: Any) -> Any:
+        torch = self.torch
+        want = getattr(torch, TORCH_DTYPES[t.dtype])
+        if not torch.can_cast(result.dtype, want):
+            raise _Rejected(f"result type {result.dtype} can't be cast to the desired output "
+                            f"type {want}")  # fmt: skip
+        if tuple(result.shape) != tuple(t.shape):
+            raise _Rejected(f"the result has shape {list(result.shape)}, the output "
+                            f"{list(t.shape)}")  # fmt: skip
+        return result
+
+    def _store(self, t: TensorArg, result: Any) -> np.ndarray:
+        """A copy of t's storage with `result` cast into its view, as an out= variant writes."""
+        base = self._tensor(t.storage, t.dtype)
+        self.torch.as_strided(base, t.shape, t.strides, t.offset).copy_(result)
+        host = base.cpu()
+        if t.dtype in BIT_VIEWS:
+            np_int, torch_int = BIT_VIEWS[t.dtype]
+            return host.view(getattr(self.torch, torch_int)).numpy().view(t.storage.dtype)
+        return host.numpy()
+
+
+class TorchNpuBackend(TorchBackend):
+    """The same adapter on an Ascend NPU through torch_npu (which calls aclnn underneath)."""
+
+    name = "torch_npu"
+    default_device = "npu"
+
+    def __init__(self, **options: Any):
+        import torch_npu  # noqa: F401  registers the "npu" device with torch
+
+        super().__init__(**options)
+
+    @classmethod
+    def availability(cls, **options: Any) -> tuple[bool, str]:
+        try:
+            import torch
+        except ImportError:
+            return False, INSTALL_HINT
+        try:
+            import torch_npu  # noqa: F401
+        except Exception as exc:  # ImportError, or a CANN library that fails to load
+            return False, f"torch_npu cannot be imported ({type(exc).__name__}: {exc})"
+        if not torch.npu.is_available():
+            return False, "torch_npu sees no NPU (torch.npu.is_available() is False)"
+        return True, ""
+
+    def version(self) -> str:
+        import torch_npu
+
+        return f"torch {self.torch.__version__} + torch_npu {torch_npu.__version__} ({self.device})"

@@ -1,0 +1,275 @@
+"""The JAX backend (conformance.backends.jax_backend): gradients by jax.vjp of forward functions.
+
+Every expected value is derived by hand in the comments, or is the input itself where the op is an
+identity; nothing is captured from the code. Skipped only when jax cannot be imported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+pytest.importorskip("jax", reason="jax is not installed (pip install '.[jax]')")
+
+from conformance.backend import load_backend  # noqa: E402
+from conformance.backends.jax_backend import (  # noqa: E402
+    BindingError,
+    JaxBackend,
+    parse_jax_binding,
+)
+from conformance.call import Call, ScalarArg, TensorArg  # noqa: E402
+from conformance.loader import load_spec  # noqa: E402
+from conformance.registry import default_registry  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def backend() -> JaxBackend:
+    return load_backend("jax")
+
+
+def t(values, dtype: str = "FLOAT") -> TensorArg:
+    return TensorArg.from_array(np.asarray(values, dtype=np.float64), dtype)
+
+
+def out(shape, dtype: str = "FLOAT") -> TensorArg:
+    return TensorArg.empty_like_shape(tuple(shape), dtype, fill=np.nan)
+
+
+def run(backend, op: str, **args):
+    call = Call(op, "atlas-a2", args)
+    assert backend.supports(call) is None
+    return backend.execute(call)
+
+
+def result(outcome, name: str) -> np.ndarray:
+    assert outcome.status == 0, outcome.message
+    return outcome.outputs[name].astype(np.float64)
+
+
+# ---------------------------------------------------------------- hand-checkable values
+
+
+def test_leaky_relu_slope_half(backend):
+    # x > 0 -> g; x < 0 -> g * 0.5; x = 0 -> g: jax.nn.leaky_relu is x >= 0 ? x : slope * x,
+    # so JAX's derivative at 0 is 1 (aclnn and PyTorch take the slope there)
+    o = run(backend, "leaky_relu_backward", gradOutput=t([1, 2, 3, 4]), self=t([-1, 2, -3, 0]),
+            negativeSlope=ScalarArg("FLOAT", 0.5), selfIsResult=False, out=out([4]))  # fmt: skip
+    assert result(o, "out").tolist() == [0.5, 2.0, 1.5, 4.0]
+
+
+def test_hardshrink_dead_zone_and_nan(backend):
+    # |x| <= 0.5 -> 0 (x = +-0.5 included); else g; NaN x is outside the dead zone -> g
+    o = run(backend, "hardshrink_backward", gradOutput=t([1, 2, 3, 4, 5, 6]),
+            self=t([-1, -0.5, 0, 0.5, 0.75, np.nan]), lambd=ScalarArg("FLOAT", 0.5),
+            gradInput=out([6]))  # fmt: skip
+    assert result(o, "gradInput").tolist() == [1.0, 0.0, 0.0, 0.0, 5.0, 6.0]
+
+
+def test_softplus_branches(backend):
+    # beta 2, threshold 3: x = 1.5 gives beta*x == threshold -> sigmoid(3); x = 2 -> linear (g);
+    # x = 0 -> g / 2; x = ln(3)/2 -> sigmoid(ln 3) = 3/4; x = 400 (exp would overflow) -> g
+    x = [1.5, 2.0, 0.0, math.log(3) / 2, 400.0]
+    o = run(backend, "softplus_backward", gradOutput=t([1, 7, 6, 4, 5], "DOUBLE"),
+            self=t(x, "DOUBLE"), beta=ScalarArg("FLOAT", 2.0), threshold=ScalarArg("FLOAT", 3.0),
+            gradInput=out([5], "DOUBLE"))  # fmt: skip
+    got = result(o, "gradInput")
+    assert got[0] == pytest.approx(1 / (1 + math.exp(-3)), rel=1e-15)
+    assert got[1:3].tolist() == [7.0, 3.0]
+    assert got[3] == pytest.approx(3.0, rel=1e-15)
+    assert got[4] == 5.0
+
+
+@pytest.mark.parametrize("mode", ["none", "tanh"])
+def test_gelu_both_modes(backend, mode):
+    # x = 0 -> g/2; x = 10 -> g; x = -10 -> ~0 (cdf and x*pdf both below 1e-15)
+    o = run(backend, "gelu_backward_v2", gradOutput=t([4, 3, 3], "DOUBLE"),
+            self=t([0, 10, -10], "DOUBLE"), approximate=mode,
+            gradInput=out([3], "DOUBLE"))  # fmt: skip
+    got = result(o, "gradInput")
+    assert got[0] == 2.0
+    assert got[1] == pytest.approx(3.0, rel=1e-15)
+    assert abs(got[2]) < 1e-15
+
+
+def test_elu_input_form_and_result_form_skipped(backend):
+    # alpha 2, scale 3, inputScale 0.5, x > 0 -> 3g; x <= 0 -> g*0.5*2*3*exp(0.5x):
+    # x = 0 -> 3g, x = -2 -> 3g/e; x = 1000 -> 3g (the exponential side must not leak a NaN)
+    scalars = {"alpha": ScalarArg("FLOAT", 2.0), "scale": ScalarArg("FLOAT", 3.0),
+               "inputScale": ScalarArg("FLOAT", 0.5)}  # fmt: skip
+    o = run(backend, "elu_backward", gradOutput=t([1, 1, 2, 1], "DOUBLE"), **scalars,
+            isResult=False, selfOrResult=t([2, 0, -2, 1000], "DOUBLE"),
+            gradInput=out([4], "DOUBLE"))  # fmt: skip
+    got = result(o, "gradInput")
+    assert got[[0, 1, 3]].tolist() == [3.0, 3.0, 3.0]
+    assert got[2] == pytest.approx(6 / math.e, rel=1e-15)
+    call = Call("elu_backward", "atlas-a2", {"gradOutput": t([1.0]), **scalars, "isResult": True,
+                                             "selfOrResult": t([1.0]), "gradInput": out([1])})  # fmt: skip
+    why = backend.supports(call)
+    assert why and "isResult" in why
+
+
+def test_broadcast_inputs_give_the_broadcast_gradient(backend):
+    # g (2,1) and x (1,3) -> out (2,3); leaky with slope 0.25: x < 0 -> g/4
+    o = run(backend, "leaky_relu_backward", gradOutput=t([[4], [8]]), self=t([[-1, 1, -2]]),
+            negativeSlope=ScalarArg("FLOAT", 0.25), selfIsResult=False, out=out([2, 3]))  # fmt: skip
+    assert result(o, "out").reshape(2, 3).tolist() == [[1, 4, 1], [2, 8, 2]]
+
+
+# ---------------------------------------------------------------- layouts, dtypes, bits
+
+
+def test_strided_input_and_output_and_gaps_untouched(backend):
+    x_storage = np.array([-1, 2, -3, 4, -5, 6], dtype=np.float32)  # x = [[-1,-3,-5],[2,4,6]]
+    x = TensorArg("FLOAT", (2, 3), (1, 2), 0, x_storage)
+    storage = np.full(13, np.nan, dtype=np.float32)
+    gi = TensorArg("FLOAT", (2, 3), (6, 2), 1, storage)
+    o = run(backend, "leaky_relu_backward", gradOutput=t([[1, 2, 3], [4, 5, 6]]), self=x,
+            negativeSlope=ScalarArg("FLOAT", 0.5), selfIsResult=False, out=gi)  # fmt: skip
+    whole = o.outputs["out"]
+    assert TensorArg("FLOAT", (2, 3), (6, 2), 1, whole).view().tolist() == [
+        [0.5, 1.0, 1.5],
+        [4.0, 5.0, 6.0],
+    ]
+    written = {1, 3, 5, 7, 9, 11}
+    for i in range(13):
+        assert math.isnan(whole[i]) != (i in written), i
+    assert np.isnan(storage).all()
+
+
+@pytest.mark.parametrize("dtype", ["BF16", "FLOAT16"])
+def test_narrow_floats_are_moved_bit_exactly(backend, dtype):
+    # hardshrink with lambd 0 passes gradOutput through wherever x != 0 (normal x: XLA on CPU
+    # flushes subnormal inputs of arithmetic to zero, so x stays away from them)
+    np_type = np.dtype(ml_dtypes.bfloat16) if dtype == "BF16" else np.dtype(np.float16)
+    info = ml_dtypes.finfo(np_type)
+    special = [info.smallest_subnormal, -info.smallest_subnormal, info.max, -info.max, np.inf,
+               -np.inf, 1.0, -3.140625, 1e-3]  # fmt: skip
+    rng = np.random.default_rng(1)
+    g_vals = np.concatenate([np.array(special, dtype=np.float64), rng.normal(0, 100, 55)])
+    g = TensorArg.from_array(g_vals, dtype)
+    x = TensorArg.from_array(rng.uniform(0.5, 2, g_vals.size) * rng.choice([-1, 1], g_vals.size),
+                             dtype)  # fmt: skip
+    o = run(backend, "hardshrink_backward", gradOutput=g, self=x,
+            lambd=ScalarArg("FLOAT", 0.0), gradInput=out([g_vals.size], dtype))  # fmt: skip
+    assert o.status == 0
+    assert o.outputs["gradInput"].dtype == np_type
+    assert o.outputs["gradInput"].view(np.uint16).tolist() == g.storage.view(np.uint16).tolist()
+
+
+def test_float8_output_storage_is_written(backend):
+    # numpy cannot make strided views of float8_e5m2 ('<f1'); the adapter writes through bits
+    o = run(backend, "hardshrink_backward", gradOutput=t([2.0, 3.0]), self=t([1.0, 0.0]),
+            lambd=ScalarArg("FLOAT", 0.5), gradInput=out([2], "FLOAT8_E5M2"))  # fmt: skip
+    assert o.outputs["gradInput"].astype(np.float64).tolist() == [2.0, 0.0]
+
+
+def test_empty_tensors(backend):
+    o = run(backend, "hardshrink_backward", gradOutput=out([0]), self=out([0]),
+            lambd=ScalarArg("FLOAT", 0.5), gradInput=out([0]))  # fmt: skip
+    assert o.status == 0 and o.outputs["gradInput"].size == 0
+
+
+# ---------------------------------------------------------------- what JAX cannot do
+
+
+def test_a_call_jax_cannot_compute_returns_a_status_and_writes_nothing(backend):
+    gi = out([2])
+    o = run(backend, "gelu_backward_v2", gradOutput=t([1, 2]), self=t([0, 1]),
+            approximate="test", gradInput=gi)  # fmt: skip
+    assert o.status == 161002 and "approximate" in o.message
+    assert np.isnan(o.outputs["gradInput"]).all()
+    assert backend.capabilities.status == "none"
+
+
+def test_null_pointers_are_skipped(backend):
+    call = Call("hardshrink_backward", "atlas-a2", {"gradOutput": t([1.0]), "self": None,
+                "lambd": ScalarArg("FLOAT", 0.5), "gradInput": out([1])})  # fmt: skip
+    why = backend.supports(call)
+    assert why and "null" in why and "self" in why
+
+
+def test_version(backend):
+    import jax
+
+    assert backend.version().startswith(f"jax {jax.__version__} ")
+    assert jax.config.jax_enable_x64
+
+
+# ---------------------------------------------------------------- bindings
+
+
+def _spec_with(tmp_path: Path, jax_binding: str):
+    text = (REPO / "specs" / "ops" / "elu_backward.yaml").read_text(encoding="utf-8")
+    text = text[: text.index("\nbindings:")] + "\nbindings:\n  jax:\n" + jax_binding
+    path = tmp_path / "elu_backward.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_spec(path)
+
+
+def test_every_shipped_spec_has_a_valid_jax_binding(backend):
+    for spec in default_registry():
+        assert backend.binding(spec) is not None, spec.name
+
+
+GOOD = "    forward: elu\n    input: selfOrResult\n    grad: gradOutput\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("    forward: selu\n    input: selfOrResult\n    grad: gradOutput\n", "'selu'"),
+        ("    forward: elu\n    input: gradInput\n    grad: gradOutput\n", "bindings.jax.input"),
+        (GOOD + "    params: {beta: alpha}\n", "elu takes no 'beta'"),
+        (GOOD + "    params: {alpha: selfOrResult}\n", "'selfOrResult'"),
+        (GOOD + "    unsupported_when: isResult and __import__\n", "unsupported_when"),
+        (GOOD + "    differentiate: twice\n", "differentiate"),
+    ],
+)
+def test_malformed_bindings_name_the_file_and_line(tmp_path, body, needle):
+    spec = _spec_with(tmp_path, body)
+    with pytest.raises(BindingError) as err:
+        parse_jax_binding(spec)
+    assert str(err.value).startswith(f"{spec.path}:") and needle in str(err.value)
+
+
+# ---------------------------------------------------------------- through the CLI
+
+
+def conform(*args) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("aclnn-conform")
+    cmd = [str(exe)] if exe.exists() else [shutil.which("aclnn-conform") or "aclnn-conform"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=300, stdin=subprocess.DEVNULL, cwd=REPO)  # fmt: skip
+
+
+def test_cli_run_hardshrink_against_jax(tmp_path):
+    results = tmp_path / "r.jsonl"
+    proc = conform("run", "--backend", "jax", "--op", "hardshrink_backward", "--product",
+                   "atlas-a2", "-q", "--results", results)  # fmt: skip
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stdout + proc.stderr
+    recs = [json.loads(line) for line in results.read_text().splitlines()]
+    assert {r["verdict"] for r in recs} <= {"pass", "fail", "skip"}  # no adapter errors
+    assert all(r["reason"] for r in recs if r["verdict"] == "skip")
+    positive = [r for r in recs if r["kind"] == "positive"]
+    assert len(positive) > 100 and all(r["verdict"] != "skip" for r in positive)
+    # JAX, like PyTorch, does not clamp a negative lambda, and compares |x| with lambda rounded
+    # to the tensor dtype (a weakly typed Python scalar takes the array's dtype)
+    known = ("point=x-zero-negative-lambd", "point=x-at-unrepresentable-lambd")
+    assert [r["id"] for r in positive if r["verdict"] == "fail" and not r["id"].endswith(known)] \
+        == []  # fmt: skip
+    # JAX checks no parameters: every negative case is skipped, saying so
+    for r in recs:
+        if r["kind"] == "negative":
+            assert r["verdict"] == "skip", r["id"]
