@@ -151,6 +151,9 @@ class Outcome:
     clause: str | None = None  # the rule that decided a non-zero status, when known
     # True when a successful call must leave every output untouched (an empty-tensor rule fired)
     nothing_written: bool = False
+    # An oracle may add each output's exact values (float64, in the view's shape) before the
+    # final rounding: comparisons then measure errors against them, not the rounded outputs.
+    golden: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

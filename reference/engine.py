@@ -41,15 +41,16 @@ def evaluate(call: Call, registry: Registry | None = None) -> Outcome:
     out_arg = call.tensor(spec.formula.output)
     if out_arg.is_empty:
         return Outcome(0, outputs, "empty output: nothing computed", nothing_written=True)
-    result = compute(spec, call)
+    result, golden = compute(spec, call, with_golden=True)
     target = TensorArg(out_arg.dtype, out_arg.shape, out_arg.strides, out_arg.offset,
                        outputs[spec.formula.output])  # fmt: skip
     target.write(result)
-    return Outcome(0, outputs, "")
+    return Outcome(0, outputs, "", golden={spec.formula.output: golden})
 
 
-def compute(spec: OpSpec, call: Call) -> np.ndarray:
-    """The formula's value for a valid call, rounded to the output dtype, in the output's shape."""
+def compute(spec: OpSpec, call: Call, with_golden: bool = False):
+    """The formula's value for a valid call, rounded to the output dtype, in the output's shape;
+    with_golden: (rounded, the float64 values before the final rounding)."""
     out = call.tensor(spec.formula.output)
     out_dtype = dt.get(out.dtype)
     shape = out.shape
@@ -63,6 +64,9 @@ def compute(spec: OpSpec, call: Call) -> np.ndarray:
     total = int(np.prod(shape, dtype=np.int64)) if shape else 1
     flat = {k: np.ravel(v) for k, v in views.items()}  # copies only non-contiguous/broadcast views
     result = np.empty(total, dtype=out_dtype.np)
+    golden = (
+        np.empty(total, dtype=np.float64) if with_golden and not np.iscomplexobj(result) else None
+    )
     for start in range(0, total, CHUNK):
         stop = min(start + CHUNK, total)
         chunk_env = dict(env)
@@ -77,7 +81,11 @@ def compute(spec: OpSpec, call: Call) -> np.ndarray:
                 }
                 y = precise.refine(spec, env, y, mask, exact, out_dtype.name)
         result[start:stop] = dt.round_to(y, out_dtype)
-    return result.reshape(shape)
+        if golden is not None:
+            golden[start:stop] = y
+    if not with_golden:
+        return result.reshape(shape)
+    return result.reshape(shape), (golden.reshape(shape) if golden is not None else None)
 
 
 def evaluate_formula(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:

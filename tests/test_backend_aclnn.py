@@ -586,7 +586,10 @@ def test_generated_leaky_suite_through_the_double(lib_dir, tmp_path):
     ]
     assert not odd
     failed = [r for r in recs if r["verdict"] == "fail"]
-    assert failed and res.exit_code == 1  # real conformance failures, see _kernel_precision_only
+    # The double computes in the promoted input dtype and casts, as the kernels do; the policy
+    # of the less precise dtype applies (execute.tolerance_dtype), so such cases pass, and any
+    # failure left must be one of the kernel-precision effects of _kernel_precision_only.
+    assert res.exit_code == (1 if failed else 0)
     for r in failed:
         assert _kernel_precision_only(r), (r["id"], r["reason"])
         assert r["status_match"] is True and "mismatch ratio" in r["reason"]

@@ -117,7 +117,9 @@ def test_every_record_has_the_design_fields(full_run, suite):
         if written:
             assert set(rec["stats"]) >= STATS, rec["id"]
             assert rec["stats"]["max_ulp"] == 0 and rec["stats"]["mismatches"] == 0
-            assert rec["worst"] == []
+            # the worst elements are measured against the exact values: the reference's own
+            # rounded outputs are 0 ulp from them
+            assert all(w["ulp"] == 0 for w in rec["worst"])
         else:
             assert "stats" not in rec
     meta = json.loads(Path(str(results) + ".meta.json").read_text(encoding="utf-8"))
