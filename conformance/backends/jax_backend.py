@@ -16,7 +16,8 @@ how the call's parameters feed it:
 
 The gradient is `jax.vjp` of the forward at the input, with the gradient tensor as cotangent, both
 broadcast to the output's shape and converted to their promoted dtype as JAX promotes (bf16 and
-fp16 computed natively, float64 with x64 enabled), then cast to the output dtype with JAX.
+fp16 computed in float32, as PyTorch's opmath and the Ascend kernels do; float64 with x64
+enabled), then cast to the output dtype with JAX.
 Starting the backend enables x64 and the CPU platform in `jax.config` for the whole process.
 
 Tensors are read as logical views with numpy and the result is written into a copy of the
@@ -262,6 +263,8 @@ class JaxBackend(Backend):
         ctype = jnp.result_type(x.dtype, g.dtype)
         if not jnp.issubdtype(ctype, jnp.inexact):
             raise TypeError(f"cannot differentiate with respect to {ctype} values")
+        if jnp.dtype(ctype).itemsize < 4:
+            ctype = jnp.float32  # fp16/bf16 math in float32 ("opmath"), as real kernels do
         xs = jnp.broadcast_to(jnp.asarray(x).astype(ctype), out.shape)
         gs = jnp.broadcast_to(jnp.asarray(g).astype(ctype), out.shape)
         fwd = self.forwards[b.forward]
