@@ -17,8 +17,11 @@ import click
 from cli import errors
 from cli.backends_cmd import backends
 from cli.cases_cmd import cases
+from cli.diff_cmd import diff
+from cli.merge_cmd import merge
 from cli.probe_cmd import probe_cmd
 from cli.replay_cmd import replay
+from cli.report_cmd import report
 from cli.run_cmd import run
 from cli.specs_cmd import specs
 
@@ -66,6 +69,9 @@ main.add_command(cases)
 main.add_command(replay)
 main.add_command(backends)
 main.add_command(probe_cmd)
+main.add_command(merge)
+main.add_command(report)
+main.add_command(diff)
 
 
 if __name__ == "__main__":

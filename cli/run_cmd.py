@@ -232,10 +232,36 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     is_flag=True,
     help="Rewrite --expectations from this run: keep entries that still fail, add new failures, drop fixed ones.",
 )
+@click.option(
+    "--html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a self-contained HTML report.",
+)
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write JUnit XML (one testsuite per op).",
+)
+@click.option(
+    "--markdown",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a Markdown summary (CI job summary, PR comment).",
+)
+@click.option(
+    "--json",
+    "json_report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a JSON summary (totals, matrix, coverage, failures).",
+)
 @backend_options
 @selection_options
 def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep_outputs, quiet,
         expectations_file, no_expectations, strict, update_expectations,
+        html, junit, markdown, json_report,
         backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout,
         ops, products, dtypes, clauses, keyword, max_cases, shard):  # fmt: skip
     """Run the conformance suite against a backend.
@@ -317,6 +343,12 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
     if not quiet or summary.failed:
         print_summary(records, backend, seconds)
     click.echo(f"\nresults: {results}")
+    if html or junit or markdown or json_report:
+        from reports import write_reports
+
+        for path in write_reports(records, meta, html=html, junit=junit, markdown=markdown,
+                                  json=json_report):  # fmt: skip
+            click.echo(f"report: {path}")
     if update_expectations and expect is not None:
         entries = expectations.updated(expect, records, backend, version)
         expectations.write(expectations_file, entries, backend)

@@ -54,8 +54,10 @@ def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) ->
     layouts = {n: {"shape": list(a.shape), "strides": list(a.strides), "offset": a.offset,
                    "storage": int(a.storage.size)}
                for n, a in case.call.args.items() if isinstance(a, TensorArg)}  # fmt: skip
+    shorts = [dt.get(d).short for d in dtypes.values()]  # parameter order, as in case ids
+    tag = (shorts[0] if len(set(shorts)) == 1 else ".".join(shorts)) if shorts else "-"
     return {"id": case.id, "op": spec.name, "aclnn_op": spec.op, "product": case.product,
-            "kind": case.kind, "dtypes": dtypes, "layouts": layouts,
+            "kind": case.kind, "dtypes": dtypes, "dtype_tag": tag, "layouts": layouts,
             "clauses": [spec.clause(c) for c in case.clauses],
             "expected_status": case.expected_status, "seed": case.seed,
             "backend": backend.name, "oracle": oracle_name}  # fmt: skip
@@ -191,8 +193,3 @@ def tolerance_dtype(spec: OpSpec, call: Call, out_dtype: str) -> str:
     if promoted is None or _mantissa_bits(promoted) >= _mantissa_bits(out_dtype):
         return out_dtype
     return promoted
-
-
-def dtype_tag(record: dict[str, Any]) -> str:
-    shorts = [dt.get(d).short for d in record.get("dtypes", {}).values()]
-    return shorts[0] if len(set(shorts)) == 1 else ".".join(shorts) or "-"

@@ -31,6 +31,9 @@ def load(path: str | Path) -> list[dict[str, Any]]:
 
 
 def dtype_tag(rec: dict[str, Any]) -> str:
+    """Short dtypes in parameter order (as in case ids); recorded by the runner."""
+    if rec.get("dtype_tag"):
+        return str(rec["dtype_tag"])
     from conformance import dtypes as dt
 
     names = list(rec.get("dtypes", {}).values())
