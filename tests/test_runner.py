@@ -316,9 +316,9 @@ def test_summary_prints_the_matrix_failing_clauses_and_replay_lines(ulp_runs):
     assert "op x product x dtype" in out
     matrix = Counter()
     for r in recs:
-        shorts = {"FLOAT": "f32", "FLOAT16": "f16", "BF16": "bf16"}
-        tags = [shorts.get(d, d) for d in r["dtypes"].values()]
-        tag = tags[0] if len(set(tags)) == 1 else ".".join(tags)
+        tag = r["dtype_tag"]  # short dtypes in parameter order, as in the case ids
+        if r["kind"] == "positive":
+            assert tag == r["id"].split("/")[2]
         matrix[(r["op"], r["product"], tag, r["verdict"] == "pass")] += 1
     for (op, product, tag, passed), n in matrix.items():
         if not passed:
