@@ -62,5 +62,10 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
         click.echo(f"{label:<44}" + " ".join(SYMBOL[r.cells[n]].rjust(4) for n in names))
     bad = [(r, d, v) for r in rows for d, v in r.disagreements.items()]
     click.echo(heading(f"\n{len(bad)} disagreements"))
-    for r, d, v in bad:
-        click.echo(f"  {r.op} {r.product} {r.param}: {d} {v}")
+    for r in rows:
+        for kind in ("listed-but-rejected", "accepted-not-listed"):
+            names = [d for d, v in r.disagreements.items() if v == kind]
+            if names:
+                click.echo(
+                    f"  {r.op} {r.product} {r.param}: {kind.replace('-', ' ')}: {', '.join(names)}"
+                )

@@ -158,11 +158,13 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     s = res.summarise(records)
     click.echo(heading(f"\n{backend}: {s.total} cases in {seconds:.1f} s"))
     click.echo("  ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items())))
-    click.echo(heading("\nop x product x dtype        pass  fail  other"))
-    for (op, product, dtag), c in sorted(s.matrix.items()):
+    click.echo(heading("\nop x product x dtype (output dtype; neg: status cases)"))
+    click.echo(
+        f"{'op':<20} {'product':<16} {'dtype':<6} {'pass':>5} {'fail':>5} {'xfail':>6} {'skip':>5}"
+    )
+    for (op, product, col), c in sorted(s.matrix.items()):
         bad = sum(c[v] for v in res.FAILING)
-        other = sum(c.values()) - c["pass"] - bad
-        line = f"{op:<20} {product:<16} {dtag:<14} {c['pass']:>5} {bad:>5} {other:>6}"
+        line = f"{op:<20} {product:<16} {col:<6} {c['pass']:>5} {bad:>5} {c['xfail']:>6} {c['skip']:>5}"
         click.echo(style(line, fg="red") if bad else line)
     if s.failing_clauses:
         click.echo(heading("\nfailing clauses"))

@@ -58,6 +58,7 @@ def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) ->
     tag = (shorts[0] if len(set(shorts)) == 1 else ".".join(shorts)) if shorts else "-"
     return {"id": case.id, "op": spec.name, "aclnn_op": spec.op, "product": case.product,
             "kind": case.kind, "dtypes": dtypes, "dtype_tag": tag, "layouts": layouts,
+            "out_dtype": next((dtypes[p.name] for p in spec.outputs if p.name in dtypes), None),
             "clauses": [spec.clause(c) for c in case.clauses],
             "expected_status": case.expected_status, "seed": case.seed,
             "backend": backend.name, "oracle": oracle_name}  # fmt: skip

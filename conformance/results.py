@@ -46,6 +46,21 @@ def dtype_tag(rec: dict[str, Any]) -> str:
     return shorts[0] if len(set(shorts)) == 1 else ".".join(shorts)
 
 
+def matrix_column(rec: dict[str, Any]) -> str:
+    """The dtype column of the summary matrix: the output dtype, or `neg` for negative cases."""
+    if rec.get("kind") == "negative":
+        return "neg"
+    out = rec.get("out_dtype")
+    if out:
+        from conformance import dtypes as dt
+
+        try:
+            return dt.get(out).short
+        except ValueError:
+            return str(out)
+    return dtype_tag(rec)
+
+
 @dataclass
 class Summary:
     total: int = 0
@@ -67,7 +82,7 @@ def summarise(records: list[dict[str, Any]]) -> Summary:
         v = rec.get("verdict", "error")
         s.total += 1
         s.verdicts[v] += 1
-        key = (rec.get("op", "?"), rec.get("product", "?"), dtype_tag(rec))
+        key = (rec.get("op", "?"), rec.get("product", "?"), matrix_column(rec))
         s.matrix[key][v] += 1
         if v in FAILING:
             s.failures.append(rec)

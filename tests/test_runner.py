@@ -314,19 +314,23 @@ def test_summary_prints_the_matrix_failing_clauses_and_replay_lines(ulp_runs):
     proc, recs = ulp_runs[1]
     out = proc.stdout
     assert "op x product x dtype" in out
+    # rows: op x product x column, where the column is the output dtype (short name) or `neg`
+    shorts = {"FLOAT": "f32", "FLOAT16": "f16", "BF16": "bf16", "DOUBLE": "f64",
+              "COMPLEX64": "c64", "COMPLEX128": "c128"}  # fmt: skip
     matrix = Counter()
     for r in recs:
         tag = r["dtype_tag"]  # short dtypes in parameter order, as in the case ids
         if r["kind"] == "positive":
             assert tag == r["id"].split("/")[2]
-        matrix[(r["op"], r["product"], tag, r["verdict"] == "pass")] += 1
-    for (op, product, tag, passed), n in matrix.items():
+        col = "neg" if r["kind"] == "negative" else shorts[r["out_dtype"]]
+        matrix[(r["op"], r["product"], col, r["verdict"] == "pass")] += 1
+    for (op, product, col, passed), n in matrix.items():
         if not passed:
             failed = n
-            ok = matrix.get((op, product, tag, True), 0)
-            line = re.search(rf"^{op}\s+{product}\s+{re.escape(tag)}\s+(\d+)\s+(\d+)\s+(\d+)$",
+            ok = matrix.get((op, product, col, True), 0)
+            line = re.search(rf"^{op}\s+{product}\s+{re.escape(col)}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$",
                              out, re.M)  # fmt: skip
-            assert line, (op, product, tag)
+            assert line, (op, product, col)
             assert (int(line.group(1)), int(line.group(2))) == (ok, failed)
     assert "failing clauses" in out
     failing = [r for r in recs if r["verdict"] == "fail"]
