@@ -307,9 +307,13 @@ def test_readme_python_example_runs(tmp_path):
 
 
 def test_readme_setup_commands():
-    assert (
-        "pip install -e '.[test]' && aclnn-conform run --backend reference --html report.html"
-        in README
-    )
-    assert "python -m pytest -q" in README
-    assert "python -m pytest -q" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    """The two set-up commands of the README; .ci/run installs the same and runs the same tests."""
+    setup = README.split("## Set-up on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)\n```", setup, re.S)
+    assert blocks == [
+        "pip install -e '.[torch,jax,test]' && aclnn-conform run --backend torch --html report.html",
+        "python -m pytest -q -n auto",
+    ]
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert "pip install -e '.[torch,jax,test]'" in ci
+    assert "\npython -m pytest -q -n auto\n" in ci
