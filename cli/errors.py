@@ -4,7 +4,8 @@ Exit codes (every command):
   0  success
   1  the command ran and found problems (lint problems, failing cases)
   2  usage or setup error: bad option, missing file, bad spec, unknown op or backend, ...
-  3  internal error (a bug in aclnn-conform); set ACLNN_CONFORM_DEBUG=1 to see the traceback
+  3  infrastructure failure (a backend missing or not starting: InfrastructureError) or an
+     internal error (a bug in aclnn-conform); set ACLNN_CONFORM_DEBUG=1 to see the traceback
 
 A command module raises `UserError("what went wrong; what to do")` for anything the user can fix.
 Exceptions raised deeper down (SpecError, UnknownOp, CallError, OSError, YAML errors) are

@@ -59,7 +59,10 @@ class ConformGroup(click.Group):
 def main() -> None:
     """Conformance suite and spec checker for Huawei Ascend aclnn operators.
 
-    Exit codes: 0 ok, 1 problems found, 2 usage or setup error, 3 internal error.
+    \b
+    Exit codes: 0 ok; 1 problems found (conformance failures not covered by
+    expectations, lint problems, a regression); 2 usage or setup error;
+    3 infrastructure failure (backend missing or not starting) or internal error.
     """
 
 

@@ -268,7 +268,10 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
         ops, products, dtypes, clauses, keyword, max_cases, shard):  # fmt: skip
     """Run the conformance suite against a backend.
 
-    Exit codes: 0 everything passed, 1 conformance failures, 2 usage or setup error.
+    \b
+    Exit codes: 0 everything passed (or failed as the expectations say);
+    1 conformance failures (fail, error, crash, timeout; xpass under --strict);
+    2 usage or setup error; 3 infrastructure failure (backend missing, worker not starting).
     """
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
     options = parse_backend_options(backend_opts, device, lib_dir, device_id, exec_cmd)

@@ -1,0 +1,73 @@
+"""`pytest --pyargs conformance --aclnn-backend NAME`: the generated cases as pytest items, with
+the same outcome per case as `aclnn-conform run` on the same filters (expectations included),
+readable ids, -k, --junitxml and pytest-xdist."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+pytest.importorskip("torch", reason="the comparison runs against the torch backend (extra [torch])")
+
+FILTERS = ["--op", "hardshrink_backward", "--product", "atlas-a2"]
+PLUGIN = ["--aclnn-op", "hardshrink_backward", "--aclnn-product", "atlas-a2"]
+OUTCOME = {"pass": "passed", "skip": "skipped", "xfail": "xfailed", "fail": "failed"}
+
+
+def run_pytest(tmp_path, *extra):
+    xml = tmp_path / f"junit{len(list(tmp_path.glob('junit*')))}.xml"
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "--aclnn-backend", "torch",
+                        *PLUGIN, "-p", "no:cacheprovider", "-q", f"--junitxml={xml}", *extra],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert "Traceback" not in p.stderr, p.stderr
+    outcomes = {}
+    for tc in ET.parse(xml).getroot().iter("testcase"):
+        case_id = re.search(r"\[(.*)\]$", tc.get("name")).group(1)
+        kinds = {child.tag for child in tc}
+        if "failure" in kinds or "error" in kinds:
+            outcomes[case_id] = "failed"
+        elif "skipped" in kinds:
+            msg = next(c for c in tc if c.tag == "skipped").get("type", "")
+            outcomes[case_id] = "xfailed" if "xfail" in msg else "skipped"
+        else:
+            outcomes[case_id] = "passed"
+    return p, outcomes
+
+
+@pytest.fixture(scope="module")
+def run_verdicts(tmp_path_factory):
+    results = tmp_path_factory.mktemp("run") / "r.jsonl"
+    subprocess.run([sys.executable, "-m", "cli.main", "run", "--backend", "torch", *FILTERS,
+                    "--results", str(results), "-q"], capture_output=True, text=True, timeout=600)  # fmt: skip
+    return {
+        r["id"]: OUTCOME[r["verdict"]] for r in map(json.loads, results.read_text().splitlines())
+    }
+
+
+def test_each_case_has_the_same_outcome_as_in_aclnn_conform_run(tmp_path, run_verdicts):
+    p, outcomes = run_pytest(tmp_path)
+    assert outcomes == run_verdicts
+    assert {"passed", "skipped", "xfailed"} <= set(outcomes.values())
+    assert p.returncode == 0
+
+
+def test_xdist_workers_split_the_same_cases(tmp_path, run_verdicts):
+    p, outcomes = run_pytest(tmp_path, "-n", "2")
+    assert outcomes == run_verdicts and p.returncode == 0
+
+
+def test_k_selects_by_case_id(tmp_path, run_verdicts):
+    _, outcomes = run_pytest(tmp_path, "-k", "neg and null-ptr")
+    want = {i: v for i, v in run_verdicts.items() if "/neg/null-ptr/" in i}
+    assert outcomes == want and want
+
+
+def test_without_a_backend_the_suite_says_so(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider", "-rs"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert p.returncode == 0 and "no --aclnn-backend given" in p.stdout
