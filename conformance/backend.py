@@ -7,6 +7,8 @@ runner turns everything else into `skip` with the reason, never into a failure.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -79,6 +81,27 @@ class Backend:
 
     def close(self) -> None:
         """Release whatever the backend holds (devices, worker processes)."""
+
+
+def module_available(module: str, hint: str) -> tuple[bool, str]:
+    """availability() of a backend built on an optional package: (True, "") or (False, hint)."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False, hint
+    return True, ""
+
+
+def preload(load: Callable[[Any], Any], error: type[Exception]) -> None:
+    """Call load(spec) for every shipped spec (an adapter checking its bindings at start-up);
+    `error` from it becomes a BackendError naming the problem."""
+    from conformance.registry import default_registry
+
+    try:
+        for spec in default_registry():
+            load(spec)
+    except error as exc:
+        raise BackendError(str(exc)) from None
 
 
 def _entry_points() -> dict[str, Any]:

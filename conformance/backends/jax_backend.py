@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError, Capabilities
+from conformance.backend import Backend, BackendError, Capabilities, module_available, preload
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.expr import Expr, ExprError, compile_expr
 from conformance.loader import status_codes
@@ -189,19 +189,11 @@ class JaxBackend(Backend):
         self.jax = jax
         self.forwards = forwards(jax)
         self._bindings: dict[tuple[str, str], JaxBinding | None] = {}
-        try:
-            for spec in default_registry():
-                self.binding(spec)
-        except BindingError as exc:
-            raise BackendError(str(exc)) from None
+        preload(self.binding, BindingError)
 
     @classmethod
     def availability(cls, **options: Any) -> tuple[bool, str]:
-        try:
-            import jax  # noqa: F401
-        except ImportError:
-            return False, INSTALL_HINT
-        return True, ""
+        return module_available("jax", INSTALL_HINT)
 
     def version(self) -> str:
         import jaxlib

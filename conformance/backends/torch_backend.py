@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError, Capabilities
+from conformance.backend import Backend, BackendError, Capabilities, module_available, preload
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.loader import status_codes
 from conformance.registry import UnknownOp, default_registry
@@ -137,19 +137,11 @@ class TorchBackend(Backend):
         if not ok:
             raise BackendError(reason)
         self._bindings: dict[tuple[str, str], AtenBinding | None] = {}
-        try:
-            for spec in default_registry():
-                self.binding(spec)
-        except BindingError as exc:
-            raise BackendError(str(exc)) from None
+        preload(self.binding, BindingError)
 
     @classmethod
     def availability(cls, **options: Any) -> tuple[bool, str]:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            return False, INSTALL_HINT
-        return True, ""
+        return module_available("torch", INSTALL_HINT)
 
     def device_available(self, device: str) -> tuple[bool, str]:
         torch, kind = self.torch, device.split(":")[0]
