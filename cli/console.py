@@ -21,7 +21,7 @@ def color_enabled() -> bool:
     """Colour only when stdout is a terminal and NO_COLOR is not set."""
     if os.environ.get("NO_COLOR"):
         return False
-    stream = click.get_text_stream("stdout")
+    stream = sys.stdout  # click.get_text_stream is deprecated (Click 9); CliRunner swaps sys.stdout
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
