@@ -21,7 +21,7 @@ from conformance.spec import OpSpec
 from reference import precise
 
 # Elements evaluated per step: bounds the float64 temporaries on very large tensors.
-CHUNK = 1 << 20
+CHUNK = 1 << 16  # float64 temporaries of 512 KiB: they stay in cache
 
 
 def evaluate(call: Call, registry: Registry | None = None) -> Outcome:
@@ -89,20 +89,41 @@ def compute(spec: OpSpec, call: Call, with_golden: bool = False):
 
 
 def evaluate_formula(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
-    """The float64 value of the formula over `n` elements bound in `env` (mutated with lets)."""
-    for let in spec.formula.lets:
-        env[let.name] = let.value.evaluate(env)
-    branches = spec.formula.branches
-    result = np.broadcast_to(np.asarray(branches[-1].value.evaluate(env), dtype=np.float64), (n,))
-    for br in reversed(branches[:-1]):
-        cond = br.when.evaluate(env)  # type: ignore[union-attr]
-        if np.ndim(cond) == 0:
-            if bool(cond):
-                result = np.broadcast_to(np.asarray(br.value.evaluate(env), dtype=np.float64), (n,))
+    """The float64 value of the formula over `n` elements bound in `env` (mutated with lets).
+
+    Branches are taken in order, first true wins; a condition that is one value (a bool or a
+    string parameter decides it) ends the walk or skips its branch without evaluating it, and a
+    let is evaluated only when an expression that is evaluated names it."""
+    lets = {x.name: x for x in spec.formula.lets}
+
+    def bind(names: frozenset[str]) -> None:
+        for name in names:
+            if name in lets and name not in env:
+                bind(lets[name].value.names)
+                env[name] = lets[name].value.evaluate(env)
+
+    def value(br) -> np.ndarray:
+        bind(br.value.names)
+        return np.asarray(br.value.evaluate(env), dtype=np.float64)
+
+    pending = []
+    base = None
+    for br in spec.formula.branches:
+        if br.when is None:
+            base = value(br)
+            break
+        bind(br.when.names)
+        cond = br.when.evaluate(env)
+        if np.ndim(cond) == 0 or np.all(cond):
+            if bool(np.all(cond)):
+                base = value(br)
+                break
             continue
-        if not np.any(cond):
-            continue
-        result = np.where(cond, br.value.evaluate(env), result)
+        if np.any(cond):
+            pending.append((cond, br))
+    result = np.broadcast_to(base, (n,))
+    for cond, br in reversed(pending):
+        result = np.where(cond, value(br), result)
     return np.asarray(result, dtype=np.float64)
 
 

@@ -37,11 +37,30 @@ def needs_all(inputs: dict[str, str], scalars: dict[str, str], out_dtype: str) -
 
 
 def near_midpoint(y: np.ndarray, out_dtype: str) -> np.ndarray:
-    """Mask of finite y within GUARD ulps of a round-to-nearest midpoint of `out_dtype`."""
+    """Mask of finite y within GUARD ulps of a round-to-nearest midpoint of `out_dtype`.
+
+    Where y is a normal number of the output format, the test is on float64's bits: the
+    53 - p fraction bits the output drops are, as an integer, within GUARD * 2**(53 - p) of
+    their half-way value. The output's subnormal range keeps the arithmetic test."""
     fmt = FORMATS.get(out_dtype)
     if fmt is None:
         return np.zeros(y.shape, dtype=bool)
     p, emin = fmt
+    drop = 53 - p
+    bits = np.abs(np.asarray(y, dtype=np.float64)).view(np.int64)
+    low = bits & ((1 << drop) - 1)
+    low -= 1 << (drop - 1)
+    np.abs(low, out=low)
+    expo = bits >> 52
+    mask = (low < int(GUARD * 2**drop)) & (expo >= emin + 1023) & (expo < 2047)
+    sub = np.flatnonzero((expo < emin + 1023) & (bits != 0))
+    if sub.size:
+        mask.reshape(-1)[sub] = _near_midpoint_float(np.asarray(y).reshape(-1)[sub], p, emin)
+    return mask
+
+
+def _near_midpoint_float(y: np.ndarray, p: int, emin: int) -> np.ndarray:
+    """The arithmetic form of near_midpoint (any range; used below the output's normals)."""
     finite = np.isfinite(y)
     a = np.where(finite, np.abs(y), 0.0)
     _, e = np.frexp(a)  # a = f * 2**e with f in [0.5, 1)

@@ -1,0 +1,60 @@
+"""The refinement trigger: which float64 results lie within 2^-20 output-ulp of a rounding
+midpoint. Points are constructed from the output format's own neighbours, by hand."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from reference.precise import GUARD, _near_midpoint_float, near_midpoint
+
+FORMATS = {"FLOAT": np.float32, "FLOAT16": np.float16, "BF16": ml_dtypes.bfloat16}
+
+
+def neighbours(dtype, values):
+    """(a, next value up) in the output dtype, as float64."""
+    a = np.asarray(values, dtype=np.float64).astype(dtype)
+    bits = a.view({2: np.uint16, 4: np.uint32}[np.dtype(dtype).itemsize])
+    b = (bits + 1).view(dtype)
+    return a.astype(np.float64), b.astype(np.float64)
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@pytest.mark.parametrize("where", ["normal", "subnormal", "large"])
+def test_midpoints_and_their_guard_band(name, where):
+    dtype = FORMATS[name]
+    info = ml_dtypes.finfo(dtype)
+    base = {"normal": [1.0, 1.5, 3.0, 1000.0, -7.25, 0.1],
+            "subnormal": [float(info.smallest_subnormal) * k for k in (1, 2, 5)],
+            "large": [float(info.max) / 2, float(info.max) / 1.5]}[where]  # fmt: skip
+    a, b = neighbours(dtype, base)
+    ulp = b - a
+    mid = (a + b) / 2  # exact in float64: the formats have at most 24 bits
+    inside = GUARD / 4
+    outside = GUARD * 8
+    assert near_midpoint(mid, name).all()
+    assert near_midpoint(mid + inside * ulp, name).all()
+    assert near_midpoint(mid - inside * ulp, name).all()
+    assert not near_midpoint(mid + outside * ulp, name).any()
+    assert not near_midpoint(mid - outside * ulp, name).any()
+    assert not near_midpoint(a, name).any()  # representable values are never ambiguous
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_specials_are_never_refined(name):
+    y = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
+    assert not near_midpoint(y, name).any()
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_the_bit_test_agrees_with_the_arithmetic_one(name):
+    rng = np.random.default_rng(7)
+    p, emin = {"FLOAT": (24, -126), "FLOAT16": (11, -14), "BF16": (8, -126)}[name]
+    dtype = FORMATS[name]
+    a, b = neighbours(dtype, rng.uniform(-1e3, 1e3, 20000))
+    t = rng.uniform(0, 1, a.size) ** 40  # many offsets very close to 0 and to 1
+    y = np.concatenate(
+        [a + (b - a) * (0.5 + t * np.sign(rng.uniform(-1, 1, a.size))), rng.normal(0, 10, 20000)]
+    )
+    assert (near_midpoint(y, name) == _near_midpoint_float(y, p, emin)).all()
