@@ -31,6 +31,7 @@ from conformance.backends.torch_backend import (  # noqa: E402
 from conformance.call import Call, ScalarArg, TensorArg  # noqa: E402
 from conformance.loader import load_spec  # noqa: E402
 from conformance.registry import default_registry  # noqa: E402
+from tests.support.calls import out, result, run, t  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 INVALID = 161002
@@ -39,25 +40,6 @@ INVALID = 161002
 @pytest.fixture(scope="module")
 def backend() -> TorchBackend:
     return load_backend("torch")
-
-
-def t(values, dtype: str = "FLOAT") -> TensorArg:
-    return TensorArg.from_array(np.asarray(values, dtype=np.float64), dtype)
-
-
-def out(shape, dtype: str = "FLOAT") -> TensorArg:
-    return TensorArg.empty_like_shape(tuple(shape), dtype, fill=np.nan)
-
-
-def run(backend, op: str, **args):
-    call = Call(op, "atlas-a2", args)
-    assert backend.supports(call) is None
-    return backend.execute(call)
-
-
-def result(outcome, name: str) -> np.ndarray:
-    assert outcome.status == 0, outcome.message
-    return outcome.outputs[name].astype(np.float64)
 
 
 # ---------------------------------------------------------------- hand-checkable values
