@@ -81,10 +81,6 @@ _PYCMP: dict[type, Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
 }
-_OP_TEXT = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
-    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-}  # fmt: skip
 
 Env = dict[str, Any]
 Fn = Callable[[Env], Any]

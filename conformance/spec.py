@@ -12,10 +12,7 @@ from typing import Any
 
 from conformance.expr import Expr
 
-STATUS_SUCCESS = 0
-
 TERM_PROMOTE = re.compile(r"^promote\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)$")
-TERM_BROADCAST = re.compile(r"^broadcast\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)$")
 
 
 @dataclass(frozen=True)
