@@ -48,7 +48,15 @@ class Backend:
     # Native code that may crash or hang runs in a worker process unless told otherwise.
     isolate_by_default = False
 
+    # The options a backend takes; None: any (the backend checks them itself, if at all).
+    known_options: tuple[str, ...] | None = None
+
     def __init__(self, **options: Any):
+        if self.known_options is not None:
+            unknown = sorted(set(options) - set(self.known_options))
+            if unknown:
+                raise BackendError(f"{self.name}: unknown option(s) {', '.join(unknown)} "
+                                   f"(known: {', '.join(self.known_options)})")  # fmt: skip
         self.options = options
 
     @classmethod

@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -29,7 +28,13 @@ from conformance.backends.jax_backend import (  # noqa: E402
 from conformance.call import Call, ScalarArg, TensorArg  # noqa: E402
 from conformance.loader import load_spec  # noqa: E402
 from conformance.registry import default_registry  # noqa: E402
-from tests.support.calls import out, result, run, t  # noqa: E402
+from tests.support.calls import (  # noqa: E402
+    assert_narrow_floats_move_bit_exactly,
+    out,
+    result,
+    run,
+    t,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -133,20 +138,7 @@ def test_strided_input_and_output_and_gaps_untouched(backend):
 def test_narrow_floats_are_moved_bit_exactly(backend, dtype):
     # hardshrink with lambd 0 passes gradOutput through wherever x != 0 (normal x: XLA on CPU
     # flushes subnormal inputs of arithmetic to zero, so x stays away from them)
-    np_type = np.dtype(ml_dtypes.bfloat16) if dtype == "BF16" else np.dtype(np.float16)
-    info = ml_dtypes.finfo(np_type)
-    special = [info.smallest_subnormal, -info.smallest_subnormal, info.max, -info.max, np.inf,
-               -np.inf, 1.0, -3.140625, 1e-3]  # fmt: skip
-    rng = np.random.default_rng(1)
-    g_vals = np.concatenate([np.array(special, dtype=np.float64), rng.normal(0, 100, 55)])
-    g = TensorArg.from_array(g_vals, dtype)
-    x = TensorArg.from_array(rng.uniform(0.5, 2, g_vals.size) * rng.choice([-1, 1], g_vals.size),
-                             dtype)  # fmt: skip
-    o = run(backend, "hardshrink_backward", gradOutput=g, self=x,
-            lambd=ScalarArg("FLOAT", 0.0), gradInput=out([g_vals.size], dtype))  # fmt: skip
-    assert o.status == 0
-    assert o.outputs["gradInput"].dtype == np_type
-    assert o.outputs["gradInput"].view(np.uint16).tolist() == g.storage.view(np.uint16).tolist()
+    assert_narrow_floats_move_bit_exactly(backend, dtype)
 
 
 def test_float8_output_storage_is_written(backend):

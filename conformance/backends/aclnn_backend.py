@@ -144,13 +144,9 @@ class AclnnBackend(Backend):
     name = "aclnn"
     capabilities = Capabilities(status="exact")
     isolate_by_default = True  # native code / an external program may crash or hang
+    known_options = OPTIONS
 
     def __init__(self, **options: Any):
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise BackendError(
-                f"aclnn: unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTIONS)})"
-            )
         super().__init__(**options)
         try:
             self.device_id = int(options.get("device_id", 0))

@@ -53,13 +53,9 @@ class ExecBackend(Backend):
     name = "exec"
     capabilities = Capabilities(status="exact")
     isolate_by_default = True  # native code / an external program may crash or hang
+    known_options = OPTIONS
 
     def __init__(self, **options: Any):
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise BackendError(
-                f"exec: unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTIONS)})"
-            )
         super().__init__(**options)
         cmd = options.get("cmd")
         if not cmd or not str(cmd).strip():
