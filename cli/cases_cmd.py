@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from cli.errors import UserError
-from cli.run_cmd import build_selection, selection_options
+from cli.options import build_selection, selection_options
 from conformance.casefile import write_case
+from conformance.config import require_cases
 from conformance.generate import build
 from conformance.registry import default_registry
 from conformance.runner import generated_items
@@ -20,14 +21,16 @@ def cases() -> None:
 
 
 @cases.command("list")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--show-clauses", is_flag=True, help="Show the clauses each case exercises.")
 @selection_options
-def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_cases, shard):
+def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_cases, shard,
+               allow_empty):  # fmt: skip
     """One line per case id (with --show-clauses: the clauses it exercises)."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
     reg = default_registry()
     items = generated_items(reg, sel, seed)
+    require_cases(len(items), sel, allow_empty)
     for it in items:
         if show_clauses:
             case = build(reg.get(it.op), it.plan, seed)
@@ -39,13 +42,15 @@ def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_
 
 @cases.command("export")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @selection_options
-def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, shard):
+def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, shard,
+           allow_empty):  # fmt: skip
     """Write each selected case as DIRECTORY/<case-id>/case.json + <param>.npy."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
     reg = default_registry()
     items = generated_items(reg, sel, seed)
+    require_cases(len(items), sel, allow_empty)
     if directory.exists() and not directory.is_dir():
         raise UserError(f"{directory}: exists and is not a directory")
     for it in items:

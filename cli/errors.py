@@ -15,7 +15,6 @@ that defines its own user-caused error type registers it with `user_error(MyErro
 
 from __future__ import annotations
 
-import difflib
 import errno
 import os
 from collections.abc import Callable
@@ -23,17 +22,19 @@ from collections.abc import Callable
 import click
 import yaml
 
+from conformance.backend import BackendOptionError
 from conformance.call import CallError
+from conformance.config import ConfigError, Unavailable
 from conformance.dtypes import DtypeError
 from conformance.expr import ExprError
 from conformance.loader import SpecError
 from conformance.registry import UnknownOp
 from conformance.yamlpos import YamlError
 
-EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 DEBUG_ENV = "ACLNN_CONFORM_DEBUG"
 
@@ -81,15 +82,6 @@ def _spec_error(exc: BaseException) -> str:
     return f"{first.file}:{first.line}: {message}{tail}"
 
 
-def _unknown_op(exc: BaseException) -> str:
-    name, known = str(exc.name), list(exc.known)  # type: ignore[attr-defined]
-    close = [k for k in known if k.startswith(name.lower())] or difflib.get_close_matches(
-        name, known, n=1, cutoff=0.6
-    )
-    hint = f"; did you mean {close[0]}?" if close else ""
-    return f"{exc}{hint} ('aclnn-conform specs list' shows them)"
-
-
 def _os_error(exc: BaseException) -> str:
     e: OSError = exc  # type: ignore[assignment]
     what = e.strerror or str(e)
@@ -107,8 +99,10 @@ def _yaml_error(exc: BaseException) -> str:
 
 
 _TRANSLATORS: list[tuple[type[BaseException], Callable[[BaseException], str]]] = [
+    (ConfigError, str),
+    (BackendOptionError, str),
     (SpecError, _spec_error),
-    (UnknownOp, _unknown_op),
+    (UnknownOp, str),
     (YamlError, str),
     (CallError, str),
     (DtypeError, str),
@@ -128,6 +122,8 @@ def user_error(
 
 def translate(exc: Exception) -> click.ClickException:
     """The ClickException to raise in place of `exc` (which click then prints and exits with)."""
+    if isinstance(exc, Unavailable):
+        return InfrastructureError(str(exc))
     for exc_type, describe in _TRANSLATORS:
         if isinstance(exc, exc_type):
             return UserError(describe(exc))

@@ -8,7 +8,7 @@ import click
 
 from cli.console import heading
 from cli.errors import InfrastructureError, UserError
-from cli.run_cmd import backend_options, check_backend, parse_backend_options
+from cli.options import backend_options, checked_backend
 from conformance import dtypes as dt
 from conformance.backend import BackendError
 from conformance.probe import probe, to_json
@@ -32,8 +32,7 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
     Legend: + accepted as listed, . rejected as not listed, L listed but rejected,
     A accepted but not listed, blank: the backend cannot express it.
     """
-    options = parse_backend_options(backend_opts, device, lib_dir, device_id, exec_cmd)
-    check_backend(backend, options, "--backend")
+    options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
     reg = default_registry()
     ops_n = [reg.get(o).name for o in ops]
     try:

@@ -9,10 +9,11 @@ import numpy as np
 
 from cli.console import heading
 from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
-from cli.run_cmd import backend_options, check_backend, parse_backend_options
+from cli.options import backend_options, checked_backend
+from conformance import config
 from conformance.backend import BackendError, load_backend
 from conformance.call import ScalarArg, TensorArg
-from conformance.execute import judge
+from conformance.execute import first_line, judge
 from conformance.generate import build, plan_op
 from conformance.registry import default_registry
 from conformance.runner import RunConfig, make_backend
@@ -45,7 +46,7 @@ def _show_array(name: str, a: np.ndarray, limit: int = 24) -> str:
 
 @click.command("replay")
 @click.argument("case_id")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--backend", default="reference", show_default=True)
 @click.option("--oracle", default="reference", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
@@ -54,8 +55,9 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
            exec_cmd, isolate, timeout):  # fmt: skip
     """Rebuild CASE-ID from its id and seed, run it, print inputs, expected, actual and verdict."""
     spec, case = find_case(case_id, seed)
-    options = parse_backend_options(backend_opts, device, lib_dir, device_id, exec_cmd)
-    check_backend(backend, options, "--backend")
+    options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
+    if oracle != backend:
+        config.check_backend(oracle, {}, "--oracle")
     try:
         b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
                                    timeout=timeout))  # fmt: skip
@@ -84,7 +86,12 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
             elif not isinstance(a, TensorArg):
                 click.echo(f"  {name}: {a!r}")
         click.echo(heading("status"))
-        click.echo(f"  expected {rec.get('oracle_status')}  actual {rec.get('actual_status')}")
+        actual = rec.get("actual_status")
+        if rec.get("raised"):
+            actual = f"none: the backend raised {first_line(rec.get('message', ''))}"
+        elif rec.get("message"):
+            actual = f"{actual} ({first_line(rec['message'])})"
+        click.echo(f"  expected {rec.get('oracle_status')}  actual {actual}")
         for name, cmp in rec.get("comparisons", {}).items():
             click.echo(heading(f"output {name}"))
             for k, v in cmp["stats"].items():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import platform
+import shlex
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,15 +13,17 @@ from pathlib import Path
 import click
 
 from cli.console import heading, style
-from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
-from conformance import expectations
+from cli.errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
+from cli.options import backend_options, build_selection, checked_backend, selection_options
+from conformance import config, expectations, provenance
 from conformance import results as res
-from conformance.backend import BackendError, backend_class
+from conformance.backend import BackendError, load_backend
 from conformance.registry import default_registry
 from conformance.runner import (
+    TOOL_VERSION,
+    Progress,
     ResultsWriter,
     RunConfig,
-    Selection,
     directory_items,
     execute,
     finished_ids,
@@ -27,131 +31,33 @@ from conformance.runner import (
 )
 
 
-def parse_shard(value: str | None) -> tuple[int, int] | None:
-    if not value:
-        return None
-    try:
-        i, n = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise UserError(f"--shard {value!r}: expected i/n, e.g. 1/4") from None
-    if not 1 <= i <= n:
-        raise UserError(f"--shard {value!r}: i must be between 1 and n")
-    return i, n
-
-
-def parse_backend_options(pairs, device, lib_dir, device_id, exec_cmd) -> dict:
-    """--backend-opt KEY=VALUE plus the named shortcuts, as keyword options for the backend."""
-    opts: dict = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--backend-opt {pair!r}: expected KEY=VALUE")
-        opts[key.strip()] = value
-    for key, value in (("device", device), ("lib_dir", lib_dir), ("device_id", device_id),
-                       ("cmd", exec_cmd)):  # fmt: skip
-        if value is not None:
-            opts[key] = value
-    return opts
-
-
-def backend_options(f):
-    """Options that configure the backend under test (shared by run, replay and probe)."""
-    opts = [
-        click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
-                     help="Option for the backend (repeatable), e.g. device=cuda."),
-        click.option("--device", default=None, help="torch: cpu, cuda or npu."),
-        click.option("--lib-dir", default=None, help="aclnn: folder holding the CANN libraries."),
-        click.option("--device-id", type=int, default=None, help="aclnn: NPU device id."),
-        click.option("--exec-cmd", default=None, help="exec: the harness command line."),
-        click.option("--isolate/--no-isolate", default=None,
-                     help="Run the backend in a worker process (default: on for aclnn and exec)."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-                     help="Per-case time limit in seconds for an isolated backend."),
-    ]  # fmt: skip
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-def selection_options(f):
-    """The case filters shared by run, cases list and cases export."""
-    opts = [
-        click.option("--op", "ops", multiple=True, help="Operator (aclnnEluBackward or elu_backward); repeatable."),
-        click.option("--product", "products", multiple=True, help="Product id, e.g. atlas-a2; repeatable."),
-        click.option("--dtype", "dtypes", multiple=True, help="Keep cases with a tensor of this dtype (f16, BF16, ...)."),
-        click.option("--clause", "clauses", multiple=True, help="Keep cases exercising this clause (id or op/id)."),
-        click.option("-k", "keyword", default="", help="Keep cases whose id contains this text."),
-        click.option("--max-cases", type=click.IntRange(min=1), default=None,
-                     help="Budget: at most N cases, every clause kept covered."),
-        click.option("--shard", default=None, metavar="I/N", help="Run only shard I of N (1-based)."),
-    ]  # fmt: skip
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-def load_expectations(backend: str, path: Path | None, disabled: bool, update: bool):
-    """The expectations in force for this run (None when there are none)."""
-    if disabled:
-        if update:
-            raise UserError("--update-expectations and --no-expectations contradict each other")
-        return None
-    if update and path is None:
-        raise UserError("--update-expectations needs --expectations FILE (the file to rewrite)")
-    if path is None:
-        path = expectations.shipped(backend)
-        if path is None:
-            return None
-    if not path.exists():
-        if update:
-            return expectations.Expectations([], str(path), backend)
-        raise UserError(f"--expectations {path}: no such file")
-    try:
-        expect = expectations.load(path)
-    except expectations.ExpectationsError as exc:
-        raise UserError(str(exc)) from None
-    for w in expect.warnings:
-        click.echo(f"warning: {w}", err=True)
-    return expect
-
-
 def backend_version(name: str, options: dict) -> str:
-    """The version string of a backend class, without starting a device if avoidable."""
+    """The version string of the backend, which is started once for it: a backend that cannot
+    start stops the run here, before a results file is touched (exit code 3)."""
     try:
-        b = backend_class(name)(**options)
-    except Exception:
-        return "unknown"
+        b = load_backend(name, **options)
+    except BackendError as exc:
+        raise InfrastructureError(f"--backend {name}: {exc}") from None
     try:
         return b.version()
     finally:
         b.close()
 
 
-def check_backend(name: str, options: dict, option: str) -> None:
-    """Fail early, with the reason, when a backend is unknown or cannot run here."""
-    try:
-        cls = backend_class(name)
-    except BackendError as exc:
-        raise UserError(f"{option}: {exc}") from None
-    ok, reason = cls.availability(**options)
-    if not ok:
-        raise InfrastructureError(f"{option} {name}: not available: {reason}")
+def totals_line(summary: res.Summary, backend: str, seconds: float) -> str:
+    counts = "  ".join(f"{v} {n}" for v, n in sorted(summary.verdicts.items()))
+    return f"{backend}: {summary.total} cases in {seconds:.1f} s: {counts or 'nothing ran'}"
 
 
-def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard) -> Selection:
-    reg = default_registry()
-    ops_norm = [reg.get(o).name for o in ops]
-    from conformance.loader import products as known_products
-
-    for p in products:
-        if p not in known_products():
-            raise UserError(
-                f"--product {p!r}: unknown product (known: {', '.join(known_products())})"
-            )
-    sel = Selection(ops_norm, list(products), list(dtypes), list(clauses), keyword, max_cases,
-                    parse_shard(shard))  # fmt: skip
-    sel.dtype_names()  # raises DtypeError for an unknown dtype
-    return sel
+def failure_line(rec: dict, width: int = 200) -> str:
+    """A failing case's verdict, id and reason, with the backend's own words when it spoke."""
+    reason = one_line(rec.get("reason") or "")
+    said = one_line(rec.get("message") or "")
+    if said and said not in reason:
+        reason = f"{reason} (backend said: {said})" if reason else f"backend said: {said}"
+    if len(reason) > width:
+        reason = reason[: width - 3] + "..."
+    return f"  {rec['verdict']}: {rec['id']}: {reason}"
 
 
 def print_summary(records: list[dict], backend: str, seconds: float, limit: int = 20) -> None:
@@ -159,12 +65,12 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     click.echo(heading(f"\n{backend}: {s.total} cases in {seconds:.1f} s"))
     click.echo("  ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items())))
     click.echo(heading("\nop x product x dtype (output dtype; neg: status cases)"))
-    click.echo(
-        f"{'op':<20} {'product':<16} {'dtype':<6} {'pass':>5} {'fail':>5} {'xfail':>6} {'skip':>5}"
-    )
+    click.echo(f"{'op':<20} {'product':<16} {'dtype':<6} {'pass':>5} {'fail':>5} {'xfail':>6} "
+               f"{'dev':>5} {'skip':>5}")  # fmt: skip
     for (op, product, col), c in sorted(s.matrix.items()):
         bad = sum(c[v] for v in res.FAILING)
-        line = f"{op:<20} {product:<16} {col:<6} {c['pass']:>5} {bad:>5} {c['xfail']:>6} {c['skip']:>5}"
+        line = (f"{op:<20} {product:<16} {col:<6} {c['pass']:>5} {bad:>5} {c['xfail']:>6} "
+                f"{c['deviation']:>5} {c['skip']:>5}")  # fmt: skip
         click.echo(style(line, fg="red") if bad else line)
     if s.failing_clauses:
         click.echo(heading("\nfailing clauses"))
@@ -173,9 +79,14 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     if s.failures:
         click.echo(heading(f"\nfirst {min(limit, len(s.failures))} of {len(s.failures)} failures"))
         for rec in s.failures[:limit]:
-            click.echo(f"  {rec['verdict']}: {rec['id']}: {rec.get('reason', '')[:160]}")
+            click.echo(failure_line(rec))
             if rec.get("replay"):
                 click.echo(f"    {rec['replay']}")
+
+
+def resume_hint() -> str:
+    args = [a for a in sys.argv[1:] if a != "--resume"]
+    return "aclnn-conform " + " ".join(shlex.quote(a) for a in args) + " --resume"
 
 
 @click.command("run")
@@ -198,11 +109,26 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("results.jsonl"),
     show_default=True,
-    help="JSONL file results are appended to.",
+    help="JSONL file results are written to (its meta beside it: FILE.meta.json).",
 )
-@click.option("--resume", is_flag=True, help="Skip cases already recorded in --results.")
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the generated values."
+    "--resume",
+    is_flag=True,
+    help="Skip cases already recorded in --results (same "
+    "backend, version, seed, specs and tool only).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --resume: continue a results file of another backend, version, seed, "
+    "spec or tool version, recording the mix in the meta.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the generated values.",
 )
 @click.option(
     "--jobs",
@@ -219,7 +145,19 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     default=None,
     help="Write each case's outputs and result.json under DIR/<case-id>/.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@click.option(
+    "--max-case-bytes",
+    default=None,
+    metavar="SIZE",
+    help="Memory budget of one case (e.g. 2G); a case above it is an error verdict, "
+    "not run. Default: a quarter of physical memory divided by --jobs.",
+)
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress and no tables: one line of totals (failures are still listed).",
+)
 @click.option(
     "--expectations",
     "expectations_file",
@@ -227,12 +165,17 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
     default=None,
     help="Known failures (YAML). Default: the file shipped for the backend, if any.",
 )
-@click.option("--no-expectations", is_flag=True, help="Ignore every expectations file.")
+@click.option(
+    "--no-expectations",
+    is_flag=True,
+    help="Ignore every expectations file and the spec deviations.",
+)
 @click.option("--strict", is_flag=True, help="An unexpected pass (xpass) fails the run.")
 @click.option(
     "--update-expectations",
     is_flag=True,
-    help="Rewrite --expectations from this run: keep entries that still fail, add new failures, drop fixed ones.",
+    help="Rewrite --expectations from this run: keep entries that still fail, add new "
+    "failures, drop fixed ones; comments are kept.",
 )
 @click.option(
     "--html",
@@ -261,37 +204,60 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
 )
 @backend_options
 @selection_options
-def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep_outputs, quiet,
-        expectations_file, no_expectations, strict, update_expectations,
+def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fast, keep_outputs,
+        max_case_bytes, quiet, expectations_file, no_expectations, strict, update_expectations,
         html, junit, markdown, json_report,
         backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout,
-        ops, products, dtypes, clauses, keyword, max_cases, shard):  # fmt: skip
+        ops, products, dtypes, clauses, keyword, max_cases, shard, allow_empty):  # fmt: skip
     """Run the conformance suite against a backend.
 
     \b
     Exit codes: 0 everything passed (or failed as the expectations say);
     1 conformance failures (fail, error, crash, timeout; xpass under --strict);
-    2 usage or setup error; 3 infrastructure failure (backend missing, worker not starting).
+    2 usage or setup error; 3 infrastructure failure (backend missing, worker not starting);
+    130 interrupted (Ctrl-C; the results so far are kept: rerun with --resume).
     """
+    # Everything the user can get wrong is checked before a results file is touched.
+    reg = default_registry()
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
-    options = parse_backend_options(backend_opts, device, lib_dir, device_id, exec_cmd)
-    check_backend(backend, options, "--backend")
+    options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
     if oracle != backend:
-        check_backend(oracle, {}, "--oracle")
+        config.check_backend(oracle, {}, "--oracle")
+    if force and not resume:
+        raise UserError("--force applies only with --resume")
+    budget = (config.parse_bytes(max_case_bytes) if max_case_bytes is not None
+              else config.default_case_bytes(jobs))  # fmt: skip
+    expect = config.load_expectations(backend, expectations_file, no_expectations,
+                                      update_expectations, reg)  # fmt: skip
+    for w in expect.warnings if expect is not None else ():
+        click.echo(f"warning: {w}", err=True)
     if cases_dir is not None:
         if not cases_dir.is_dir():
             raise UserError(f"--cases {cases_dir}: no such directory")
         items = directory_items(cases_dir, sel)
     else:
-        items = generated_items(default_registry(), sel, seed)
-    if not items:
-        click.echo("warning: the filters select no case", err=True)
-    expect = load_expectations(backend, expectations_file, no_expectations, update_expectations)
-    if not resume and results.exists():
-        results.unlink()
-    done = finished_ids(results) if resume else set()
-    todo = [it for it in items if it.id not in done]
+        items = generated_items(reg, sel, seed)
+    config.require_cases(len(items), sel, allow_empty, f"--cases {cases_dir}" if cases_dir else "")
     version = backend_version(backend, options)
+    meta = {"backend": backend, "backend_version": version, "oracle": oracle, "seed": seed,
+            "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
+            "expectations": (expect.path or "spec deviations") if expect is not None else None,
+            "max_case_bytes": budget, "jobs": jobs}  # fmt: skip
+    meta_path = Path(str(results) + ".meta.json")
+    if resume:
+        now = {**meta, "seed": None if cases_dir else seed,
+               "spec_sha256": {s.name: s.sha256 for s in reg}}  # fmt: skip
+        mixed = provenance.check_resume(results, now, force)
+        if mixed:
+            meta["mixed"] = mixed
+            click.echo(f"warning: --force: {provenance.describe_mix(mixed)}", err=True)
+        done = finished_ids(results)
+    else:
+        for stale in (results, meta_path):
+            if stale.exists():
+                stale.unlink()
+        done = set()
+    todo = [it for it in items if it.id not in done]
     skipped = []
     if expect is not None:
         for it in todo:
@@ -305,13 +271,11 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
         todo = [it for it in todo if it.id not in skip_ids]
     cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
                     fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
-                    timeout=timeout)  # fmt: skip
-    from conformance.runner import Progress
-
+                    timeout=timeout, max_case_bytes=budget)  # fmt: skip
     progress = Progress(len(todo), enabled=not quiet)
     writer = ResultsWriter(results)
     t0 = time.perf_counter()
-    state = {"stop": False}
+    state = {"stop": False, "ran": 0}
 
     for rec in skipped:
         writer.write(rec)
@@ -320,11 +284,17 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
         if expect is not None:
             expect.apply(rec, backend, rec.get("backend_version", version))
         writer.write(rec)
+        state["ran"] += 1
         progress.update(rec)
         if fail_fast and rec.get("verdict") in res.FAILING:
             state["stop"] = True
             return False
         return True
+
+    def write_meta() -> None:
+        meta.update(run=state["ran"], seconds=time.perf_counter() - t0, host=platform.node(),
+                    date=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
+        meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
     try:
         execute(todo, cfg, sink)
@@ -332,22 +302,31 @@ def run(backend, oracle, cases_dir, results, resume, seed, jobs, fail_fast, keep
         raise InfrastructureError(
             f"{exc} (results so far are in {results}; rerun with --resume)"
         ) from None
+    except KeyboardInterrupt:
+        writer.close()
+        progress.close()
+        write_meta()
+        click.echo(f"\ninterrupted after {state['ran']} of {len(todo)} cases; the results so far "
+                   f"are in {results}. Resume with: {resume_hint()}", err=True)  # fmt: skip
+        raise SystemExit(EXIT_INTERRUPTED) from None
     finally:
         writer.close()
         progress.close()
     seconds = time.perf_counter() - t0
-    meta = {"backend": backend, "oracle": oracle, "seed": seed, "cases": len(items),
-            "run": len(todo), "seconds": seconds, "host": platform.node(),
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "spec_sha256": default_registry().sha256, "jobs": jobs}  # fmt: skip
-    Path(str(results) + ".meta.json").write_text(
-        json.dumps(meta, indent=1) + "\n", encoding="utf-8"
-    )
+    write_meta()
     records = res.load(results)
     summary = res.summarise(records)
-    if not quiet or summary.failed:
+    if quiet:
+        click.echo(totals_line(summary, backend, seconds))
+        for rec in summary.failures[:20]:
+            click.echo(failure_line(rec))
+    else:
         print_summary(records, backend, seconds)
-    click.echo(f"\nresults: {results}")
+    if state["stop"]:
+        left = len(todo) - state["ran"]
+        click.echo(f"--fail-fast: stopped at the first failure; {left} of {len(todo)} selected "
+                   "cases did not run", err=True)  # fmt: skip
+    click.echo(f"results: {results}")
     if html or junit or markdown or json_report:
         from reports import write_reports
 

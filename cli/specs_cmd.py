@@ -164,6 +164,8 @@ def render_spec(spec: OpSpec) -> list[str]:
 def _scalar_text(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, dict) and "dtype" in v:  # a typed example scalar
+        return f"{v.get('value')} ({v['dtype']})"
     return str(v)
 
 

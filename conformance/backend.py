@@ -7,6 +7,7 @@ runner turns everything else into `skip` with the reason, never into a failure.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,10 @@ GROUP = "aclnn_conformance.backends"
 
 class BackendError(RuntimeError):
     """A backend that cannot be found, loaded or started (a setup problem, exit code 2/3)."""
+
+
+class BackendOptionError(ValueError):
+    """An option the backend does not take, or a value it cannot use: a usage error (exit 2)."""
 
 
 class BackendCrash(RuntimeError):
@@ -48,16 +53,33 @@ class Backend:
     # Native code that may crash or hang runs in a worker process unless told otherwise.
     isolate_by_default = False
 
-    # The options a backend takes; None: any (the backend checks them itself, if at all).
-    known_options: tuple[str, ...] | None = None
+    # The option names a backend takes (`--backend-opt KEY=VALUE`); None: any (a plug-in that
+    # checks them itself). The default is none, so a misspelt option is never silently ignored.
+    known_options: tuple[str, ...] | None = ()
 
     def __init__(self, **options: Any):
-        if self.known_options is not None:
-            unknown = sorted(set(options) - set(self.known_options))
-            if unknown:
-                raise BackendError(f"{self.name}: unknown option(s) {', '.join(unknown)} "
-                                   f"(known: {', '.join(self.known_options)})")  # fmt: skip
+        try:
+            self.check_options(options)
+        except BackendOptionError as exc:
+            raise BackendError(str(exc)) from None
         self.options = options
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """Raise BackendOptionError for an option this backend does not take or a value it
+        cannot use; called before anything is started or written."""
+        if cls.known_options is not None:
+            unknown = sorted(set(options) - set(cls.known_options))
+            if unknown:
+                takes = (f"it takes {', '.join(cls.known_options)}" if cls.known_options
+                         else "it takes no options")  # fmt: skip
+                raise BackendOptionError(f"backend {cls.name!r} has no option "
+                                         f"{', '.join(unknown)} ({takes})")  # fmt: skip
+        cls.validate_options(options)
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        """Check option values (subclasses); raise BackendOptionError."""
 
     @classmethod
     def availability(cls, **options: Any) -> tuple[bool, str]:
@@ -124,7 +146,9 @@ def backend_class(name: str) -> type[Backend]:
     eps = _entry_points()
     if name not in eps:
         known = ", ".join(sorted(eps)) or "none installed"
-        raise BackendError(f"unknown backend {name!r} (known: {known})")
+        close = difflib.get_close_matches(name, list(eps), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise BackendError(f"unknown backend {name!r} (known: {known}){hint}")
     try:
         cls = eps[name].load()
     except Exception as exc:  # a broken plug-in must not take the CLI down

@@ -154,6 +154,9 @@ class Outcome:
     # An oracle may add each output's exact values (float64, in the view's shape) before the
     # final rounding: comparisons then measure errors against them, not the rounded outputs.
     golden: dict[str, np.ndarray] = field(default_factory=dict)
+    # True when the backend has no status codes and rejected the call by raising (PyTorch, JAX):
+    # `status` is then only "not 0" and `message` is the exception's own text.
+    raised: bool = False
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

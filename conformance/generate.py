@@ -25,7 +25,7 @@ import numpy as np
 from conformance import dtypes as dt
 from conformance import values as vals
 from conformance.call import Call, ScalarArg
-from conformance.rules import attribute_env, branch_hits, validate
+from conformance.rules import attribute_env, branch_hits, lets_used, validate
 from conformance.spec import OpSpec
 
 BASE_SHAPE = (3, 5)
@@ -111,7 +111,8 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
     if plan.kind == "positive" and plan.expected_status == 0:
         verdict = validate(spec, call)
         if verdict.ok_to_compute:
-            extra = [x.id for x in spec.formula.lets] + branch_hits(spec, call)
+            hits = branch_hits(spec, call)
+            extra = lets_used(spec, hits) + hits
             clauses = tuple(dict.fromkeys((*clauses, *extra)))
     return Case(plan.id, spec.name, plan.product, plan.kind, call, clauses,
                 plan.expected_status, seed)  # fmt: skip

@@ -199,7 +199,8 @@ class _Linter:
                 )
             devs.append(Deviation(d["id"], d["summary"], d["source"], d.get("clause"),
                                   d.get("actual", ""), tuple(d.get("backends", [])),
-                                  self.doc.line(("deviations", i))))  # fmt: skip
+                                  self.doc.line(("deviations", i)),
+                                  tuple(d.get("cases", []))))  # fmt: skip
         if self.problems:
             return None
         return OpSpec(
@@ -333,12 +334,14 @@ class _Linter:
             strings = [p.name for p in by_name.values() if p.kind == "string"]
             violated = self.expr((*base, "violated_if"), c["violated_if"], attrs, strings)
             for j, ex in enumerate(c.get("examples", [])):
-                for k in ex:
+                for k, v in ex.items():
                     if k not in attrs:
                         self.err(
                             (*base, "examples", j),
                             f"example sets {k!r}, which is not a scalar, bool or string parameter",
                         )
+                    elif isinstance(v, dict):
+                        self._typed_example((*base, "examples", j, k), by_name[k], v)
                 examples.append(dict(ex))
         return Check(
             id=c["id"], kind=kind, params=tuple(params), status=status, source=c["source"],
@@ -346,6 +349,24 @@ class _Linter:
             max=c.get("max"), of=of, violated_if=violated, values=tuple(c.get("values", ())),
             examples=tuple(examples), summary=c.get("summary", ""), line=self.doc.line(base),
         )  # fmt: skip
+
+    def _typed_example(self, where: tuple, param: Any, v: dict) -> None:
+        """An example scalar given with its own dtype: {dtype: DOUBLE, value: -1.0e-300}."""
+        if param.kind != "scalar":
+            self.err(
+                where, f"only a scalar example can give a dtype ({param.name} is a {param.kind})"
+            )
+        elif (
+            set(v) != {"dtype", "value"}
+            or isinstance(v["value"], bool)
+            or not isinstance(v["value"], int | float)
+        ):
+            self.err(where, "a typed example is {dtype: NAME, value: NUMBER}")
+        else:
+            try:
+                dt.get(str(v["dtype"]))
+            except dt.DtypeError as exc:
+                self.err(where, str(exc))
 
     def formula(self, raw: dict[str, Any], by_name: dict[str, Param]) -> Formula:
         out = raw["output"]

@@ -107,7 +107,10 @@ def _mutations(
             args = dict(base)
             for k, v in ex.items():
                 p = spec.param(k)
-                args[k] = replace(base[k], value=v) if p.kind == "scalar" else v
+                if p.kind == "scalar" and isinstance(v, dict):  # {dtype: DOUBLE, value: x}
+                    args[k] = replace(base[k], dtype=dt.get(v["dtype"]).name, value=v["value"])
+                else:
+                    args[k] = replace(base[k], value=v) if p.kind == "scalar" else v
             yield f"example{i + 1}", args
     elif kind == "string_in":
         for n in check.params:

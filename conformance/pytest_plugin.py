@@ -5,16 +5,26 @@
 The plugin (entry point `pytest11`) adds the options; `conformance/test_suite.py` holds one
 parametrized test whose parameters are the case ids, so -k, xdist (every worker enumerates the
 same ids), --junitxml and pytest's own reporting all work. A case is judged exactly as
-`aclnn-conform run` judges it, expectations included.
+`aclnn-conform run` judges it, expectations and spec deviations included.
+
+When the suite is collected, the options are checked at start-up with the CLI's own checks
+(`conformance.config`): a misspelt op, dtype or backend, an option the backend does not take,
+a backend that cannot run here, or filters that select no case stop the session with one line
+(pytest.UsageError, exit code 4) before any case runs.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 _BACKENDS: dict[tuple, Any] = {}
+_ITEMS = pytest.StashKey[list]()
+LABELS = {"op": "--aclnn-op", "product": "--aclnn-product", "dtype": "--aclnn-dtype",
+          "clause": "--aclnn-clause"}  # fmt: skip
+EXPECT_LABELS = {"file": "--aclnn-expectations", "off": "--aclnn-no-expectations"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,6 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--aclnn-op", action="append", default=[], help="operator filter (repeatable)")
     g.addoption("--aclnn-product", action="append", default=[], help="product filter (repeatable)")
     g.addoption("--aclnn-dtype", action="append", default=[], help="dtype filter (repeatable)")
+    g.addoption("--aclnn-clause", action="append", default=[], help="clause filter (repeatable)")
     g.addoption(
         "--aclnn-max-cases", type=int, default=None, help="case budget, clauses kept covered"
     )
@@ -33,45 +44,92 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--aclnn-expectations", default=None, help="expectations file (default: shipped one)"
     )
+    g.addoption("--aclnn-no-expectations", action="store_true", default=False,
+                help="ignore expectations files and spec deviations")  # fmt: skip
     g.addoption("--aclnn-backend-opt", action="append", default=[], metavar="KEY=VALUE")
+    g.addoption("--aclnn-allow-empty", action="store_true", default=False,
+                help="accept filters that select no case")  # fmt: skip
+
+
+def _targets_suite(config: pytest.Config) -> bool:
+    """Whether this session collects conformance/test_suite.py (the plugin is loaded by every
+    pytest session in an environment where this package is installed)."""
+    here = Path(__file__).resolve().parent
+    suite = here / "test_suite.py"
+    root = Path(config.invocation_params.dir)
+    for arg in config.args:
+        target = str(arg).split("::")[0]
+        if config.option.pyargs and target.split(".")[0] == "conformance":
+            return target in ("conformance", "conformance.test_suite")
+        path = (root / target).resolve()
+        if path == suite or here.is_relative_to(path):  # the file, its folder or an ancestor
+            return True
+    return False
+
+
+def _check(config: pytest.Config) -> list:
+    """Every option checked as `aclnn-conform run` checks it; the selected items."""
+    from conformance import config as cc
+    from conformance.registry import default_registry
+    from conformance.runner import generated_items
+
+    opt = config.getoption
+    backend = opt("--aclnn-backend")
+    if not backend:
+        raise cc.ConfigError("the aclnn conformance suite needs --aclnn-backend NAME (e.g. "
+                             "reference, torch, jax; 'aclnn-conform backends' lists them)")  # fmt: skip
+    options = cc.parse_backend_options(opt("--aclnn-backend-opt"), {}, "--aclnn-backend-opt")
+    cc.check_backend(backend, options, "--aclnn-backend", "--aclnn-backend-opt")
+    if opt("--aclnn-oracle") != backend:
+        cc.check_backend(opt("--aclnn-oracle"), {}, "--aclnn-oracle")
+    if opt("--aclnn-seed") < 0:
+        raise cc.ConfigError(f"--aclnn-seed {opt('--aclnn-seed')}: must be >= 0")
+    if opt("--aclnn-max-cases") is not None and opt("--aclnn-max-cases") < 1:
+        raise cc.ConfigError(f"--aclnn-max-cases {opt('--aclnn-max-cases')}: must be >= 1")
+    reg = default_registry()
+    sel = cc.check_selection(reg, opt("--aclnn-op"), opt("--aclnn-product"), opt("--aclnn-dtype"),
+                             opt("--aclnn-clause"), "", opt("--aclnn-max-cases"),
+                             labels=LABELS)  # fmt: skip
+    path = opt("--aclnn-expectations")
+    expect = cc.load_expectations(backend, Path(path) if path else None,
+                                  opt("--aclnn-no-expectations"), False, reg,
+                                  EXPECT_LABELS)  # fmt: skip
+    items = generated_items(reg, sel, opt("--aclnn-seed"))
+    cc.require_cases(len(items), sel, opt("--aclnn-allow-empty"), allow_flag="--aclnn-allow-empty",
+                     labels=LABELS)  # fmt: skip
+    config.stash[_EXPECT] = expect
+    config.stash[_OPTIONS] = options
+    return items
+
+
+_EXPECT = pytest.StashKey[Any]()
+_OPTIONS = pytest.StashKey[dict]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "aclnn_case: a generated aclnn conformance case")
+    if not (_targets_suite(config) or config.getoption("--aclnn-backend")):
+        return
+    from conformance.config import ConfigError, Unavailable
+
+    try:
+        config.stash[_ITEMS] = _check(config)
+    except (ConfigError, Unavailable) as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "aclnn_case" not in metafunc.fixturenames:
         return
-    opt = metafunc.config.getoption
-    backend = opt("--aclnn-backend")
-    if not backend:
-        metafunc.parametrize("aclnn_case", [pytest.param(None, marks=pytest.mark.skip(
-            reason="no --aclnn-backend given"))], ids=["no-backend"])  # fmt: skip
-        return
-    from conformance.registry import default_registry
-    from conformance.runner import Selection, generated_items
+    items = metafunc.config.stash.get(_ITEMS, None)
+    if items is None:  # collected by a path pytest_configure did not recognise
+        from conformance.config import ConfigError, Unavailable
 
-    reg = default_registry()
-    sel = Selection([reg.get(o).name for o in opt("--aclnn-op")], opt("--aclnn-product"),
-                    opt("--aclnn-dtype"), [], "", opt("--aclnn-max-cases"))  # fmt: skip
-    items = generated_items(reg, sel)
+        try:
+            items = metafunc.config.stash[_ITEMS] = _check(metafunc.config)
+        except (ConfigError, Unavailable) as exc:
+            raise pytest.UsageError(str(exc)) from None
     metafunc.parametrize("aclnn_case", items, ids=[it.id for it in items])
-
-
-def _options(config: pytest.Config) -> dict[str, str]:
-    out = {}
-    for pair in config.getoption("--aclnn-backend-opt"):
-        key, _, value = pair.partition("=")
-        out[key] = value
-    return out
-
-
-def _expectations(config: pytest.Config, backend: str):
-    from conformance import expectations
-
-    path = config.getoption("--aclnn-expectations") or expectations.shipped(backend)
-    return expectations.load(path) if path else None
 
 
 def run_case(config: pytest.Config, item: Any) -> None:
@@ -80,20 +138,27 @@ def run_case(config: pytest.Config, item: Any) -> None:
 
     backend = config.getoption("--aclnn-backend")
     oracle = config.getoption("--aclnn-oracle")
-    key = (backend, oracle, tuple(sorted(_options(config).items())))
+    options = config.stash[_OPTIONS]
+    key = (backend, oracle, tuple(sorted(options.items())))
     if key not in _BACKENDS:
-        cfg = RunConfig(backend=backend, oracle=oracle, backend_options=_options(config),
+        cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options,
                         seed=config.getoption("--aclnn-seed"))  # fmt: skip
-        _BACKENDS[key] = (cfg, make_backend(cfg), _expectations(config, backend))
+        _BACKENDS[key] = (cfg, make_backend(cfg), config.stash[_EXPECT])
     cfg, b, expect = _BACKENDS[key]
     rec = run_with(item, cfg, b)
     if expect is not None:
+        entry = expect.find(rec["id"], b.name, rec.get("backend_version", ""))
+        if entry is not None and entry.kind == "skip":
+            pytest.skip(f"expectations: {entry.reason}")
         expect.apply(rec, b.name, rec.get("backend_version", ""))
     v, reason = rec["verdict"], rec.get("reason", "")
     if v == "skip":
         pytest.skip(reason)
     if v == "xfail":
         pytest.xfail(rec["expectation"]["reason"])
+    if v == "deviation":
+        x = rec["expectation"]
+        pytest.xfail(f"deviation {x.get('deviation', '')}: {x['reason']}")
     if v in ("fail", "error", "crash", "timeout", "xpass"):
         pytest.fail(f"{v}: {reason}\n{rec.get('replay', '')}", pytrace=False)
 

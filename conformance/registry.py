@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from collections.abc import Iterable, Iterator
 from functools import cache
@@ -15,7 +16,13 @@ class UnknownOp(KeyError):
     def __init__(self, name: str, known: Iterable[str]):
         self.name = name
         self.known = sorted(known)
-        super().__init__(f"unknown operator {name!r}; known: {', '.join(self.known)}")
+        lowered = str(name).lower()
+        close = [k for k in self.known if k.startswith(lowered)] or difflib.get_close_matches(
+            str(name), self.known, n=1, cutoff=0.6
+        )
+        hint = f"; did you mean {close[0]}?" if close else ""
+        super().__init__(f"unknown operator {name!r}; known: {', '.join(self.known)}{hint} "
+                         "('aclnn-conform specs list' shows them)")  # fmt: skip
 
     def __str__(self) -> str:
         return self.args[0]

@@ -93,7 +93,11 @@ def summarise(records: list[dict[str, Any]]) -> Summary:
 
 def merge(paths: list[str | Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Records of several results files (shards), each id once (later files win), and their
-    merged run metadata: sums of cases and seconds, the union of hosts, one spec hash."""
+    merged run metadata: sums of cases and seconds, the union of hosts, one spec hash; backend,
+    backend version, oracle, seed and tool version as the merged records say, and `mixed`
+    listing every one of those that differs (callers refuse that unless forced: provenance)."""
+    from conformance.provenance import label_merged
+
     by_id: dict[str, dict[str, Any]] = {}
     metas = []
     for p in paths:
@@ -116,4 +120,5 @@ def merge(paths: list[str | Path]) -> tuple[list[dict[str, Any]], dict[str, Any]
         meta["spec_sha256"] = (
             hashes.pop() if len(hashes) == 1 else "mixed: " + ", ".join(sorted(map(str, hashes)))
         )
+    label_merged(meta, list(by_id.values()), metas)
     return list(by_id.values()), meta

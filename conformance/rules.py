@@ -186,3 +186,24 @@ def branch_hits(spec: OpSpec, call: Call) -> list[str]:
             hits.append(br.id)
         taken |= cond
     return hits
+
+
+def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:
+    """Ids of the `let`s the evaluation of the taken branches `hits` reads: the names of their
+    conditions and values and of every condition tested before the last of them, closed over
+    lets that use other lets. A let no taken branch needs is not credited as exercised."""
+    names: set[str] = set()
+    last = max((i for i, b in enumerate(spec.formula.branches) if b.id in hits), default=-1)
+    for br in spec.formula.branches[: last + 1]:
+        if br.when is not None:
+            names |= br.when.names
+        if br.id in hits:
+            names |= br.value.names
+    by_name = {x.name: x for x in spec.formula.lets}
+    todo = [n for n in names if n in by_name]
+    while todo:
+        for n in by_name[todo.pop()].value.names:
+            if n in by_name and n not in names:
+                names.add(n)
+                todo.append(n)
+    return [x.id for x in spec.formula.lets if x.name in names]

@@ -9,7 +9,9 @@ flushed line per case, so a crash or kill loses at most the cases in flight.
 from __future__ import annotations
 
 import json
+import math
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +22,7 @@ from typing import Any
 
 from conformance import dtypes as dt
 from conformance.backend import Backend, BackendError, backend_class, load_backend
-from conformance.call import Outcome
+from conformance.call import Outcome, TensorArg
 from conformance.casefile import CaseFileError, find_cases, read_case
 from conformance.execute import judge
 from conformance.generate import CasePlan, build, plan_suite, select
@@ -65,6 +67,7 @@ class RunConfig:
     keep_outputs: str | None = None
     isolate: bool | None = None  # None: the backend's own default (aclnn and exec isolate)
     timeout: float = 60.0
+    max_case_bytes: int | None = None  # a case needing more memory is an error, not run
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -176,6 +179,12 @@ def make_backend(cfg: RunConfig) -> Backend:
     return load_backend(cfg.backend, **cfg.backend_options)
 
 
+def _init_worker(cfg: RunConfig) -> None:
+    """A worker process: Ctrl-C is the parent's to handle (it stops the pool and reports)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _init(cfg)
+
+
 def _init(cfg: RunConfig) -> None:
     _STATE["cfg"] = cfg
     _STATE["registry"] = default_registry()
@@ -210,6 +219,11 @@ def _run(
     except (CaseFileError, UnknownOp, ValueError, OSError) as exc:
         return {"id": item.id, "op": item.op, "verdict": "error", "reason": str(exc),
                 "backend": backend.name, "clauses": [], "dtypes": {}}  # fmt: skip
+    too_big = over_budget(case.call, cfg.max_case_bytes)
+    if too_big:
+        return {"id": item.id, "op": spec.name, "product": case.product, "verdict": "error",
+                "reason": too_big, "backend": backend.name, "clauses": list(case.clauses),
+                "dtypes": {}}  # fmt: skip
     got = None
     try:
         judged = judge(spec, case, backend, oracle, cfg.oracle)
@@ -228,6 +242,40 @@ def _run(
     if cfg.keep_outputs and rec.get("verdict") not in ("skip",):
         _keep(cfg.keep_outputs, item.id, got, rec)
     return rec
+
+
+def case_bytes(call: Any) -> tuple[int, str]:
+    """Memory a case needs to be judged, estimated from its views (not its storages): each
+    tensor's elements in its dtype plus a float64 working copy; and the largest view's name."""
+    total, largest, name = 0, -1, ""
+    for n, a in call.args.items():
+        if not isinstance(a, TensorArg):
+            continue
+        numel = math.prod(int(x) for x in a.shape)
+        total += numel * (dt.get(a.dtype).np.itemsize + 8)
+        if numel > largest:
+            largest, name = numel, n
+    return total, name
+
+
+def over_budget(call: Any, budget: int | None) -> str:
+    """The reason a case is refused for its size ('' when it fits), decided before allocating."""
+    if not budget:
+        return ""
+    need, name = case_bytes(call)
+    if need <= budget:
+        return ""
+    numel = math.prod(int(x) for x in call.args[name].shape)
+    return (f"case needs about {_size(need)} of memory ({numel:,} elements in the view of "
+            f"{name}), above --max-case-bytes {_size(budget)}; raise it if this machine has the "
+            "memory")  # fmt: skip
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def _keep(root: str, case_id: str, got: Outcome | None, rec: dict[str, Any]) -> None:
@@ -265,13 +313,18 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[dict[str, Any]], 
         finally:
             _STATE["backend"].close()
         return
-    with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_init, initargs=(cfg,)) as pool:
+    with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_init_worker,
+                             initargs=(cfg,)) as pool:  # fmt: skip
         chunk = max(1, min(64, len(items) // (cfg.jobs * 8) or 1))
         results: Iterator[dict[str, Any]] = pool.map(run_item, items, chunksize=chunk)
-        for rec in results:
-            if not sink(rec):
-                pool.shutdown(wait=False, cancel_futures=True)
-                return
+        try:
+            for rec in results:
+                if not sink(rec):
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    return
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 class ResultsWriter:

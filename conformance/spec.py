@@ -134,6 +134,7 @@ class Deviation:
     actual: str = ""
     backends: tuple[str, ...] = ()
     line: int = 0
+    cases: tuple[str, ...] = ()  # case-id globs below the op where the deviation shows
 
 
 @dataclass

@@ -5,8 +5,8 @@ the diff of two runs. Imports only `conformance`.
     written = write_reports(records, meta, html="report.html", junit="junit.xml")
 
 `records` are result records (conformance.results.load), `meta` the run's RESULTS.meta.json
-dict (or {}). Modules: model (shared facts), coverage, plots, html, junit, markdown, jsonreport,
-diff.
+dict (or {}). Modules: model (shared facts), ulpnote (what a ULP figure means and when it means nothing),
+coverage, plots, html, junit, markdown, jsonreport, diff.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The difference between two runs (an old release or baseline and a new one), case by case.
 
-- regressions: a case that did not fail before (pass, xpass, xfail, skip) and fails now
-  (fail, error, crash, timeout); `aclnn-conform diff` exits 1 when there is one;
-- fixes: a case that failed (fail, error, crash, timeout, xfail) and passes now (pass, xpass);
-- other verdict changes (fail -> error, pass -> skip, ...);
+- regressions: a case that did not fail before (pass, xpass, xfail, deviation, skip) and fails
+  now (fail, error, crash, timeout); `aclnn-conform diff` exits 1 when there is one;
+- fixes: a case that failed (fail, error, crash, timeout, xfail, deviation) and passes now
+  (pass, xpass);
+- other verdict changes (fail -> error, pass -> skip, fail -> deviation: a failure the spec now
+  documents as a deviation of the library is no regression, ...);
 - statistics that moved: max_ulp or max_rel of a case passing in both runs changed by more than
   the threshold, relative to the old value (growth above `threshold` * old, and for ULPs by at
   least half an ulp, since below that both runs round correctly);
@@ -18,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports.model import BROKEN, clip, dtype_tag, fmt, num, sort_key, stats_of
+from reports.model import BROKEN, EXPLAINED, clip, dtype_tag, fmt, num, sort_key, stats_of
 
-WAS_OK = ("pass", "xpass", "xfail", "skip")
+WAS_OK = ("pass", "xpass", *EXPLAINED, "skip")  # did not fail the run
 PASSED = ("pass", "xpass")
-WAS_BAD = (*BROKEN, "xfail")
+WAS_BAD = (*BROKEN, *EXPLAINED)  # did not pass
 STATS = ("max_ulp", "max_rel")
 FLOOR = {"max_ulp": 0.5, "max_rel": 0.0}  # smallest absolute change worth listing
 DEFAULT_THRESHOLD = 0.5

@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from conformance import results as res
 from reports import plots
 from reports.coverage import FLAGGED, Coverage, clause_coverage
 from reports.model import (
     BROKEN,
+    EXPLAINED,
     FAILING,
+    HELP,
     NEGATIVE,
     ORDER,
     STAT_KEYS,
@@ -41,6 +44,7 @@ from reports.model import (
     sort_key,
     stats_of,
 )
+from reports.ulpnote import MEANING, fmt_ulp, policy_of, small_value_notes
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 WORST_LIMIT = 10  # worst elements kept per output
@@ -60,7 +64,17 @@ def environment() -> jinja2.Environment:
     )
     env.filters["fmt"] = fmt
     env.filters["secs"] = fmt_seconds
+    env.filters["ulp"] = fmt_ulp
+    env.filters["idwrap"] = id_html
     return env
+
+
+def id_html(case_id: Any) -> Markup:
+    """A case id that breaks only after its `/` separators: each segment (with its `/`) in a
+    span that never wraps, a <wbr> after it. templates/report.js does the same in the browser."""
+    parts = str(case_id).split("/")
+    segs = [p + "/" for p in parts[:-1]] + [parts[-1]]
+    return Markup("<wbr>").join(Markup('<span class="idp">%s</span>') % escape(p) for p in segs)
 
 
 def script_json(obj: Any) -> str:
@@ -127,7 +141,8 @@ def case_payload(records: list[dict[str, Any]]) -> dict[str, Any]:
         template = replay.replace(quoted, "'{id}'", 1) if quoted in replay else replay
         verdict = rec.get("verdict", "error")
         detail = -1
-        if verdict != "pass" or rec.get("expectation"):
+        long_reason = len(str(rec.get("reason") or "")) > REASON_LIMIT
+        if verdict != "pass" or rec.get("expectation") or long_reason or small_value_notes(rec):
             detail = len(details)
             details.append(_detail(rec))
         rows.append([
@@ -153,10 +168,13 @@ def _detail(rec: dict[str, Any]) -> dict[str, Any]:
     """What the drill-down of a case that did not pass shows beyond its row (compact keys:
     st statuses, r full reason when the row's is cut, m backend message, c per output
     [statistics in STAT_KEYS order, worst elements in WORST_FIELDS order], d durations,
-    x expectation, b verdict before the expectation)."""
+    x expectation, b verdict before the expectation, u per output: why its max ULP means
+    nothing, where it comes from the small-value domain). A comparison's third item is its
+    policy's [small_threshold, small_atol, dtype], so the page can mark small-value elements."""
     comps = {}
     for name, c in (rec.get("comparisons") or {}).items():
         comps[name] = _comparison(c.get("stats") or {}, c.get("worst") or [])
+        comps[name].append(list(pol[1:] + pol[:1]) if (pol := policy_of(rec, name)) else None)
     if not comps and rec.get("stats"):
         comps["output"] = _comparison(rec["stats"], rec.get("worst") or [])
     out: dict[str, Any] = {
@@ -173,6 +191,9 @@ def _detail(rec: dict[str, Any]) -> dict[str, Any]:
         out["x"] = rec["expectation"]
     if rec.get("verdict_before_expectation"):
         out["b"] = rec["verdict_before_expectation"]
+    notes = small_value_notes(rec)
+    if notes:
+        out["u"] = {n.output: n.long() for n in notes}
     return _clean(out)
 
 
@@ -206,7 +227,9 @@ def _cell(c: Counter | None) -> dict[str, Any] | None:
         return None
     rate = pass_rate(c)
     bad = sum(c[v] for v in FAILING)
-    if rate is None:
+    if bad == 0 and c["deviation"]:
+        cls = "rdev"  # no failure, but documented deviations of the library
+    elif rate is None:
         cls = "rskip"
     elif bad == 0:
         cls = "r100"
@@ -214,7 +237,7 @@ def _cell(c: Counter | None) -> dict[str, Any] | None:
         cls = "r99" if rate >= 0.99 else "r90" if rate >= 0.9 else "r50" if rate >= 0.5 else "r0"
     tip = ", ".join(f"{c[v]} {v}" for v in ORDER if c[v])
     return {"total": sum(c.values()), "pass": c["pass"], "bad": bad, "cls": cls, "tip": tip,
-            "rate": rate}  # fmt: skip
+            "rate": rate, "dev": c["deviation"]}  # fmt: skip
 
 
 def render_html(
@@ -232,6 +255,7 @@ def render_html(
     failing_clauses = summary.failing_clauses.most_common(12)
     payload = case_payload(records)
     broken = sum(summary.verdicts[v] for v in BROKEN)
+    others = [f"{summary.verdicts[v]} {v}" for v in ("skip", *EXPLAINED) if summary.verdicts[v]]
     return environment().get_template("report.html.j2").render(
         title=title, info=info, summary=summary, verdicts=verdicts, order=ORDER,
         failed=summary.failed, broken=broken, matrix=matrix_view(records), coverage=coverage,
@@ -239,7 +263,8 @@ def render_html(
         bins=plots.LABELS, failing_clauses=failing_clauses, data=script_json(payload),
         css=(TEMPLATES / "report.css").read_text("utf-8"),
         js=(TEMPLATES / "report.js").read_text("utf-8"),
-        default_failing=summary.failed > 0,
+        default_failing=summary.failed > 0, help=HELP, ulp_meaning=MEANING,
+        status_others=", ".join(others),
     )  # fmt: skip
 
 

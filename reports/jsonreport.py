@@ -4,10 +4,13 @@ with their statistics. For dashboards and scripts; the per-case results stay in 
     {"format": "aclnn-conformance-summary", "version": 1, "run": {...},
      "totals": {"cases", "failed", "pass_rate", "verdicts": {verdict: n}},
      "matrix": [{"op", "product", "dtypes", "column", "total", "verdicts"}],
-     "failing_clauses": {clause: n}, "coverage": {...}, "failures": [...]}
+     "failing_clauses": {clause: n}, "deviations": {"<op>/<deviation id>": {"cases", "reason",
+     "ids"}}, "coverage": {...}, "failures": [...]}
 
 `dtypes` in the matrix is the dtype tag of the case ids (`f32`, `f32.f32.f16`); `column` the
-output dtype the HTML and Markdown matrices group by (`neg` for negative cases). Non-finite
+output dtype the HTML and Markdown matrices group by (`neg` for negative cases). `deviations`:
+the cases whose verdict is `deviation` (failures the specs document as deviations of the library,
+not failures of the run), by deviation id, with the first 50 case ids. Non-finite
 numbers are written as the strings "inf", "-inf" and "nan", as in the results file.
 """
 
@@ -24,6 +27,7 @@ from reports.coverage import Coverage, clause_coverage
 from reports.model import (
     FAILING,
     column,
+    deviation_id,
     dtype_tag,
     pass_rate,
     run_info,
@@ -58,6 +62,7 @@ def summary(
     matrix: dict[tuple[str, str, str, str], Counter] = {}
     failing_clauses: Counter = Counter()
     failures = []
+    deviations: dict[str, dict[str, Any]] = {}
     for rec in sorted(records, key=sort_key):
         key = (str(rec.get("op", "?")), str(rec.get("product", "?")), dtype_tag(rec), column(rec))
         matrix.setdefault(key, Counter())[rec.get("verdict", "error")] += 1
@@ -65,6 +70,12 @@ def summary(
             for c in rec.get("clauses") or ["(no clause)"]:
                 failing_clauses[c] += 1
             failures.append(failure(rec, worst_limit))
+        elif rec.get("verdict") == "deviation":
+            why = str((rec.get("expectation") or {}).get("reason") or "")
+            d = deviations.setdefault(deviation_id(rec), {"cases": 0, "reason": why, "ids": []})
+            d["cases"] += 1
+            if len(d["ids"]) < 50:
+                d["ids"].append(rec.get("id"))
     if coverage is None:
         coverage = clause_coverage(records)
     rate = pass_rate(verdicts)
@@ -77,6 +88,7 @@ def summary(
                     "total": sum(c.values()), "verdicts": {v: c[v] for v in VERDICTS if c[v]}}
                    for (op, prod, tag, col), c in sorted(matrix.items())],
         "failing_clauses": dict(failing_clauses.most_common()),
+        "deviations": dict(sorted(deviations.items())),
         "coverage": coverage.to_dict(),
         "failures": failures,
     })  # fmt: skip

@@ -2,8 +2,10 @@
 
 One <testsuite> per op, one <testcase> per case: classname `op.product.dtypes`, name the case id.
 fail -> <failure>; error, crash, timeout -> <error>; skip -> <skipped>; xfail -> <skipped> with
-the expectation's reason; xpass -> <failure> (it was expected to fail). Failure texts carry the
-statistics, the worst elements and the replay command.
+the expectation's reason; deviation -> <skipped message="deviation <op>/<id>: reason"> (a failure
+the spec documents as a deviation of the library: no failure of the run); xpass -> <failure> (it
+was expected to fail). Failure texts carry the statistics, the worst elements and the replay
+command.
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from reports.model import ERRORS, dtype_tag, fmt, run_info, stats_of, worst_elements
+from reports.model import (
+    ERRORS,
+    EXPLAINED,
+    deviation_id,
+    dtype_tag,
+    fmt,
+    run_info,
+    stats_of,
+    worst_elements,
+)
+from reports.ulpnote import small_value_notes
 
 # Characters XML 1.0 does not allow (control characters other than tab, LF, CR; lone surrogates)
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -33,7 +45,7 @@ def counts(records: list[dict[str, Any]]) -> dict[str, int]:
         "tests": len(records),
         "failures": v["fail"] + v["xpass"],
         "errors": sum(v[x] for x in ERRORS),
-        "skipped": v["skip"] + v["xfail"],
+        "skipped": v["skip"] + sum(v[x] for x in EXPLAINED),
     }
 
 
@@ -56,6 +68,8 @@ def details(rec: dict[str, Any]) -> str:
     if any(st[k] is not None for k in STATS_LINE):
         lines.append("stats: " + ", ".join(f"{k} {fmt(st[k])}" for k in STATS_LINE
                                             if st[k] is not None))  # fmt: skip
+    for note in small_value_notes(rec):
+        lines.append(f"note on {note.output}: {note.long()}")
     worst = worst_elements(rec, limit=5)
     if worst:
         lines.append("worst elements:")
@@ -67,7 +81,8 @@ def details(rec: dict[str, Any]) -> str:
         lines.append("clauses: " + ", ".join(rec["clauses"]))
     if rec.get("expectation"):
         e = rec["expectation"]
-        lines.append(f"expectation: {e.get('kind')} {e.get('match')!r}: {e.get('reason')}")
+        dev = f" (deviation {e['deviation']})" if e.get("deviation") else ""
+        lines.append(f"expectation: {e.get('kind')} {e.get('match')!r}{dev}: {e.get('reason')}")
     if rec.get("replay"):
         lines.append(f"replay: {rec['replay']}")
     return "\n".join(lines)
@@ -106,6 +121,14 @@ def testcase(rec: dict[str, Any]) -> ET.Element:
         before = rec.get("verdict_before_expectation")
         msg = f"xfail: {why}" + (f" (was {before}: {rec.get('reason')})" if before else "")
         ET.SubElement(tc, "skipped", {"message": xml_text(msg[:1000])})
+    elif v == "deviation":
+        e = rec.get("expectation") or {}
+        why = e.get("reason") or "documented deviation of the library"
+        before = rec.get("verdict_before_expectation") or "fail"
+        was = f"{before}: {rec['reason']}" if rec.get("reason") else before
+        msg = f"deviation {deviation_id(rec) or '?'}: {why} (was {was})"
+        el = ET.SubElement(tc, "skipped", {"message": xml_text(msg[:1000])})
+        el.text = xml_text(details(rec))
     return tc
 
 

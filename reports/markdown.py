@@ -1,7 +1,7 @@
 """A Markdown summary for a CI job summary or a pull-request comment (GitHub-flavoured).
 
-A totals line with every verdict count, a compact op x dtype table, the failing clauses and the
-first failures with their replay commands. Kept short: pull-request comments are limited to
+A totals line with every verdict count, a compact op x dtype table, the failing clauses, the
+documented deviations the run hit and the first failures with their replay commands. Kept short: pull-request comments are limited to
 65,536 characters, so the failure list is cut at `limit` cases.
 """
 
@@ -13,10 +13,12 @@ from typing import Any
 
 from conformance.execute import VERDICTS
 from reports.model import (
+    EXPLAINED,
     FAILING,
     NEGATIVE,
     clip,
     column_order,
+    deviation_id,
     fmt,
     fmt_seconds,
     grid,
@@ -24,23 +26,28 @@ from reports.model import (
     sort_key,
     stats_of,
 )
+from reports.ulpnote import fmt_ulp, small_value_notes
 
 ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "crash": "💥", "timeout": "⏱️", "skip": "⏭️",
-        "xfail": "🔕", "xpass": "❗"}  # fmt: skip
+        "xfail": "🔕", "xpass": "❗", "deviation": "📘"}  # fmt: skip
 
 
 def cell_text(c: Counter | None) -> str:
-    """`passed/total`, marked ✅ when all pass, ❌ when any fails, ⏭️ when nothing ran."""
+    """`passed/total`, marked ❌ when any fails, 📘 when none fails but some are documented
+    deviations (counted after: `(n dev)`), ⏭️ when nothing ran, else ✅."""
     if not c:
         return "·"
     total = sum(c.values())
     if any(c[v] for v in FAILING):
         mark = "❌"
-    elif c["pass"] == 0 and c["xfail"] == 0:
+    elif c["deviation"]:
+        mark = ICON["deviation"]
+    elif c["pass"] == 0 and not any(c[v] for v in EXPLAINED):
         mark = ICON["skip"]
     else:
         mark = "✅"
-    return f"{mark} {c['pass']}/{total}"
+    dev = f" ({c['deviation']} dev)" if c["deviation"] else ""
+    return f"{mark} {c['pass']}/{total}{dev}"
 
 
 def esc(text: Any) -> str:
@@ -99,6 +106,7 @@ def render_markdown(
         out += [f"- {code(c)}: {n}" for c, n in failing_clauses.most_common(limit)]
         if len(failing_clauses) > limit:
             out.append(f"- … and {len(failing_clauses) - limit} more")
+    out += deviations_list(records, limit)
     if failures:
         shown = failures[:limit]
         title = f"First {len(shown)} of {len(failures)} failures" if len(failures) > limit else \
@@ -128,6 +136,7 @@ def op_dtype_table(records: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {code(op)} | " + " | ".join(cells) + f" | {cell_text(row_total)} |")
     lines += ["", "Cells: passed/total over all products; columns are the output dtype, "
                   "`neg`: negative cases (status codes). ❌ some fail, ✅ none fails, "
+                  "📘 none fails but `n dev` cases are documented deviations of the library, "
                   "⏭️ only skipped."]  # fmt: skip
     return lines
 
@@ -137,7 +146,9 @@ def failure_item(rec: dict[str, Any]) -> list[str]:
     st = stats_of(rec)
     stats = ""
     if st["max_ulp"] is not None:
-        stats = f" (max ULP {fmt(st['max_ulp'])}, max rel {fmt(st['max_rel'])})"
+        small = " at a small expected value, judged by absolute error" if any(
+            n.max_ulp == st["max_ulp"] for n in small_value_notes(rec)) else ""  # fmt: skip
+        stats = f" (max ULP {fmt_ulp(st['max_ulp'])}{small}, max rel {fmt(st['max_rel'])})"
     reason = clip(rec.get("reason") or rec.get("message") or "", 300)
     lines = [f"- {ICON.get(v, '')} **{v}** {code(rec.get('id'))}{stats}"]
     if reason:
@@ -145,6 +156,29 @@ def failure_item(rec: dict[str, Any]) -> list[str]:
     if rec.get("replay"):
         lines += ["  ```sh", f"  {rec['replay']}", "  ```"]
     return lines
+
+
+def deviations_list(records: list[dict[str, Any]], limit: int = 20) -> list[str]:
+    """`### Documented deviations`: each deviation id the run hit, with its case count."""
+    hits: Counter = Counter()
+    reasons: dict[str, str] = {}
+    for r in records:
+        if r.get("verdict") == "deviation":
+            dev = deviation_id(r) or "(no deviation id)"
+            hits[dev] += 1
+            reasons.setdefault(dev, str((r.get("expectation") or {}).get("reason") or ""))
+    if not hits:
+        return []
+    n = sum(hits.values())
+    out = ["", f"### {ICON['deviation']} Documented deviations ({n} case{'s' if n != 1 else ''})",
+           "", "Failures the specs document as deviations of the library from its docs; they "
+           "do not fail the run.", ""]  # fmt: skip
+    for dev, k in hits.most_common(limit):
+        why = f": {esc(clip(reasons[dev], 160))}" if reasons[dev] else ""
+        out.append(f"- {code(dev)}: {k} case{'s' if k != 1 else ''}{why}")
+    if len(hits) > limit:
+        out.append(f"- … and {len(hits) - limit} more")
+    return out
 
 
 def write_markdown(path: str | Path, records, meta=None, **kwargs) -> Path:

@@ -16,16 +16,32 @@ from conformance import results as res
 from conformance.execute import VERDICTS
 
 # Most severe first: the order of tables, legends and sorting.
-ORDER = ("crash", "timeout", "error", "fail", "xpass", "xfail", "skip", "pass")
+ORDER = ("crash", "timeout", "error", "fail", "xpass", "xfail", "deviation", "skip", "pass")
 FAILING = tuple(res.FAILING)  # counted as failures: fail, error, crash, timeout, xpass
 BROKEN = ("fail", "error", "crash", "timeout")  # the case really failed (xpass passed)
 ERRORS = ("error", "crash", "timeout")  # JUnit <error>: the case could not be judged
+# Failures that do not fail the run: expected (xfail) or explained by a documented deviation of the
+# library from its docs (deviation). Left out of pass rates, like skips.
+EXPLAINED = ("xfail", "deviation")
+HELP = {  # one line per verdict, for legends and tooltips
+    "pass": "the case passed",
+    "fail": "the outputs or the status code differ from the spec",
+    "error": "the case could not be run or judged (the backend or the harness raised)",
+    "crash": "the backend process died (a signal)",
+    "timeout": "the case ran past its time limit",
+    "xpass": "expected to fail (an expectations entry) but passed",
+    "xfail": "failed as an expectations entry says it does (not a failure of the run)",
+    "deviation": "failed in a way the spec documents as a deviation of the real library from its "
+    "docs (one of the spec's deviations); not a failure of the run",
+    "skip": "not run",
+}
 NEGATIVE = "neg"  # the dtype column of negative (status-only) cases
 STAT_KEYS = ("max_ulp", "max_rel", "max_abs", "mere", "mare", "mismatch_ratio", "mismatches",
              "compared", "n", "nan_mismatches", "inf_mismatches", "small_value_count")  # fmt: skip
 DTYPE_ORDER = ("f16", "bf16", "f32", "f64", "c64", "c128")
 
 assert set(ORDER) == set(VERDICTS), "a verdict was added: give it a place in reports.model.ORDER"
+assert set(HELP) == set(VERDICTS), "a verdict was added: say what it means in reports.model.HELP"
 
 
 class ResultsFileError(ValueError):
@@ -207,7 +223,7 @@ def grid(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], Counter]:
 
 def pass_rate(c: Counter) -> float | None:
     """Passes over judged cases (skips and expected failures left out); None if none judged."""
-    judged = sum(c.values()) - c["skip"] - c["xfail"]
+    judged = sum(c.values()) - c["skip"] - sum(c[v] for v in EXPLAINED)
     return c["pass"] / judged if judged > 0 else None
 
 
@@ -287,6 +303,11 @@ def fmt_seconds(s: float | None) -> str:
 def clip(text: Any, limit: int) -> str:
     s = " ".join(str(text or "").split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def deviation_id(rec: dict[str, Any]) -> str:
+    """The `<op>/<deviation id>` a record's expectation names, "" when none."""
+    return str((rec.get("expectation") or {}).get("deviation") or "")
 
 
 def sort_key(rec: dict[str, Any]) -> tuple[int, str]:

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from reports.model import BROKEN, NEGATIVE, column, column_order, num, stats_of
+from reports.ulpnote import small_value_notes
 
 # (upper bound inclusive, label); the first bin is exactly zero.
 BINS = ((0.0, "0"), (0.5, "≤½"), (1.0, "≤1"), (2.0, "≤2"), (4.0, "≤4"), (16.0, "≤16"),
@@ -33,6 +34,8 @@ class Panel:
     cases: int
     max_ulp: float | None
     svg: str
+    note: str = ""  # why the max ULP means nothing, when it comes from the small-value domain
+    small: int = 0  # cases whose max ULP comes from the small-value domain
 
 
 def bin_of(stats: dict[str, Any]) -> int | None:
@@ -52,6 +55,7 @@ def bin_of(stats: dict[str, Any]) -> int | None:
 
 def ulp_panels(records: list[dict[str, Any]]) -> list[Panel]:
     groups: dict[tuple[str, str], list[tuple[int, bool, float | None]]] = {}
+    notes: dict[tuple[str, str], list[tuple[float, str]]] = {}  # (max ULP, note) per case noted
     for rec in records:
         col = column(rec)
         if col == NEGATIVE:
@@ -61,7 +65,12 @@ def ulp_panels(records: list[dict[str, Any]]) -> list[Panel]:
         if b is None:
             continue
         bad = rec.get("verdict") in BROKEN
-        groups.setdefault((str(rec.get("op", "?")), col), []).append((b, bad, st.get("max_ulp")))
+        key = (str(rec.get("op", "?")), col)
+        groups.setdefault(key, []).append((b, bad, st.get("max_ulp")))
+        small = small_value_notes(rec)
+        if small:
+            top = max(small, key=lambda n: n.max_ulp)
+            notes.setdefault(key, []).append((top.max_ulp, top.short()))
     panels = []
     ops = sorted({op for op, _ in groups})
     for op in ops:
@@ -74,8 +83,12 @@ def ulp_panels(records: list[dict[str, Any]]) -> list[Panel]:
                 failing[b] += bad
             ulps = [u for _, _, u in items if u is not None and not math.isnan(u)]
             worst = max(ulps) if ulps else None
+            noted = notes.get((op, col), [])
+            # the panel's max ULP comes from a case whose max ULP is a small value's
+            note = next((text for u, text in noted if u == worst), "")
             panels.append(Panel(op, col, counts, failing, len(items), worst,
-                                histogram_svg(counts, failing, f"{op} {col}")))  # fmt: skip
+                                histogram_svg(counts, failing, f"{op} {col}"), note,
+                                len(noted)))  # fmt: skip
     return panels
 
 

@@ -18,7 +18,7 @@ from conformance.call import TensorArg
 from conformance.casefile import CaseFileError, read_case, sha256_file, write_case
 from conformance.generate import build, plan_op
 from conformance.registry import default_registry
-from tests.support.runcli import assert_clean, by_id, conform, read_jsonl
+from tests.support.runcli import assert_clean, assert_one_line_error, by_id, conform, read_jsonl
 
 HAND = Path(__file__).parent / "data" / "cases" / "hand"
 REG = default_registry()
@@ -259,9 +259,18 @@ def test_read_case_of_a_missing_npy_raises_case_file_error(tmp_path):
 
 def test_run_cases_honours_the_op_filter(tmp_path):
     results = tmp_path / "r.jsonl"
+    # neither hand case is an elu_backward case: an empty selection is a usage error ...
     proc = conform("run", "--cases", HAND, "--op", "elu_backward", "--results", results, "-q")
+    assert_one_line_error(proc, "select no case", "--op elu_backward", "--allow-empty")
+    assert not results.exists()
+    # ... unless the script says an empty run is fine
+    proc = conform("run", "--cases", HAND, "--op", "elu_backward", "--results", results, "-q",
+                   "--allow-empty")  # fmt: skip
     assert_clean(proc, 0)
-    assert read_jsonl(results) == []  # neither hand case is an elu_backward case
+    assert read_jsonl(results) == []
+    proc = conform("run", "--cases", HAND, "--op", "leaky_relu_backward", "--results", results)
+    assert_clean(proc, 0)
+    assert [r["id"] for r in read_jsonl(results)] == ["leaky-slope-half"]
 
 
 def test_run_cases_keyword_filter(tmp_path):

@@ -75,7 +75,8 @@ def test_diff_command_exits_1_on_the_regression_and_writes_markdown_and_html(tmp
     assert "Other verdict changes" not in md and "### Added" not in md and "### Removed" not in md
     assert md.count(PASS_F32) == 2 and md.count(FAIL_F16) == 1  # the table row and the replay
     html = (tmp_path / "d.html").read_text("utf-8")
-    assert PASS_F32 in html and FAIL_F16 in html and "1 regression" in html
+    text = re.sub(r"<[^>]+>", "", html)  # ids are split into segments that wrap only at '/'
+    assert PASS_F32 in text and FAIL_F16 in text and "1 regression" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
 
 
@@ -104,6 +105,8 @@ def test_no_regression_exits_0(tmp_path):
         (FAIL_F16, "fail", "error", "changed"),
         (PASS_F32, "pass", "skip", "changed"),
         (FAIL_F16, "fail", "xfail", "changed"),
+        (FAIL_F16, "fail", "deviation", "changed"),  # now a documented deviation: no regression
+        (PASS_F32, "pass", "deviation", "changed"),
     ],
 )
 def test_which_verdict_changes_are_regressions(cid, old, new, kind):
@@ -165,3 +168,42 @@ def test_diff_command_errors_are_one_line(tmp_path):
     proc = conform("diff", old, old, "--threshold", "-1")  # a click usage error
     assert_clean(proc, 2)
     assert "Invalid value for '--threshold'" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "new, kind",
+    [
+        ("fail", "regressions"),  # the deviation no longer explains the failure
+        ("crash", "regressions"),
+        ("pass", "fixes"),  # the library now does what its docs say
+        ("xfail", "changed"),
+        ("skip", "changed"),
+    ],
+)
+def test_a_deviation_counts_as_not_failing_before(new, kind):
+    before = records()
+    edit(before, FAIL_F16, verdict="deviation", verdict_before_expectation="fail")
+    after = records()
+    edit(after, FAIL_F16, verdict=new)
+    d = diff_runs(before, after)
+    lists = {"regressions": d.regressions, "fixes": d.fixes, "changed": d.changed}
+    assert [(c.id, c.old, c.new) for c in lists[kind]] == [(FAIL_F16, "deviation", new)]
+    assert sum(len(v) for v in lists.values()) == 1
+    assert d.regressed == (kind == "regressions")
+
+
+def test_diff_command_on_deviations(tmp_path):
+    """fail -> deviation exits 0 and shows both verdicts; deviation -> fail exits 1."""
+    failing = write(tmp_path / "failing.jsonl", records())
+    explained = records()
+    edit(explained, FAIL_F16, verdict="deviation", verdict_before_expectation="fail")
+    explained_path = write(tmp_path / "explained.jsonl", explained)
+    proc = conform("diff", failing, explained_path, "--html", tmp_path / "d.html")
+    assert_clean(proc, 0)
+    assert "0 regressions, 0 fixes, 1 other verdict change" in proc.stdout
+    html = (tmp_path / "d.html").read_text("utf-8")
+    assert '<span class="vb v-fail">fail</span>' in html
+    assert '<span class="vb v-deviation">deviation</span>' in html
+    proc = conform("diff", explained_path, failing)
+    assert_clean(proc, 1)
+    assert "1 regression," in proc.stdout and f"deviation -> fail: {FAIL_F16}" in proc.stdout

@@ -589,3 +589,40 @@ def test_select_small_budgets_and_no_budget():
     assert select(pairs, len(pairs) + 5) == pairs
     for budget in (1, 3, 10):
         assert len(select(pairs, budget)) <= budget
+
+
+def test_gelu_none_cases_do_not_claim_the_tanh_lets():
+    """approximate = none takes the erf branch only: the tanh mode's u and du (lets tanh-inner,
+    tanh-inner-derivative) are never evaluated, so a failure there must not be blamed on them."""
+    spec = default_registry().get("gelu_backward_v2")
+    for plan in plan_op(spec, ["atlas-a2"]):
+        if plan.kind != "positive" or "approximate=" not in plan.id:
+            continue
+        clauses = set(build(spec, plan, 0).clauses)
+        if "empty" in clauses:  # nothing computed
+            continue
+        if "approximate=none" in plan.id:
+            assert "erf" in clauses and not clauses & {"tanh-inner", "tanh-inner-derivative"}
+        elif "/values=" in plan.id:
+            assert {"tanh", "tanh-inner", "tanh-inner-derivative"} <= clauses, plan.id
+
+
+@pytest.mark.parametrize("spec", list(default_registry()), ids=lambda s: s.name)
+def test_a_credited_let_is_read_by_a_credited_branch(spec):
+    lets = {x.id: x for x in spec.formula.lets}
+    branches = {b.id: b for b in spec.formula.branches}
+    for plan in plan_op(spec, list(spec.products)[:1]):
+        if plan.kind != "positive":
+            continue
+        clauses = build(spec, plan, 0).clauses
+        read: set[str] = set()
+        for b in (branches[c] for c in clauses if c in branches):
+            read |= b.value.names | (b.when.names if b.when is not None else set())
+        for x in lets.values():  # lets read by lets
+            if x.name in read:
+                read |= x.value.names
+        for c in clauses:
+            if c in lets and lets[c].name not in read:
+                # only a condition tested before the taken branch may read it
+                assert any(b.when is not None and lets[c].name in b.when.names
+                           for b in spec.formula.branches), (plan.id, c)  # fmt: skip

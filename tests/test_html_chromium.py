@@ -3,7 +3,10 @@
 The page loads with no console error and fetches nothing; the matrix, coverage and histograms are
 there; clicking a failing matrix cell lists its cases and clicking a case shows its drill-down;
 the filter box and verdict buttons filter; a 50,000-case report renders in bounded time with only
-one page of cases in the DOM. Skips, saying why, where playwright or Chromium is missing.
+one page of cases in the DOM; at three window widths case ids break only at their '/' separators
+and reasons are whole, wrapped inside their cells; the deviation verdict has its own pill, colour,
+matrix mark and drill-down with its deviation id; a huge max ULP at a small expected value is
+explained where it is shown. Skips, saying why, where playwright or Chromium is missing.
 
 ACLNN_CONFORM_CHROMIUM: another Chromium binary. ACLNN_CONFORM_SCREENSHOTS: a folder to keep the
 screenshots in (default: the test's temporary folder).
@@ -193,5 +196,115 @@ def test_fifty_thousand_cases_render_in_bounded_time(browser, tmp_path):
     page.select_option("#sort", "ulp")
     page.fill("#q", "")
     page.wait_for_function("document.querySelectorAll('#case-rows tr.row').length === 50")
+    assert p.errors == [] and p.outside == []
+    p.close()
+
+
+DEVIATION = Path(__file__).parent / "data" / "results" / "deviation.jsonl"
+DEV = "hardshrink_backward/atlas-training/f32/-/point=x-zero-negative-lambd"
+SMALL = "gelu_backward_v2/atlas-a2/f32.bf16.f32/approximate=none/shape=bcast-1x3"
+LONG = "elu_backward/atlas-a2/f32/isResult=0/values=wide"  # a reason of ~470 characters
+
+# Per case-id cell: how many lines each '/'-segment occupies (getClientRects of its span) and how
+# many lines the whole id takes; the cell's text; whether the id overflows its cell.
+ID_LAYOUT = """() => Array.from(document.querySelectorAll('#case-rows td.id')).map(td => {
+  const spans = Array.from(td.querySelectorAll('span.idp'));
+  const tops = new Set(spans.map(s => Math.round(s.getBoundingClientRect().top)));
+  return {text: td.innerText, segments: spans.map(s => s.textContent),
+          lines: spans.map(s => new Set(Array.from(s.getClientRects(), r => Math.round(r.top))).size),
+          idLines: tops.size,
+          overflow: td.scrollWidth > td.clientWidth};
+})"""
+# Per reason cell: its text and whether the text's box lies inside the cell's, and the cell inside
+# the visible part of the table's scroll box (nothing clipped, no scrolling needed to read it).
+REASON_LAYOUT = """() => Array.from(document.querySelectorAll('#case-rows td.reason')).map(td => {
+  const r = document.createRange(); r.selectNodeContents(td);
+  const t = r.getBoundingClientRect(), c = td.getBoundingClientRect();
+  const box = td.closest('.scroll').getBoundingClientRect();
+  return {text: td.innerText, inside: t.left >= c.left - 0.5 && t.right <= c.right + 0.5 &&
+          t.bottom <= c.bottom + 0.5 && c.right <= box.right + 0.5,
+          overflow: td.scrollWidth > td.clientWidth,
+          lines: Math.round(t.height / parseFloat(getComputedStyle(td).lineHeight))};
+})"""
+
+
+@pytest.mark.parametrize("width", [700, 1000, 1400])
+def test_ids_wrap_only_at_slashes_and_reasons_are_not_clipped(browser, tmp_path, width):
+    run = read_run(DEVIATION)
+    records = run.records + read_run(MIXED).records
+    (html,) = write_reports(records, run.meta, html=tmp_path / "d.html")
+    p = Page(browser, html, width=width)
+    page = p.page
+    page.click('#chips .chip[data-preset="all"]')
+    ids = page.evaluate(ID_LAYOUT)
+    assert sorted(i["text"] for i in ids) == sorted(r["id"] for r in records)
+    for i in ids:
+        assert (
+            "".join(i["segments"]) == i["text"] and len(i["segments"]) == i["text"].count("/") + 1
+        )
+        assert i["lines"] == [1] * len(i["segments"]), i  # no segment breaks across lines
+        assert not i["overflow"], i
+    if width <= 1000:  # narrow: ids do wrap, at a '/'
+        assert any(i["idLines"] > 1 for i in ids)
+    reasons = page.evaluate(REASON_LAYOUT)
+    for r in reasons:
+        assert (r["inside"] or not r["text"]) and not r["overflow"], r
+    by_text = {r["text"].split(" ")[0]: r for r in reasons if r["text"]}
+    whole = next(r for r in reasons if "NaN guard returns 0" in r["text"])  # 200 characters
+    assert whole["text"].endswith("END-OF-REASON") and whole["lines"] > 1
+    assert by_text  # the long reason: its first 240 characters, then a pointer to the details
+    cut = next(r for r in reasons if "aclnnEluBackwardGetWorkspaceSize" in r["text"])
+    assert cut["text"].endswith("(the full reason is in the details)")
+    page.locator("#case-rows tr.row", has_text=LONG).click()
+    msg = page.locator("#case-rows tr.detail .msg").first
+    full = next(r["reason"] for r in records if r["id"] == LONG)
+    assert msg.inner_text() == full and full.endswith("END-OF-REASON")
+    box, cell = msg.bounding_box(), page.locator("#case-rows tr.detail > td").bounding_box()
+    assert box["x"] + box["width"] <= cell["x"] + cell["width"] + 0.5  # wrapped, within the row
+    assert p.errors == [] and p.outside == []
+    p.close()
+
+
+def test_deviation_verdict_and_small_value_ulp_notes(browser, tmp_path):
+    run = read_run(DEVIATION)
+    (html,) = write_reports(run.records, run.meta, html=tmp_path / "dev.html")
+    p = Page(browser, html)
+    page = p.page
+    assert page.inner_text("#status") == "2 failing of 5"
+    pill = page.locator('#verdict-pills .pill[data-verdict="deviation"]')
+    assert pill.inner_text().split() == ["1", "deviation"]
+    colour = pill.evaluate("e => getComputedStyle(e).borderLeftColor")
+    xfail = page.locator('#verdict-pills .pill[data-verdict="xfail"]')
+    assert colour != xfail.evaluate("e => getComputedStyle(e).borderLeftColor")
+    cell = page.locator('#matrix-table td.cell[data-op="hardshrink_backward"][data-col="f32"]')
+    assert cell.get_attribute("class").split() == ["cell", "rdev"]
+    assert " ".join(cell.inner_text().split()) == "0/1 1 dev"
+    assert "documented deviations" in page.inner_text("#matrix .legend")
+    assert DEV not in p.rows()  # not among the failing cases shown first
+    pill.click()
+    page.wait_for_function("document.querySelectorAll('#case-rows tr.row').length === 1")
+    assert p.rows() == [DEV]
+    row = page.locator("#case-rows tr.row", has_text=DEV)
+    assert "deviation hardshrink_backward/negative-lambd-torch" in row.inner_text()
+    row.click()
+    detail = page.locator("#case-rows tr.detail").inner_text()
+    for needle in ("fail → deviation", "documented deviation hardshrink_backward/negative-lambd-torch",
+                   "PyTorch does not clamp a negative lambda", "mismatch ratio 1 (1/1)"):  # fmt: skip
+        assert needle in detail, needle
+    # the passing case whose max ULP is huge at a small expected value: said where it is shown
+    caption = page.locator("#errors figure.panel", has_text="gelu_backward_v2").filter(
+        has_text="f32").inner_text()  # fmt: skip
+    assert "max 1.48e9 ulp*" in caption and "small-value threshold 2^-8" in caption
+    page.click('#chips .chip[data-preset="all"]')
+    ulp = page.locator("#case-rows tr.row", has_text=SMALL).locator("td.num").first
+    assert ulp.inner_text() == "1.48e9*" and "passed by this small-value rule" in ulp.get_attribute(
+        "title")  # fmt: skip
+    page.locator("#case-rows tr.row", has_text=SMALL).click()
+    detail = page.locator("#case-rows tr.detail", has_text="gelu_backward_v2").inner_text()
+    assert "max 1.48e9 ulp is at the expected value -2.9e-12, below the small-value threshold " \
+           "2^-8 of the f32 policy" in detail  # fmt: skip
+    assert "the output passed by this small-value rule" in detail
+    assert "1.48e9†" in detail and "8.16e8†" in detail  # worst elements, both small values
+    page.locator("#cases").screenshot(path=str(screenshot_dir(tmp_path) / "report-deviation.png"))
     assert p.errors == [] and p.outside == []
     p.close()

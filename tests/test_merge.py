@@ -46,6 +46,7 @@ def test_three_shards_merged_equal_one_run(tmp_path):
         json.loads((tmp_path / f"s{i}.jsonl.meta.json").read_text())["cases"] for i in (1, 2, 3)
     )
     assert len(meta["merged_from"]) == 3
+    assert "mixed" not in meta and meta["seed"] == 0 and meta["backend"] == "reference"
 
 
 def test_merge_errors_are_one_line(tmp_path):

@@ -70,4 +70,33 @@ def test_k_selects_by_case_id(tmp_path, run_verdicts):
 def test_without_a_backend_the_suite_says_so(tmp_path):
     p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider", "-rs"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert p.returncode == 0 and "no --aclnn-backend given" in p.stdout
+    assert p.returncode == 4 and "Traceback" not in p.stdout + p.stderr
+    assert "ERROR: the aclnn conformance suite needs --aclnn-backend NAME" in p.stderr
+
+
+def test_readme_pytest_k_examples_select_what_they_say(tmp_path):
+    """Each README example with -k selects only cases of the operators it names (-k matches id
+    substrings: `-k "elu and bf16"` used to select gelu_backward_v2 cases too)."""
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    examples = [ln for ln in readme.splitlines()
+                if ln.startswith("pytest --pyargs conformance") and " -k " in ln]  # fmt: skip
+    assert examples
+    for line in examples:
+        args = shlex.split(line.split("#")[0])[1:]
+        if "--junitxml" in args:
+            del args[args.index("--junitxml") : args.index("--junitxml") + 2]
+        k = args[args.index("-k") + 1]
+        ops = [args[i + 1] for i, a in enumerate(args) if a == "--aclnn-op"]
+        args[args.index("--aclnn-backend") + 1] = "reference"
+        p = subprocess.run([sys.executable, "-m", "pytest", *args, "--collect-only", "-q",
+                            "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)  # fmt: skip
+        ids = [re.search(r"\[(.*)\]$", x).group(1) for x in p.stdout.splitlines() if "::" in x]
+        assert ids, p.stdout + p.stderr
+        for case_id in ids:
+            assert case_id.split("/")[0] in ops, (line, case_id)
+            # pytest's -k is case-insensitive: bf16 also selects a BF16 scalar
+            assert all(t.lower() in case_id.lower() for t in k.split(" and ")), (line, case_id)

@@ -47,7 +47,7 @@ VERDICT_OF = {
     H + "f32/-/point=x-at-lambd": "pass",
 }
 COUNTS = {"pass": 5, "fail": 2, "error": 1, "crash": 1, "timeout": 1, "skip": 2, "xfail": 1,
-          "xpass": 1}  # fmt: skip
+          "xpass": 1, "deviation": 0}  # fmt: skip
 FAILING_IDS = {
     i for i, v in VERDICT_OF.items() if v in ("fail", "error", "crash", "timeout", "xpass")
 }
@@ -276,7 +276,8 @@ def test_html_case_payload_keeps_details_only_where_needed(run):
     assert passing[f.index("detail")] == -1
     failing = rows[E + "f16/isResult=0/values=wide"]
     detail = data["details"][failing[f.index("detail")]]
-    stats, worst = detail["c"]["gradInput"]
+    stats, worst, policy = detail["c"]["gradInput"]
+    assert policy == [2**-11, 2**-16, "f16"]  # FLOAT16's small_threshold and small_atol
     assert (
         stats[data["statKeys"].index("max_ulp")] == 2 and stats[data["statKeys"].index("n")] == 15
     )

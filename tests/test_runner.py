@@ -328,7 +328,7 @@ def test_summary_prints_the_matrix_failing_clauses_and_replay_lines(ulp_runs):
         if not passed:
             failed = n
             ok = matrix.get((op, product, col, True), 0)
-            line = re.search(rf"^{op}\s+{product}\s+{re.escape(col)}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$",
+            line = re.search(rf"^{op}\s+{product}\s+{re.escape(col)}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$",
                              out, re.M)  # fmt: skip
             assert line, (op, product, col)
             assert (int(line.group(1)), int(line.group(2))) == (ok, failed)

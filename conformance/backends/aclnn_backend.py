@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError, Capabilities
+from conformance.backend import Backend, BackendError, BackendOptionError, Capabilities
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.loader import products
 from conformance.registry import default_registry
@@ -70,7 +70,7 @@ def find_libraries(lib_dir: str | None = None) -> tuple[Path, Path, Path]:
     looked = ", ".join(f"{d} ({src})" for d, src in dirs)
     raise BackendError(
         f"CANN libraries not found: looked in {looked} for {RUNTIME}, {META} and "
-        f"{' or '.join(OPS)}; pass --backend-opt lib_dir=DIR or source set_env.sh"
+        f"{' or '.join(OPS)}; pass --lib-dir DIR or source set_env.sh"
     )
 
 
@@ -140,6 +140,10 @@ def _load(paths: tuple[Path, Path, Path]) -> _Lib:
     return _LIBS[paths]
 
 
+def _products(options: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(p.strip() for p in str(options.get("product") or "").split(",") if p.strip())
+
+
 class AclnnBackend(Backend):
     name = "aclnn"
     capabilities = Capabilities(status="exact")
@@ -148,23 +152,27 @@ class AclnnBackend(Backend):
 
     def __init__(self, **options: Any):
         super().__init__(**options)
-        try:
-            self.device_id = int(options.get("device_id", 0))
-        except (TypeError, ValueError):
-            raise BackendError(
-                f"aclnn: device_id must be an integer, got {options['device_id']!r}"
-            ) from None
+        self.device_id = int(options.get("device_id", 0))
         # product: what the device is (e.g. atlas-a2); cases of other products are skipped
-        self.products = tuple(
-            p.strip() for p in str(options.get("product") or "").split(",") if p.strip()
-        )
-        known = products()
-        if bad := [p for p in self.products if p not in known]:
-            raise BackendError(f"aclnn: unknown product {bad[0]!r} (known: {', '.join(known)})")
+        self.products = _products(options)
         self.lib = _load(find_libraries(options.get("lib_dir")))
         self.stream: C.c_void_p | None = None
         self._protos: dict[str, tuple[Any, Any]] = {}
         self._version: str | None = None
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        try:
+            device_id = int(options.get("device_id", 0))
+        except (TypeError, ValueError):
+            device_id = -1
+        if device_id < 0:
+            raise BackendOptionError(f"--device-id {options.get('device_id')!r}: the NPU "
+                                     "device id must be an integer >= 0")  # fmt: skip
+        known = products()
+        if bad := [p for p in _products(options) if p not in known]:
+            raise BackendOptionError(f"aclnn: unknown product {bad[0]!r} (known: "
+                                     f"{', '.join(known)})")  # fmt: skip
 
     @classmethod
     def availability(cls, lib_dir: str | None = None, **_: Any) -> tuple[bool, str]:

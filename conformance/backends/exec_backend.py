@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError, Capabilities
+from conformance.backend import Backend, BackendOptionError, Capabilities
 from conformance.call import Call, Outcome, TensorArg
 from conformance.casefile import write_case
 from conformance.generate import Case
@@ -57,26 +57,32 @@ class ExecBackend(Backend):
 
     def __init__(self, **options: Any):
         super().__init__(**options)
+        self.argv = shlex.split(str(options["cmd"]))  # checked by validate_options
+        self.timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
+        self.cmd = str(options["cmd"])
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
         cmd = options.get("cmd")
         if not cmd or not str(cmd).strip():
-            raise BackendError(
-                "exec: no harness command; pass --backend-opt cmd='PROGRAM [ARGS]' "
+            raise BackendOptionError(
+                "backend 'exec' needs its harness command: --exec-cmd 'PROGRAM [ARGS]' "
                 "(it is run as PROGRAM ARGS CASE_DIR OUT_DIR)"
             )
         try:
-            self.argv = shlex.split(str(cmd))
+            argv = shlex.split(str(cmd))
         except ValueError as exc:
-            raise BackendError(f"exec: cannot parse cmd {cmd!r}: {exc}") from None
-        if shutil.which(self.argv[0]) is None:
-            raise BackendError(f"exec: program {self.argv[0]!r} of cmd {cmd!r} not found")
+            raise BackendOptionError(f"--exec-cmd {cmd!r}: cannot be parsed: {exc}") from None
+        if not argv or shutil.which(argv[0]) is None:
+            raise BackendOptionError(f"--exec-cmd {cmd!r}: program {argv[0] if argv else ''!r} "
+                                     "not found (give a path or a program on PATH)")  # fmt: skip
         try:
-            self.timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
+            timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
         except (TypeError, ValueError):
-            self.timeout = -1.0
-        if not self.timeout > 0:
-            raise BackendError(f"exec: timeout must be a positive number of seconds, "
-                               f"got {options.get('timeout')!r}")  # fmt: skip
-        self.cmd = str(cmd)
+            timeout = -1.0
+        if not timeout > 0:
+            raise BackendOptionError(f"exec: timeout must be a positive number of seconds, "
+                                     f"got {options.get('timeout')!r}")  # fmt: skip
 
     def version(self) -> str:
         return f"exec: {self.cmd}"

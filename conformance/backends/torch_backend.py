@@ -9,19 +9,27 @@ whole storage (bf16 and fp16 bit-exact); scalars are Python numbers of their typ
 result is stored the way an out= variant stores it: `torch.can_cast(result, out dtype)` and equal
 shapes, then a copy through an as_strided view of a copy of the output storage, so nothing
 outside the view changes. PyTorch has no aclnn status codes: any exception is a rejection
-(ACLNN_ERR_PARAM_INVALID, message "rejected: ..."), so the backend declares "accept_reject".
+(ACLNN_ERR_PARAM_INVALID with `raised` set and the exception text as message), so the backend declares "accept_reject".
 Null pointers and dtypes torch lacks are skipped.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError, Capabilities, module_available, preload
+from conformance.backend import (
+    Backend,
+    BackendError,
+    BackendOptionError,
+    Capabilities,
+    module_available,
+    preload,
+)
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.loader import status_codes
 from conformance.registry import UnknownOp, default_registry
@@ -29,6 +37,7 @@ from conformance.spec import OpSpec
 from conformance.yamlpos import Located, YamlError
 from conformance.yamlpos import load as load_yaml
 
+DEVICE_PATTERN = r"(cpu|cuda|npu)(:\d+)?"
 INSTALL_HINT = "not installed — pip install 'aclnn-conformance[torch]'"
 # aclDataType name -> torch dtype attribute; anything else (the opaque types, COMPLEX32 whose host
 # storage is opaque, the FP8 formats) is skipped.
@@ -126,6 +135,7 @@ class TorchBackend(Backend):
     name = "torch"
     capabilities = Capabilities(status="accept_reject", strided=True, empty=True)
     default_device = "cpu"
+    known_options = ("device",)
 
     def __init__(self, **options: Any):
         super().__init__(**options)
@@ -138,6 +148,13 @@ class TorchBackend(Backend):
             raise BackendError(reason)
         self._bindings: dict[tuple[str, str], AtenBinding | None] = {}
         preload(self.binding, BindingError)
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        device = str(options.get("device", cls.default_device))
+        if not re.fullmatch(DEVICE_PATTERN, device):
+            raise BackendOptionError(f"--device {device!r}: backend {cls.name!r} runs on "
+                                     "cpu, cuda or npu (optionally :INDEX, e.g. cuda:1)")  # fmt: skip
 
     @classmethod
     def availability(cls, **options: Any) -> tuple[bool, str]:
@@ -228,7 +245,7 @@ class TorchBackend(Backend):
             text = str(exc).strip().splitlines()
             message = text[0][:500] if text else type(exc).__name__
             return Outcome(status_codes()["ACLNN_ERR_PARAM_INVALID"], outputs,
-                           f"rejected: {message}")  # fmt: skip
+                           f"{type(exc).__name__}: {message}", raised=True)  # fmt: skip
         for name, r in pairs:
             outputs[name] = self._store(call.tensor(name), r)
         return Outcome(0, outputs, "")

@@ -11,6 +11,7 @@
   var C = D.cases, V = D.verdicts;
   var FAILING = ['fail', 'error', 'crash', 'timeout', 'xpass'];
   var PAGE = 50;
+  var ULP_MEANING = holder.getAttribute('data-ulp-meaning') || '';
   var state = {
     q: '', verdicts: new Set(), cell: null, clause: -1, clauseName: '', sort: 'severity', page: 0, open: new Set()
   };
@@ -27,13 +28,26 @@
   function fmt(x) {
     if (x === null || x === undefined || x === '') return '';
     if (typeof x === 'string') return x;
-    if (Number.isInteger(x)) return String(x);
     var a = Math.abs(x);
+    if (Number.isInteger(x) && a < 1e6) return String(x);
+    if (a >= 1e6) return x.toExponential(2).replace('e+', 'e'); // 1.48e9: fits its column
     return (a !== 0 && (a < 1e-3 || a >= 1e6)) ? x.toExponential(2) : String(Number(x.toPrecision(3)));
   }
   function full(x) { return x === null || x === undefined ? '' : String(x); }
   function vname(c) { return V[c[F.verdict]]; }
   function badge(v) { return '<span class="vb v-' + v + '">' + v + '</span>'; }
+  // A case id breaks only after its '/' separators, never inside a segment (html.id_html).
+  function idHtml(id) {
+    var parts = String(id).split('/');
+    return parts.map(function (p, k) {
+      return '<span class="idp">' + esc(k < parts.length - 1 ? p + '/' : p) + '</span>';
+    }).join('<wbr>');
+  }
+  function detailOf(c) { return c[F.detail] >= 0 ? D.details[c[F.detail]] : null; }
+  function smallNote(d) {
+    if (!d || !d.u) return '';
+    return Object.keys(d.u).map(function (o) { return o + ': ' + d.u[o]; }).join(' ');
+  }
 
   // -- filtering and sorting ------------------------------------------------------------------
   var orders = {};
@@ -77,12 +91,17 @@
 
   // -- rendering ------------------------------------------------------------------------------
   function rowHtml(i) {
-    var c = C[i], v = vname(c), open = state.open.has(i);
+    var c = C[i], v = vname(c), open = state.open.has(i), d = detailOf(c);
+    var note = smallNote(d), x = d && d.x, reason = esc(c[F.reason]);
+    if (x && x.deviation) reason = '<span class="devid">' + esc(x.kind === 'deviation' ? 'deviation ' : x.kind + ', deviation ') +
+      esc(x.deviation) + '</span> ' + reason;
+    if (d && d.r) reason += ' <span class="more">(the full reason is in the details)</span>';
     var h = '<tr class="row' + (open ? ' open' : '') + '" data-i="' + i + '">' +
-      '<td>' + badge(v) + '</td><td class="id">' + esc(c[F.id]) + '</td>' +
+      '<td>' + badge(v) + '</td><td class="id">' + idHtml(c[F.id]) + '</td>' +
       '<td class="mono">' + esc(D.tags[c[F.tag]]) + '</td>' +
-      '<td class="num">' + fmt(c[F.ulp]) + '</td><td class="num">' + fmt(c[F.rel]) + '</td>' +
-      '<td class="reason" title="' + esc(c[F.reason]) + '">' + esc(c[F.reason]) + '</td></tr>';
+      '<td class="num"' + (note ? ' title="' + esc(note) + '"' : '') + '>' + fmt(c[F.ulp]) +
+      (note ? '<sup class="small-mark">*</sup>' : '') + '</td><td class="num">' + fmt(c[F.rel]) + '</td>' +
+      '<td class="reason">' + reason + '</td></tr>';
     if (open) h += '<tr class="detail" data-for="' + i + '"><td colspan="6">' + detailHtml(i) + '</td></tr>';
     return h;
   }
@@ -156,8 +175,12 @@
       if (reason) msg += '<div class="msg v-' + v + '">' + esc(reason) + '</div>';
       if (d && d.m) msg += '<div class="msg" style="margin-top:6px">backend: ' + esc(d.m) + '</div>';
       if (d && d.x) {
-        msg += '<div class="msg v-xfail" style="margin-top:6px">expectation ' + esc(d.x.kind) + ' (' +
-          esc(d.x.match) + '): ' + esc(d.x.reason) + '</div>';
+        var xk = d.x.kind === 'deviation' ? 'deviation' : 'xfail';
+        msg += '<div class="msg v-' + xk + ' expectation" style="margin-top:6px">' +
+          (d.x.deviation ? 'documented deviation <b class="devid">' + esc(d.x.deviation) + '</b> (expectation ' + esc(d.x.kind) + ')'
+            : 'expectation ' + esc(d.x.kind)) + ' · matched by ' + esc(d.x.match) +
+          (d.x.message ? ' · backend message contains “' + esc(d.x.message) + '”' : '') +
+          (d.x.where ? ' · ' + esc(d.x.where) : '') + ': ' + esc(d.x.reason) + '</div>';
       }
       h.push('<div><h4>reason</h4>' + msg + '</div>');
     }
@@ -179,32 +202,45 @@
     }).join('') + '</div></div>');
     var cmp = d ? d.c : null, keys = D.statKeys;
     if (cmp && Object.keys(cmp).length) {
-      var st = '<table><tr><th>output</th>' + keys.map(function (k) { return '<th class="num">' + esc(LABELS[k] || k) + '</th>'; }).join('') + '</tr>';
+      var st = '<table><tr><th>output</th>' + keys.map(function (k) {
+        return '<th class="num"' + (k === 'max_ulp' ? ' title="' + esc(ULP_MEANING) + '"' : '') + '>' + esc(LABELS[k] || k) + '</th>';
+      }).join('') + '</tr>';
+      var notes = [];
       var worst = [];
       Object.keys(cmp).forEach(function (o) {
         var x = cmp[o][0] || [];
+        var noted = d.u && d.u[o];
         st += '<tr><td class="mono">' + esc(o) + '</td>' + keys.map(function (k, j) {
           var val = x[j], bad = (k.indexOf('mismatch') >= 0) && val;
-          return '<td class="num' + (bad ? ' bad-n' : '') + '">' + fmt(val) + '</td>';
+          var mark = k === 'max_ulp' && noted ? '<sup class="small-mark">*</sup>' : '';
+          return '<td class="num' + (bad ? ' bad-n' : '') + '">' + fmt(val) + mark + '</td>';
         }).join('') + '</tr>';
-        (cmp[o][1] || []).forEach(function (w) { worst.push([o, w]); });
+        if (noted) notes.push('<p class="note small-note">* ' + esc(o) + ': ' + esc(noted) + '</p>');
+        (cmp[o][1] || []).forEach(function (w) { worst.push([o, w, cmp[o][2]]); });
       });
-      h.push('<div class="wide"><h4>statistics</h4><div class="scroll">' + st + '</table></div></div>');
+      h.push('<div class="wide"><h4>statistics</h4><div class="scroll">' + st + '</table></div>' + notes.join('') + '</div>');
       if (worst.length) {
         var wt = '<table><tr><th>output</th><th>index</th><th class="num">expected</th><th class="num">actual</th>' +
-          '<th class="num">abs err</th><th class="num">rel err</th><th class="num">ulp</th><th>inputs</th></tr>';
+          '<th class="num">abs err</th><th class="num">rel err</th><th class="num" title="' + esc(ULP_MEANING) + '">ulp</th><th>inputs</th></tr>';
+        var anySmall = false;
         worst.forEach(function (ow) {
-          var w = ow[1], inputs = w[6] || {};
+          var w = ow[1], inputs = w[6] || {}, pol = ow[2];
+          // below the policy's small_threshold the element is judged by its absolute error
+          var small = pol && typeof w[1] === 'number' && Math.abs(w[1]) < pol[0];
+          if (small) anySmall = true;
           var ins = Object.keys(inputs).map(function (k) { return k + '=' + full(inputs[k]); }).join(', ');
           wt += '<tr><td class="mono">' + esc(ow[0]) + '</td><td class="mono">[' + esc((w[0] || []).join(', ')) + ']</td>' +
             '<td class="num mono">' + esc(full(w[1])) + '</td><td class="num mono">' + esc(full(w[2])) + '</td>' +
             '<td class="num">' + esc(fmt(w[3])) + '</td><td class="num">' + esc(fmt(w[4])) + '</td>' +
-            '<td class="num">' + esc(fmt(w[5])) + '</td><td class="mono">' + esc(ins) + '</td></tr>';
+            '<td class="num">' + esc(fmt(w[5])) + (small ? '<sup class="small-mark" title="small value: judged by abs err ≤ ' +
+              esc(fmt(pol[1])) + '">†</sup>' : '') + '</td><td class="mono">' + esc(ins) + '</td></tr>';
         });
-        h.push('<div class="wide"><h4>worst elements</h4><div class="scroll">' + wt + '</table></div></div>');
+        var legend = anySmall ? '<p class="note small-note">† expected value below the small-value threshold of the policy: ' +
+          'the element is judged by its absolute error, its ULP distance means nothing.</p>' : '';
+        h.push('<div class="wide"><h4>worst elements</h4><div class="scroll">' + wt + '</table></div>' + legend + '</div>');
       }
     } else if (c[F.ulp] !== null) {
-      h.push('<div><h4>statistics</h4><dl class="kv"><dt>max ULP</dt><dd>' + fmt(c[F.ulp]) + '</dd><dt>max rel</dt><dd>' +
+      h.push('<div><h4>statistics</h4><dl class="kv"><dt title="' + esc(ULP_MEANING) + '">max ULP</dt><dd>' + fmt(c[F.ulp]) + '</dd><dt>max rel</dt><dd>' +
         fmt(c[F.rel]) + '</dd><dt>max abs</dt><dd>' + fmt(c[F.abs]) + '</dd></dl></div>');
     }
     var r = replayOf(c);

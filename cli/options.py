@@ -1,0 +1,77 @@
+"""Options shared by several commands (the backend under test, the case filters) and their
+checks. The checks themselves live in `conformance.config`, shared with the pytest plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from conformance import config
+from conformance.registry import default_registry
+from conformance.runner import Selection
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    if not value:
+        return None
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise config.ConfigError(f"--shard {value!r}: expected i/n, e.g. 1/4") from None
+    if not 1 <= i <= n:
+        raise config.ConfigError(f"--shard {value!r}: i must be between 1 and n")
+    return i, n
+
+
+def backend_options(f):
+    """Options that configure the backend under test (shared by run, replay and probe)."""
+    opts = [
+        click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
+                     help="Option for the backend (repeatable), e.g. device=cuda."),
+        click.option("--device", default=None, help="torch: cpu, cuda or npu."),
+        click.option("--lib-dir", default=None, help="aclnn: folder holding the CANN libraries."),
+        click.option("--device-id", type=int, default=None, help="aclnn: NPU device id."),
+        click.option("--exec-cmd", default=None, help="exec: the harness command line."),
+        click.option("--isolate/--no-isolate", default=None,
+                     help="Run the backend in a worker process (default: on for aclnn and exec)."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+                     help="Per-case time limit in seconds for an isolated backend."),
+    ]  # fmt: skip
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def checked_backend(name: str, pairs, device, lib_dir, device_id, exec_cmd,
+                    label: str = "--backend") -> dict[str, Any]:  # fmt: skip
+    """The options of backend `name` from the command line, checked: an unknown or
+    inapplicable option is a usage error, a backend that cannot run here exit code 3."""
+    named = {"device": device, "lib_dir": lib_dir, "device_id": device_id, "cmd": exec_cmd}
+    options = config.parse_backend_options(pairs, named)
+    config.check_backend(name, options, label)
+    return options
+
+
+def selection_options(f):
+    """The case filters shared by run, cases list and cases export."""
+    opts = [
+        click.option("--op", "ops", multiple=True, help="Operator (aclnnEluBackward or elu_backward); repeatable."),
+        click.option("--product", "products", multiple=True, help="Product id, e.g. atlas-a2; repeatable."),
+        click.option("--dtype", "dtypes", multiple=True, help="Keep cases with a tensor of this dtype (f16, BF16, ...)."),
+        click.option("--clause", "clauses", multiple=True, help="Keep cases exercising this clause (id or op/id)."),
+        click.option("-k", "keyword", default="", help="Keep cases whose id contains this text."),
+        click.option("--max-cases", type=click.IntRange(min=1), default=None,
+                     help="Budget: at most N cases, every clause kept covered."),
+        click.option("--shard", default=None, metavar="I/N", help="Run only shard I of N (1-based)."),
+        click.option("--allow-empty", is_flag=True,
+                     help="Accept filters that select no case (exit 0) instead of a usage error."),
+    ]  # fmt: skip
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard) -> Selection:
+    return config.check_selection(default_registry(), ops, products, dtypes, clauses, keyword,
+                                  max_cases, parse_shard(shard))  # fmt: skip
