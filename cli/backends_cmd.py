@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from conformance.backend import BackendError, backend_class, backend_names
+from conformance.backend import BackendError, BackendOptionError, backend_class, backend_names
 
 
 @click.command("backends")
@@ -14,6 +14,12 @@ def backends() -> None:
         try:
             cls = backend_class(name)
             ok, reason = cls.availability()
+            try:
+                cls.check_options({})
+            except BackendOptionError as exc:  # runs, given its options (exec: the harness)
+                state = "available" if ok else f"not available — {reason}"
+                click.echo(f"{name:<12} {state}; to run: {exc}")
+                continue
             version = cls().version() if ok else ""
         except BackendError as exc:
             ok, reason, version = False, str(exc), ""

@@ -7,11 +7,10 @@ from pathlib import Path
 import click
 
 from cli.errors import UserError
-from cli.options import build_selection, selection_options
+from cli.options import build_selection, registry, selection_options
 from conformance.casefile import write_case
 from conformance.config import require_cases
 from conformance.generate import build
-from conformance.registry import default_registry
 from conformance.runner import generated_items
 
 
@@ -28,7 +27,7 @@ def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_
                allow_empty):  # fmt: skip
     """One line per case id (with --show-clauses: the clauses it exercises)."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
-    reg = default_registry()
+    reg = registry()
     items = generated_items(reg, sel, seed)
     require_cases(len(items), sel, allow_empty)
     for it in items:
@@ -48,7 +47,7 @@ def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, 
            allow_empty):  # fmt: skip
     """Write each selected case as DIRECTORY/<case-id>/case.json + <param>.npy."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
-    reg = default_registry()
+    reg = registry()
     items = generated_items(reg, sel, seed)
     require_cases(len(items), sel, allow_empty)
     if directory.exists() and not directory.is_dir():

@@ -56,7 +56,17 @@ class ConformGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(_version(), "--version", "-V", prog_name="aclnn-conform")
-def main() -> None:
+@click.option(
+    "--specs",
+    "spec_dirs",
+    multiple=True,
+    metavar="DIR",
+    type=click.Path(exists=True, path_type=Path),
+    help="Add the operator specs (*.yaml) of DIR to the shipped ones (repeatable; also "
+    "ACLNN_CONFORM_SPECS=DIR1:DIR2). A name clash with another spec is an error.",
+)
+@click.pass_context
+def main(ctx: click.Context, spec_dirs: tuple[Path, ...]) -> None:
     """Conformance suite and spec checker for Huawei Ascend aclnn operators.
 
     \b
@@ -64,6 +74,8 @@ def main() -> None:
     expectations, lint problems, a regression); 2 usage or setup error;
     3 infrastructure failure (backend missing or not starting) or internal error.
     """
+    ctx.ensure_object(dict)
+    ctx.obj["spec_dirs"] = tuple(str(d) for d in spec_dirs)
 
 
 main.add_command(specs)

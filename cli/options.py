@@ -8,8 +8,19 @@ from typing import Any
 import click
 
 from conformance import config
-from conformance.registry import default_registry
+from conformance.registry import Registry, env_spec_dirs, load_registry
 from conformance.runner import Selection
+
+
+def registry() -> Registry:
+    """The specs of this invocation: the shipped ones, the folders of ACLNN_CONFORM_SPECS and
+    those of `aclnn-conform --specs DIR` (built once, then passed down to whatever needs it)."""
+    ctx = click.get_current_context().find_root()
+    ctx.ensure_object(dict)
+    if "registry" not in ctx.obj:
+        dirs = (*env_spec_dirs(), *ctx.obj.get("spec_dirs", ()))
+        ctx.obj["registry"] = load_registry(dirs=dirs)
+    return ctx.obj["registry"]
 
 
 def parse_shard(value: str | None) -> tuple[int, int] | None:
@@ -56,7 +67,7 @@ def checked_backend(name: str, pairs, device, lib_dir, device_id, exec_cmd,
 def selection_options(f):
     """The case filters shared by run, cases list and cases export."""
     opts = [
-        click.option("--op", "ops", multiple=True, help="Operator (aclnnEluBackward or elu_backward); repeatable."),
+        click.option("--op", "ops", multiple=True, help="Operator (its aclnn name or spec name, see 'specs list'); repeatable."),
         click.option("--product", "products", multiple=True, help="Product id, e.g. atlas-a2; repeatable."),
         click.option("--dtype", "dtypes", multiple=True, help="Keep cases with a tensor of this dtype (f16, BF16, ...)."),
         click.option("--clause", "clauses", multiple=True, help="Keep cases exercising this clause (id or op/id)."),
@@ -73,5 +84,5 @@ def selection_options(f):
 
 
 def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard) -> Selection:
-    return config.check_selection(default_registry(), ops, products, dtypes, clauses, keyword,
+    return config.check_selection(registry(), ops, products, dtypes, clauses, keyword,
                                   max_cases, parse_shard(shard))  # fmt: skip

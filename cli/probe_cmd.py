@@ -8,11 +8,10 @@ import click
 
 from cli.console import heading
 from cli.errors import InfrastructureError, UserError
-from cli.options import backend_options, checked_backend
+from cli.options import backend_options, checked_backend, registry
 from conformance import dtypes as dt
 from conformance.backend import BackendError
 from conformance.probe import probe, to_json
-from conformance.registry import default_registry
 from conformance.runner import RunConfig, make_backend
 
 SYMBOL = {"agree-accept": "+", "agree-reject": ".", "listed-but-rejected": "L",
@@ -33,11 +32,11 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
     A accepted but not listed, blank: the backend cannot express it.
     """
     options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
-    reg = default_registry()
+    reg = registry()
     ops_n = [reg.get(o).name for o in ops]
     try:
         b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
-                                   timeout=timeout))  # fmt: skip
+                                   timeout=timeout, spec_dirs=reg.dirs), reg)  # fmt: skip
     except BackendError as exc:
         raise InfrastructureError(str(exc)) from None
     try:

@@ -9,14 +9,14 @@ import numpy as np
 
 from cli.console import heading
 from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
-from cli.options import backend_options, checked_backend
+from cli.options import backend_options, checked_backend, registry
 from conformance import config
 from conformance.backend import BackendError, load_backend
 from conformance.call import ScalarArg, TensorArg
 from conformance.execute import first_line, judge
 from conformance.generate import build, plan_op
-from conformance.registry import default_registry
 from conformance.runner import RunConfig, make_backend
+from conformance.verdicts import BROKEN
 
 
 def find_case(case_id: str, seed: int):
@@ -25,7 +25,7 @@ def find_case(case_id: str, seed: int):
         raise UserError(
             f"{case_id!r} is not a case id (op/product/...; see 'aclnn-conform cases list')"
         )
-    reg = default_registry()
+    reg = registry()
     spec = reg.get(parts[0])
     if parts[1] not in spec.products:
         raise UserError(f"{case_id!r}: {spec.name} has no product {parts[1]!r}")
@@ -55,13 +55,14 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
            exec_cmd, isolate, timeout):  # fmt: skip
     """Rebuild CASE-ID from its id and seed, run it, print inputs, expected, actual and verdict."""
     spec, case = find_case(case_id, seed)
+    reg = registry()
     options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
     if oracle != backend:
         config.check_backend(oracle, {}, "--oracle")
     try:
         b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
-                                   timeout=timeout))  # fmt: skip
-        o = load_backend(oracle)
+                                   timeout=timeout, spec_dirs=reg.dirs), reg)  # fmt: skip
+        o = load_backend(oracle, reg)
     except BackendError as exc:
         raise InfrastructureError(str(exc)) from None
     try:
@@ -104,5 +105,5 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
                     )
         click.echo(heading("verdict"))
         click.echo(f"  {judged.verdict}{': ' + judged.reason if judged.reason else ''}")
-    if judged.verdict in ("fail", "error", "crash", "timeout"):
+    if judged.verdict in BROKEN:
         raise SystemExit(EXIT_PROBLEMS)

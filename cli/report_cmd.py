@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cli.errors import UserError
+from cli.options import registry
 from reports import write_reports
 from reports.model import ResultsFileError, read_run
 
@@ -45,6 +46,6 @@ def report(results, html_path, junit_path, markdown_path, json_path):
                         "--junit FILE, --markdown FILE, --json FILE")  # fmt: skip
     run = read_results(results)
     written = write_reports(run.records, run.meta, html=html_path, junit=junit_path,
-                            markdown=markdown_path, json=json_path)  # fmt: skip
+                            markdown=markdown_path, json=json_path, registry=registry())  # fmt: skip
     for p in written:
         click.echo(f"wrote {p}")

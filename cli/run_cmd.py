@@ -14,11 +14,16 @@ import click
 
 from cli.console import heading, style
 from cli.errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
-from cli.options import backend_options, build_selection, checked_backend, selection_options
+from cli.options import (
+    backend_options,
+    build_selection,
+    checked_backend,
+    registry,
+    selection_options,
+)
 from conformance import config, expectations, provenance
 from conformance import results as res
 from conformance.backend import BackendError, load_backend
-from conformance.registry import default_registry
 from conformance.runner import (
     TOOL_VERSION,
     Progress,
@@ -29,13 +34,14 @@ from conformance.runner import (
     finished_ids,
     generated_items,
 )
+from conformance.verdicts import BROKEN
 
 
-def backend_version(name: str, options: dict) -> str:
+def backend_version(name: str, options: dict, reg) -> str:
     """The version string of the backend, which is started once for it: a backend that cannot
     start stops the run here, before a results file is touched (exit code 3)."""
     try:
-        b = load_backend(name, **options)
+        b = load_backend(name, reg, **options)
     except BackendError as exc:
         raise InfrastructureError(f"--backend {name}: {exc}") from None
     try:
@@ -51,8 +57,8 @@ def totals_line(summary: res.Summary, backend: str, seconds: float) -> str:
 
 def failure_line(rec: dict, width: int = 200) -> str:
     """A failing case's verdict, id and reason, with the backend's own words when it spoke."""
-    reason = one_line(rec.get("reason") or "")
-    said = one_line(rec.get("message") or "")
+    reason = one_line(rec["reason"]) if rec.get("reason") else ""
+    said = one_line(rec["message"]) if rec.get("message") else ""
     if said and said not in reason:
         reason = f"{reason} (backend said: {said})" if reason else f"backend said: {said}"
     if len(reason) > width:
@@ -218,7 +224,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     130 interrupted (Ctrl-C; the results so far are kept: rerun with --resume).
     """
     # Everything the user can get wrong is checked before a results file is touched.
-    reg = default_registry()
+    reg = registry()
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
     options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
     if oracle != backend:
@@ -234,11 +240,11 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     if cases_dir is not None:
         if not cases_dir.is_dir():
             raise UserError(f"--cases {cases_dir}: no such directory")
-        items = directory_items(cases_dir, sel)
+        items = directory_items(cases_dir, sel, reg)
     else:
         items = generated_items(reg, sel, seed)
     config.require_cases(len(items), sel, allow_empty, f"--cases {cases_dir}" if cases_dir else "")
-    version = backend_version(backend, options)
+    version = backend_version(backend, options, reg)
     meta = {"backend": backend, "backend_version": version, "oracle": oracle, "seed": seed,
             "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
             "expectations": (expect.path or "spec deviations") if expect is not None else None,
@@ -271,7 +277,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         todo = [it for it in todo if it.id not in skip_ids]
     cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
                     fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
-                    timeout=timeout, max_case_bytes=budget)  # fmt: skip
+                    timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs)  # fmt: skip
     progress = Progress(len(todo), enabled=not quiet)
     writer = ResultsWriter(results)
     t0 = time.perf_counter()
@@ -331,13 +337,13 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         from reports import write_reports
 
         for path in write_reports(records, meta, html=html, junit=junit, markdown=markdown,
-                                  json=json_report):  # fmt: skip
+                                  json=json_report, registry=reg):  # fmt: skip
             click.echo(f"report: {path}")
     if update_expectations and expect is not None:
         entries = expectations.updated(expect, records, backend, version)
         expectations.write(expectations_file, entries, backend)
         click.echo(f"expectations: wrote {len(entries)} entries to {expectations_file}")
-    hard = sum(summary.verdicts[v] for v in ("fail", "error", "crash", "timeout"))
+    hard = sum(summary.verdicts[v] for v in BROKEN)
     if summary.verdicts["xpass"]:
         note = (
             "fails the run (--strict)" if strict else "reported; --strict makes them fail the run"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,10 @@ import click
 from cli import console
 from cli.console import field, heading, style, table
 from cli.errors import DEBUG_ENV, EXIT_PROBLEMS, UserError
-from conformance.loader import Problem, default_spec_files, lint_file, load_spec, status_name
-from conformance.registry import default_registry
+from cli.options import registry
+from conformance import bindings
+from conformance.loader import Problem, lint_file, load_spec, status_name
+from conformance.registry import env_spec_dirs, spec_files
 from conformance.spec import Check, OpSpec
 from conformance.yamlpos import YamlError
 from conformance.yamlpos import load as load_yaml
@@ -32,7 +35,7 @@ def specs() -> None:
 @specs.command(name="list")
 def list_cmd() -> None:
     """One line per operator: name, aclnn op, products, clauses, deviations."""
-    reg = default_registry()
+    reg = registry()
     rows = [
         [s.name, s.op, str(len(s.clause_ids())), str(len(s.deviations)), ", ".join(s.products)]
         for s in sorted(reg, key=lambda s: s.name)
@@ -48,12 +51,12 @@ def list_cmd() -> None:
 @specs.command(name="show")
 @click.argument("op", metavar="OP")
 def show_cmd(op: str) -> None:
-    """Show one operator's spec. OP: aclnnEluBackward, elu_backward, EluBackward or a YAML file."""
+    """Show one operator's spec. OP: the aclnn name (aclnnXxx), the spec name or a YAML file."""
     path = Path(op)
     if path.suffix in SPEC_SUFFIXES and path.is_file():
         spec = load_spec(path)
     else:
-        spec = default_registry().get(op)
+        spec = registry().get(op)
     for line in render_spec(spec):
         click.echo(line)
 
@@ -248,6 +251,8 @@ def lint_cmd(paths: tuple[str, ...]) -> None:
     for f in files:
         shown = _display_path(f)
         spec, found = _lint_one(shown)
+        if spec is not None and not found:
+            found = [_binding_problem(shown, e) for e in bindings.check(spec)]
         if found:
             bad_files += 1
             problems.extend(found)
@@ -271,6 +276,14 @@ def lint_cmd(paths: tuple[str, ...]) -> None:
     click.echo(f"{n} spec{'s' if n != 1 else ''} OK ({clauses} clauses)")
 
 
+def _binding_problem(shown: str, exc: Exception) -> Problem:
+    """A BindingError (`file:line: bindings.x: message`) as a Problem of the shown file."""
+    m = re.match(r"^(.*?):(\d+): (.*)$", str(exc), re.S)
+    if m is None:
+        return Problem(shown, 1, str(exc))
+    return Problem(shown, int(m.group(2)), m.group(3))
+
+
 def _problem_line(p: Problem) -> str:
     """`file:line: message` on one line (a message from PyYAML may carry a multi-line excerpt)."""
     lines = [x.strip() for x in str(p.message).splitlines() if x.strip()]
@@ -279,7 +292,8 @@ def _problem_line(p: Problem) -> str:
 
 def _spec_files(paths: tuple[str, ...]) -> list[Path]:
     if not paths:
-        files = default_spec_files()
+        ctx = click.get_current_context().find_root()
+        files = spec_files((*env_spec_dirs(), *(ctx.obj or {}).get("spec_dirs", ())))
         if not files:
             raise UserError(f"no spec files found in {specs_root() / 'ops'}")
         return files

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.call import Call, Outcome, TensorArg
+
+if TYPE_CHECKING:
+    from conformance.registry import Registry
+    from conformance.spec import OpSpec
 
 GROUP = "aclnn_conformance.backends"
 
@@ -43,6 +46,9 @@ class Capabilities:
     status: str = "exact"
     strided: bool = True  # can take non-contiguous views with offsets
     empty: bool = True  # can take empty tensors
+    # implements the specs themselves (the reference engine): as an oracle its status must be
+    # the one the case was generated to expect, else the case is in error, not the backend
+    implements_specs: bool = False
 
 
 class Backend:
@@ -57,12 +63,27 @@ class Backend:
     # checks them itself). The default is none, so a misspelt option is never silently ignored.
     known_options: tuple[str, ...] | None = ()
 
-    def __init__(self, **options: Any):
+    def __init__(self, registry: Registry | None = None, **options: Any):
         try:
             self.check_options(options)
         except BackendOptionError as exc:
             raise BackendError(str(exc)) from None
         self.options = options
+        self._registry = registry
+
+    @property
+    def registry(self) -> Registry:
+        """The specs this backend runs cases of: given by whoever loads it (load_backend);
+        a backend built by hand from Python gets the default registry."""
+        if self._registry is None:
+            from conformance.registry import default_registry
+
+            self._registry = default_registry()
+        return self._registry
+
+    def spec(self, call: Call) -> OpSpec:
+        """The spec of `call` (UnknownOp if the registry has none)."""
+        return self.registry.get(call.op)
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
@@ -86,6 +107,14 @@ class Backend:
         """(available, reason): whether this backend can run here with these options, and if
         not, why and what to do."""
         return True, ""
+
+    # The `bindings:` family of the spec this adapter reads (aten, jax, ...), if any; its
+    # `check_binding(spec)` raises bindings.BindingError for a wrong one (specs lint calls it).
+    binding_family: str | None = None
+
+    @classmethod
+    def check_binding(cls, spec: OpSpec) -> None:
+        """Raise bindings.BindingError when the spec's binding for this adapter is wrong."""
 
     def version(self) -> str:
         return "unknown"
@@ -122,18 +151,6 @@ def module_available(module: str, hint: str) -> tuple[bool, str]:
     return True, ""
 
 
-def preload(load: Callable[[Any], Any], error: type[Exception]) -> None:
-    """Call load(spec) for every shipped spec (an adapter checking its bindings at start-up);
-    `error` from it becomes a BackendError naming the problem."""
-    from conformance.registry import default_registry
-
-    try:
-        for spec in default_registry():
-            load(spec)
-    except error as exc:
-        raise BackendError(str(exc)) from None
-
-
 def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=GROUP)}
 
@@ -158,14 +175,14 @@ def backend_class(name: str) -> type[Backend]:
     return cls
 
 
-def load_backend(name: str, **options: Any) -> Backend:
-    """Instantiate backend `name`; BackendError says why it is not available."""
+def load_backend(name: str, registry: Registry | None = None, **options: Any) -> Backend:
+    """Instantiate backend `name` over `registry`; BackendError says why it cannot start."""
     cls = backend_class(name)
     ok, reason = cls.availability(**options)
     if not ok:
         raise BackendError(f"backend {name!r} is not available: {reason}")
     try:
-        return cls(**options)
+        return cls(registry=registry, **options)
     except BackendError:
         raise
     except Exception as exc:

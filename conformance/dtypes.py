@@ -8,6 +8,7 @@ float32 keeps more than two extra bits), then lets ml_dtypes / numpy do round-to
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -69,18 +70,6 @@ class DtypeTables:
             if dt_.short == str(name).lower():
                 return dt_
         raise DtypeError(f"unknown dtype {name!r}")
-
-    def by_value(self, value: int) -> DType:
-        for dt in self.by_name.values():
-            if dt.value == value:
-                return dt
-        raise DtypeError(f"unknown aclDataType value {value}")
-
-    def by_short(self, short: str) -> DType:
-        for dt in self.by_name.values():
-            if dt.short == short:
-                return dt
-        raise DtypeError(f"unknown dtype short name {short!r}")
 
     def names(self) -> list[str]:
         return list(self.by_name)
@@ -156,9 +145,10 @@ def round_to(values: np.ndarray, dtype: DType) -> np.ndarray:
         return _round_to_odd_f32(values.astype(np.float64)).astype(target)
 
 
-def max_finite(dtype: DType) -> float:
-    return float(ml_dtypes.finfo(dtype.np).max)
-
-
-def smallest_subnormal(dtype: DType) -> float:
-    return float(ml_dtypes.finfo(dtype.np).smallest_subnormal)
+def tag(names: Iterable[str]) -> str:
+    """The dtype part of a case id: the short names in parameter order, once if all the same
+    (`f16`, `f32.bf16.f32`; `-` for none). Case ids, records and reports all use this."""
+    shorts = [get(n).short for n in names]
+    if not shorts:
+        return "-"
+    return shorts[0] if len(set(shorts)) == 1 else ".".join(shorts)

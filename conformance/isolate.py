@@ -22,13 +22,14 @@ from conformance.backend import (
     load_backend,
 )
 from conformance.call import Call, Outcome, TensorArg
+from conformance.registry import Registry, registry_for
 
 START_TIMEOUT = 120.0
 
 
-def _child(conn, name: str, options: dict[str, Any]) -> None:
+def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] = ()) -> None:
     try:
-        backend = load_backend(name, **options)
+        backend = load_backend(name, registry_for(spec_dirs), **options)
         conn.send(("ready", backend.version()))
     except Exception as exc:  # reported to the parent as a setup error
         conn.send(("setup-error", f"{type(exc).__name__}: {exc}"))
@@ -67,7 +68,9 @@ def _describe_exit(code: int | None) -> str:
 class IsolatedBackend(Backend):
     """A backend run in a child process; same name, capabilities and version as the real one."""
 
-    def __init__(self, name: str, options: dict[str, Any] | None = None, timeout: float = 60.0):
+    def __init__(self, name: str, options: dict[str, Any] | None = None, timeout: float = 60.0,
+                 registry: Registry | None = None):  # fmt: skip
+        super().__init__(registry)
         cls = backend_class(name)
         self.name = cls.name
         self.capabilities = cls.capabilities
@@ -84,7 +87,9 @@ class IsolatedBackend(Backend):
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
         proc = ctx.Process(
-            target=_child, args=(child, self._backend_name, self._options), daemon=True
+            target=_child,
+            args=(child, self._backend_name, self._options, self.registry.dirs),
+            daemon=True,
         )
         proc.start()
         child.close()
@@ -129,7 +134,7 @@ class IsolatedBackend(Backend):
         device work of a backend starts in execute); the generic rules if that fails."""
         if self._local is None:
             try:
-                self._local = self._cls(**self._options)
+                self._local = self._cls(registry=self.registry, **self._options)
             except Exception:
                 self._local = False
         if self._local:

@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass, field
 
 from conformance import dtypes as dt
 from conformance.backend import Backend
-from conformance.generate import CasePlan, _base_args, build, dtype_combos
-from conformance.negatives import _partners, _set_dtype
+from conformance.build import build
+from conformance.checks_dtype import partners
+from conformance.generate import dtype_combos
+from conformance.plan import CasePlan, base_args, set_dtype
 from conformance.registry import Registry
 from conformance.rules import validate
 from conformance.spec import OpSpec
@@ -43,15 +45,15 @@ def probe_op(spec: OpSpec, backend: Backend, product: str) -> list[ProbeRow]:
     if not combos:
         return []
     diag = next((c for c in combos if len(set(c.values())) == 1), combos[0])
-    base = _base_args(spec, diag, (2, 3))
+    base = base_args(spec, diag, (2, 3))
     rows = []
     for p in spec.params:
         if p.kind not in ("tensor", "scalar"):
             continue
-        together = _partners(spec, p.name) if p.is_tensor else [p.name]
+        together = partners(spec, p.name) if p.is_tensor else [p.name]
         row = ProbeRow(spec.name, product, p.name, together)
         for d in dt.tables().names():
-            args = _set_dtype(base, together, d)
+            args = set_dtype(base, together, d)
             plan = CasePlan(
                 f"probe/{p.name}/{d}", spec.name, product, "probe", tuple(args.items()), (), 0
             )

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from conformance.verdicts import FAILING
+
 _BACKENDS: dict[tuple, Any] = {}
 _ITEMS = pytest.StashKey[list]()
 LABELS = {"op": "--aclnn-op", "product": "--aclnn-product", "dtype": "--aclnn-dtype",
@@ -47,6 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--aclnn-no-expectations", action="store_true", default=False,
                 help="ignore expectations files and spec deviations")  # fmt: skip
     g.addoption("--aclnn-backend-opt", action="append", default=[], metavar="KEY=VALUE")
+    g.addoption("--aclnn-specs", action="append", default=[], metavar="DIR",
+                help="add the specs of DIR (repeatable; also ACLNN_CONFORM_SPECS)")  # fmt: skip
     g.addoption("--aclnn-allow-empty", action="store_true", default=False,
                 help="accept filters that select no case")  # fmt: skip
 
@@ -70,7 +74,8 @@ def _targets_suite(config: pytest.Config) -> bool:
 def _check(config: pytest.Config) -> list:
     """Every option checked as `aclnn-conform run` checks it; the selected items."""
     from conformance import config as cc
-    from conformance.registry import default_registry
+    from conformance.loader import SpecError
+    from conformance.registry import env_spec_dirs, load_registry
     from conformance.runner import generated_items
 
     opt = config.getoption
@@ -86,7 +91,13 @@ def _check(config: pytest.Config) -> list:
         raise cc.ConfigError(f"--aclnn-seed {opt('--aclnn-seed')}: must be >= 0")
     if opt("--aclnn-max-cases") is not None and opt("--aclnn-max-cases") < 1:
         raise cc.ConfigError(f"--aclnn-max-cases {opt('--aclnn-max-cases')}: must be >= 1")
-    reg = default_registry()
+    try:
+        reg = load_registry(dirs=(*env_spec_dirs(), *opt("--aclnn-specs")))
+    except SpecError as exc:
+        first = exc.problems[0] if exc.problems else "invalid spec"
+        raise cc.ConfigError(
+            f"{first} (aclnn-conform specs lint FILE shows every problem)"
+        ) from None
     sel = cc.check_selection(reg, opt("--aclnn-op"), opt("--aclnn-product"), opt("--aclnn-dtype"),
                              opt("--aclnn-clause"), "", opt("--aclnn-max-cases"),
                              labels=LABELS)  # fmt: skip
@@ -99,11 +110,13 @@ def _check(config: pytest.Config) -> list:
                      labels=LABELS)  # fmt: skip
     config.stash[_EXPECT] = expect
     config.stash[_OPTIONS] = options
+    config.stash[_REGISTRY] = reg
     return items
 
 
 _EXPECT = pytest.StashKey[Any]()
 _OPTIONS = pytest.StashKey[dict]()
+_REGISTRY = pytest.StashKey[Any]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -141,9 +154,10 @@ def run_case(config: pytest.Config, item: Any) -> None:
     options = config.stash[_OPTIONS]
     key = (backend, oracle, tuple(sorted(options.items())))
     if key not in _BACKENDS:
+        reg = config.stash[_REGISTRY]
         cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options,
-                        seed=config.getoption("--aclnn-seed"))  # fmt: skip
-        _BACKENDS[key] = (cfg, make_backend(cfg), config.stash[_EXPECT])
+                        seed=config.getoption("--aclnn-seed"), spec_dirs=reg.dirs)  # fmt: skip
+        _BACKENDS[key] = (cfg, make_backend(cfg, reg), config.stash[_EXPECT])
     cfg, b, expect = _BACKENDS[key]
     rec = run_with(item, cfg, b)
     if expect is not None:
@@ -159,7 +173,7 @@ def run_case(config: pytest.Config, item: Any) -> None:
     if v == "deviation":
         x = rec["expectation"]
         pytest.xfail(f"deviation {x.get('deviation', '')}: {x['reason']}")
-    if v in ("fail", "error", "crash", "timeout", "xpass"):
+    if v in FAILING:
         pytest.fail(f"{v}: {reason}\n{rec.get('replay', '')}", pytrace=False)
 
 

@@ -10,24 +10,51 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FAILING = ("fail", "error", "crash", "timeout", "xpass")
+from conformance.verdicts import FAILING
+
+
+@dataclass
+class Read:
+    """What a JSONL results file holds: each case's last record, and the lines that were not
+    records (a line torn by a kill, or foreign text), with the first of them described."""
+
+    records: list[dict[str, Any]]
+    torn: int = 0
+    first_bad: str = ""
+    lines: int = 0  # non-blank lines
+
+
+def read_jsonl(path: str | Path) -> Read:
+    """The one reader of results files: later records for an id replace earlier ones (resume);
+    a line that is not a JSON record with `id` and `verdict` is counted, never fatal."""
+    by_id: dict[str, dict[str, Any]] = {}
+    out = Read([])
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            out.lines += 1
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                out.torn += 1
+                out.first_bad = out.first_bad or f"line {i}: not JSON ({exc.msg})"
+                continue
+            if not (isinstance(rec, dict) and "id" in rec and "verdict" in rec):
+                out.torn += 1
+                out.first_bad = out.first_bad or (
+                    f"line {i}: not a result record (needs 'id' and 'verdict')"
+                )
+                continue
+            by_id[str(rec["id"])] = rec
+    out.records = list(by_id.values())
+    return out
 
 
 def load(path: str | Path) -> list[dict[str, Any]]:
     """Records of a JSONL results file; later records for an id replace earlier ones."""
-    by_id: dict[str, dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line torn by a kill
-            if isinstance(rec, dict) and "id" in rec and "verdict" in rec:
-                by_id[rec["id"]] = rec
-    return list(by_id.values())
+    return read_jsonl(path).records
 
 
 def dtype_tag(rec: dict[str, Any]) -> str:
@@ -38,12 +65,9 @@ def dtype_tag(rec: dict[str, Any]) -> str:
 
     names = list(rec.get("dtypes", {}).values())
     try:
-        shorts = [dt.get(n).short for n in names]
-    except ValueError:
-        shorts = names
-    if not shorts:
-        return "-"
-    return shorts[0] if len(set(shorts)) == 1 else ".".join(shorts)
+        return dt.tag(names)
+    except ValueError:  # a dtype this version does not know: its name as written
+        return names[0] if len(set(names)) == 1 else ".".join(names)
 
 
 def matrix_column(rec: dict[str, Any]) -> str:

@@ -24,9 +24,11 @@ from conformance import dtypes as dt
 from conformance.backend import Backend, BackendError, backend_class, load_backend
 from conformance.call import Outcome, TensorArg
 from conformance.casefile import CaseFileError, find_cases, read_case
-from conformance.execute import judge
+from conformance.execute import DEFAULT_ORACLE, judge
 from conformance.generate import CasePlan, build, plan_suite, select
-from conformance.registry import Registry, UnknownOp, default_registry
+from conformance.registry import Registry, UnknownOp, registry_for
+from conformance.results import read_jsonl
+from conformance.verdicts import BROKEN
 
 TOOL_VERSION = "0.1.0"
 
@@ -58,8 +60,8 @@ class Item:
 
 @dataclass
 class RunConfig:
-    backend: str = "reference"
-    oracle: str = "reference"
+    backend: str = DEFAULT_ORACLE
+    oracle: str = DEFAULT_ORACLE
     backend_options: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     jobs: int = 1
@@ -68,6 +70,7 @@ class RunConfig:
     isolate: bool | None = None  # None: the backend's own default (aclnn and exec isolate)
     timeout: float = 60.0
     max_case_bytes: int | None = None  # a case needing more memory is an error, not run
+    spec_dirs: tuple[str, ...] = ()  # extra spec folders: worker processes load the same specs
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -122,9 +125,8 @@ def _dir_matches(d: Path, sel: Selection, registry: Registry) -> bool:
     return not sel.clauses or _clause_match(sel.clauses, op, clauses)
 
 
-def directory_items(root: Path, sel: Selection) -> list[Item]:
+def directory_items(root: Path, sel: Selection, registry: Registry) -> list[Item]:
     items = []
-    registry = default_registry()
     for d in find_cases(root):
         rel = d.relative_to(root).as_posix()
         if sel.keyword and sel.keyword not in rel:
@@ -146,18 +148,9 @@ def _shard(items: list[Item], shard: tuple[int, int] | None) -> list[Item]:
 
 def finished_ids(results: Path) -> set[str]:
     """Ids already recorded in a results file (a torn last line is ignored)."""
-    done: set[str] = set()
     if not results.exists():
-        return done
-    with open(results, encoding="utf-8") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict) and "id" in rec and "verdict" in rec:
-                done.add(rec["id"])
-    return done
+        return set()
+    return {str(r["id"]) for r in read_jsonl(results).records}
 
 
 # -- execution (runs in the parent or in worker processes) ------------------------------------
@@ -165,8 +158,9 @@ def finished_ids(results: Path) -> set[str]:
 _STATE: dict[str, Any] = {}
 
 
-def make_backend(cfg: RunConfig) -> Backend:
+def make_backend(cfg: RunConfig, registry: Registry | None = None) -> Backend:
     """The backend under test, in a worker process when isolation is on."""
+    registry = registry or registry_for(cfg.spec_dirs)
     cls = backend_class(cfg.backend)
     isolate = cls.isolate_by_default if cfg.isolate is None else cfg.isolate
     if isolate:
@@ -175,8 +169,8 @@ def make_backend(cfg: RunConfig) -> Backend:
         ok, reason = cls.availability(**cfg.backend_options)
         if not ok:
             raise BackendError(f"backend {cfg.backend!r} is not available: {reason}")
-        return IsolatedBackend(cfg.backend, cfg.backend_options, cfg.timeout)
-    return load_backend(cfg.backend, **cfg.backend_options)
+        return IsolatedBackend(cfg.backend, cfg.backend_options, cfg.timeout, registry)
+    return load_backend(cfg.backend, registry, **cfg.backend_options)
 
 
 def _init_worker(cfg: RunConfig) -> None:
@@ -187,10 +181,10 @@ def _init_worker(cfg: RunConfig) -> None:
 
 def _init(cfg: RunConfig) -> None:
     _STATE["cfg"] = cfg
-    _STATE["registry"] = default_registry()
-    _STATE["backend"] = make_backend(cfg)
+    _STATE["registry"] = registry = registry_for(cfg.spec_dirs)
+    _STATE["backend"] = make_backend(cfg, registry)
     _STATE["oracle"] = (_STATE["backend"] if cfg.oracle == cfg.backend and not cfg.backend_options
-                        else load_backend(cfg.oracle))  # fmt: skip
+                        else load_backend(cfg.oracle, registry))  # fmt: skip
 
 
 def run_item(item: Item) -> dict[str, Any]:
@@ -201,8 +195,9 @@ def run_with(item: Item, cfg: RunConfig, backend: Backend) -> dict[str, Any]:
     """Run one item with an already started backend (the pytest plugin's entry)."""
     key = ("oracle", cfg.oracle)
     if key not in _STATE:
-        _STATE[key] = backend if cfg.oracle == cfg.backend else load_backend(cfg.oracle)
-    return _run(item, cfg, default_registry(), backend, _STATE[key])
+        _STATE[key] = (backend if cfg.oracle == cfg.backend
+                       else load_backend(cfg.oracle, backend.registry))  # fmt: skip
+    return _run(item, cfg, backend.registry, backend, _STATE[key])
 
 
 def _run(
@@ -295,9 +290,9 @@ def _keep(root: str, case_id: str, got: Outcome | None, rec: dict[str, Any]) -> 
 
 def replay_command(rec: dict[str, Any], cfg: RunConfig) -> str:
     parts = ["aclnn-conform", "replay", f"'{rec['id']}'", "--seed", str(cfg.seed)]
-    if cfg.backend != "reference":
+    if cfg.backend != DEFAULT_ORACLE:
         parts += ["--backend", cfg.backend]
-    if cfg.oracle != "reference":
+    if cfg.oracle != DEFAULT_ORACLE:
         parts += ["--oracle", cfg.oracle]
     return " ".join(parts)
 
@@ -364,7 +359,7 @@ class Progress:
 
     def update(self, rec: dict[str, Any]) -> None:
         self.done += 1
-        if rec.get("verdict") in ("fail", "error", "crash", "timeout"):
+        if rec.get("verdict") in BROKEN:
             self.failed += 1
         if not self.enabled:
             return

@@ -139,8 +139,8 @@ class Deviation:
 
 @dataclass
 class OpSpec:
-    name: str  # elu_backward
-    op: str  # aclnnEluBackward
+    name: str  # snake case, e.g. some_op_backward
+    op: str  # the C API name, e.g. aclnnSomeOpBackward
     aten: str
     summary: str
     source: dict[str, str]
@@ -155,6 +155,7 @@ class OpSpec:
     tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
     path: str = ""
     sha256: str = ""
+    bindings: dict[str, Any] = field(default_factory=dict)  # family -> bindings.Binding
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -14,7 +14,6 @@ from conformance import dtypes as dt
 from conformance.call import TensorArg, contiguous_strides
 
 VALUE_KINDS = ("normal", "wide", "tiny", "large", "special")
-LAYOUTS = ("contiguous", "transposed", "gaps", "offset", "zero-stride")
 OFFSET = 7
 INT_FILL = 77
 
@@ -62,8 +61,6 @@ def draw(kind: str, d: dt.DType, shape: tuple[int, ...], rng: np.random.Generato
         pool = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, big, -big, sub, -sub, 1.0, -1.0, 0.5])
         v = np.resize(pool, n)
         v = v[rng.permutation(n)]
-    elif kind == "ones":
-        v = np.ones(n)
     else:
         raise ValueError(f"unknown value kind {kind!r}")
     return dt.round_to(v, d).reshape(shape)

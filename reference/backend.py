@@ -11,10 +11,10 @@ VERSION = "0.1.0"
 
 class ReferenceBackend(Backend):
     name = "reference"
-    capabilities = Capabilities(status="exact")
+    capabilities = Capabilities(status="exact", implements_specs=True)
 
     def version(self) -> str:
         return f"aclnn-conformance reference {VERSION}"
 
     def execute(self, call: Call) -> Outcome:
-        return evaluate(call)
+        return evaluate(call, self.registry)

@@ -25,6 +25,7 @@ def write_reports(
     junit: str | Path | None = None,
     markdown: str | Path | None = None,
     json: str | Path | None = None,
+    registry: Any = None,
 ) -> list[Path]:
     """Write each report whose path is given; returns the paths written, in that order.
 
@@ -33,7 +34,7 @@ def write_reports(
 
     meta = dict(meta or {})
     written: list[Path] = []
-    coverage = clause_coverage(records) if (html or json) else None
+    coverage = clause_coverage(records, registry) if (html or json) else None
     if html:
         from reports.html import write_html
 

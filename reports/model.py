@@ -12,17 +12,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from conformance import results as res
-from conformance.execute import VERDICTS
+from conformance.results import read_jsonl
+from conformance.verdicts import BROKEN, ERRORS, EXPLAINED, FAILING, VERDICTS  # noqa: F401
 
 # Most severe first: the order of tables, legends and sorting.
 ORDER = ("crash", "timeout", "error", "fail", "xpass", "xfail", "deviation", "skip", "pass")
-FAILING = tuple(res.FAILING)  # counted as failures: fail, error, crash, timeout, xpass
-BROKEN = ("fail", "error", "crash", "timeout")  # the case really failed (xpass passed)
-ERRORS = ("error", "crash", "timeout")  # JUnit <error>: the case could not be judged
-# Failures that do not fail the run: expected (xfail) or explained by a documented deviation of the
-# library from its docs (deviation). Left out of pass rates, like skips.
-EXPLAINED = ("xfail", "deviation")
+# The verdict groups (imported above, for the renderers) are defined in conformance/verdicts.py;
+# EXPLAINED ones (xfail, deviation) are left out of pass rates, like skips.
 HELP = {  # one line per verdict, for legends and tooltips
     "pass": "the case passed",
     "fail": "the outputs or the status code differ from the spec",
@@ -64,30 +60,14 @@ def read_run(path: str | Path) -> Run:
     if p.is_dir():
         raise ResultsFileError(f"{p}: is a directory, not a results .jsonl file")
     try:
-        text = p.read_text(encoding="utf-8")
+        read = read_jsonl(p)
     except UnicodeDecodeError:
         raise ResultsFileError(f"{p}: not a results file (not UTF-8 text)") from None
-    lines = [(i, s.strip()) for i, s in enumerate(text.splitlines(), 1) if s.strip()]
-    if not lines:
+    if not read.lines:
         raise ResultsFileError(f"{p}: empty results file (no records)")
-    by_id: dict[str, dict[str, Any]] = {}
-    torn = 0
-    first_bad = ""
-    for i, line in lines:
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            torn += 1
-            first_bad = first_bad or f"line {i}: not JSON ({exc.msg})"
-            continue
-        if not (isinstance(rec, dict) and "id" in rec and "verdict" in rec):
-            torn += 1
-            first_bad = first_bad or f"line {i}: not a result record (needs 'id' and 'verdict')"
-            continue
-        by_id[str(rec["id"])] = rec  # later records for an id replace earlier ones (resume)
-    if not by_id:
-        raise ResultsFileError(f"{p}: no result records; {first_bad}")
-    return Run(p, list(by_id.values()), read_meta(p), torn)
+    if not read.records:
+        raise ResultsFileError(f"{p}: no result records; {read.first_bad}")
+    return Run(p, read.records, read_meta(p), read.torn)
 
 
 def read_meta(results_path: Path) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from conformance.backends.jax_backend import (  # noqa: E402
     parse_jax_binding,
 )
 from conformance.call import Call, ScalarArg, TensorArg  # noqa: E402
-from conformance.loader import load_spec  # noqa: E402
+from conformance.loader import SpecError, load_spec  # noqa: E402
 from conformance.registry import default_registry  # noqa: E402
 from tests.support.calls import (  # noqa: E402
     assert_narrow_floats_move_bit_exactly,
@@ -158,11 +158,11 @@ def test_empty_tensors(backend):
 
 
 def test_a_call_jax_cannot_compute_returns_a_status_and_writes_nothing(backend):
-    gi = out([2])
-    o = run(backend, "gelu_backward_v2", gradOutput=t([1, 2]), self=t([0, 1]),
-            approximate="test", gradInput=gi)  # fmt: skip
-    assert o.status == 161002 and "approximate" in o.message
-    assert np.isnan(o.outputs["gradInput"]).all()
+    gi = TensorArg.empty_like_shape((2,), "INT32")
+    o = run(backend, "hardshrink_backward", gradOutput=t([1, 2], "INT32"), self=t([0, 1], "INT32"),
+            lambd=ScalarArg("FLOAT", 0.5), gradInput=gi)  # fmt: skip
+    assert o.status == 161002 and "differentiate" in o.message
+    assert o.outputs["gradInput"].tolist() == gi.storage.tolist()
     assert backend.capabilities.status == "none"
 
 
@@ -191,30 +191,78 @@ def _spec_with(tmp_path: Path, jax_binding: str):
     return load_spec(path)
 
 
-def test_every_shipped_spec_has_a_valid_jax_binding(backend):
-    for spec in default_registry():
+@pytest.mark.parametrize("spec", list(default_registry()), ids=lambda s: s.name)
+def test_every_jax_binding_in_the_registry_is_valid(backend, spec):
+    if "jax" in spec.bindings:
         assert backend.binding(spec) is not None, spec.name
+    else:  # an op without one is skipped by this backend, with the reason
+        assert backend.binding(spec) is None
 
 
-GOOD = "    forward: elu\n    input: selfOrResult\n    grad: gradOutput\n"
+GOOD = "    forward: scale * selfOrResult\n    input: selfOrResult\n    grad: gradOutput\n"
 
 
 @pytest.mark.parametrize(
     ("body", "needle"),
     [
-        ("    forward: selu\n    input: selfOrResult\n    grad: gradOutput\n", "'selu'"),
-        ("    forward: elu\n    input: gradInput\n    grad: gradOutput\n", "bindings.jax.input"),
-        (GOOD + "    params: {beta: alpha}\n", "elu takes no 'beta'"),
-        (GOOD + "    params: {alpha: selfOrResult}\n", "'selfOrResult'"),
+        ("    forward: selu(selfOrResult)\n    input: selfOrResult\n    grad: gradOutput\n",
+         "bindings.jax.forward: unknown function 'selu'"),
+        ("    forward: gradOutput * 2\n    input: selfOrResult\n    grad: gradOutput\n",
+         "bindings.jax.forward: unknown name 'gradOutput'"),
+        ("    forward: selfOrResult.real\n    input: selfOrResult\n    grad: gradOutput\n",
+         "bindings.jax.forward"),
+        ("    forward: selfOrResult\n    input: gradInput\n    grad: gradOutput\n",
+         "bindings.jax.input"),
+        (GOOD + "    output: selfOrResult\n", "bindings.jax.output"),
         (GOOD + "    unsupported_when: isResult and __import__\n", "unsupported_when"),
-        (GOOD + "    differentiate: twice\n", "differentiate"),
     ],
-)
+)  # fmt: skip
 def test_malformed_bindings_name_the_file_and_line(tmp_path, body, needle):
     spec = _spec_with(tmp_path, body)
     with pytest.raises(BindingError) as err:
         parse_jax_binding(spec)
-    assert str(err.value).startswith(f"{spec.path}:") and needle in str(err.value)
+    lines = Path(spec.path).read_text().splitlines()
+    key = needle.split(":")[0].rsplit(".", 1)[-1] + ":"
+    start = lines.index("bindings:")
+    line = next(i for i, ln in enumerate(lines, 1) if i > start and ln.strip().startswith(key))
+    assert str(err.value).startswith(f"{spec.path}:{line}: ") and needle in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (GOOD + "    differentiate: twice\n", "differentiate"),
+        ("    input: selfOrResult\n    grad: gradOutput\n", "forward"),
+        ("    forward: [1, 2]\n    input: selfOrResult\n    grad: gradOutput\n", "forward"),
+    ],
+)
+def test_a_binding_of_the_wrong_shape_is_a_schema_problem(tmp_path, body, needle):
+    with pytest.raises(SpecError) as err:
+        _spec_with(tmp_path, body)
+    assert "bindings/jax" in str(err.value) and needle in str(err.value)
+
+
+def test_a_wrong_binding_skips_its_op_only(tmp_path):
+    from conformance.registry import Registry
+
+    spec = _spec_with(tmp_path, "    forward: selu(selfOrResult)\n    input: selfOrResult\n"
+                                "    grad: gradOutput\n")  # fmt: skip
+    others = [s for s in default_registry() if s.name != spec.name]
+    b = JaxBackend(registry=Registry([spec, *others]))
+    call = Call(spec.op, "atlas-a2", {"gradOutput": t([1.0]), "alpha": ScalarArg("FLOAT", 1.0),
+                "scale": ScalarArg("FLOAT", 1.0), "inputScale": ScalarArg("FLOAT", 1.0),
+                "isResult": False, "selfOrResult": t([1.0]), "gradInput": out([1])})  # fmt: skip
+    why = b.supports(call)
+    assert why and "unknown function 'selu'" in why and spec.path in why
+    hs = run(b, "hardshrink_backward", gradOutput=t([2.0]), self=t([1.0]),
+             lambd=ScalarArg("FLOAT", 0.5), gradInput=out([1]))  # fmt: skip
+    assert hs.status == 0 and hs.outputs["gradInput"].tolist() == [2.0]
+
+
+def test_no_forward_function_is_written_in_python():
+    import conformance.backends.jax_backend as module
+
+    assert not hasattr(module, "FORWARD_PARAMS") and not hasattr(module, "forwards")
 
 
 # ---------------------------------------------------------------- through the CLI

@@ -1,10 +1,14 @@
-"""Every parameter check of every op spec, triggered by hand-built calls.
+"""Every parameter check of every op spec with an oracle, triggered by hand-built calls.
 
 Expectations come from the vendor docs (shared/seeds/) and the fact sheet
 (shared/research/aclnn-facts.md §1-§7): status codes 161001 (null pointer) and 161002 (invalid
 parameter), the check order (the first violated rule decides), dtype lists per product, promotion
 and castability, broadcast and shape rules, value constraints and the empty-tensor shortcut. The
-dtype lists and nullable parameters below are written out from the docs, not read from the specs.
+dtype lists, nullable parameters and each op's own calls are written out from the docs in the op's
+oracle, tests/oracles/<spec name>.py (interface: tests/oracles/__init__.py), not read from the
+specs. An op of the registry without an oracle is checked by the op-generic tests only
+(tests/test_oracles.py lists them; the generated negative cases of tests/test_generate.py still
+cover its checks).
 
 Every failing call must leave every output storage byte-identical.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -23,58 +28,11 @@ from conformance import dtypes as dt
 from conformance.call import Call, ScalarArg, TensorArg
 from conformance.registry import default_registry
 from reference.engine import evaluate
+from tests import oracles
+from tests.oracles._common import INVALID, NULLPTR, OK, R8, R9, Scalar
 
-NULLPTR, INVALID = 161001, 161002
 ALL_DTYPES = dt.tables().names()
-PRODUCTS = {
-    "leaky_relu_backward": ("atlas-inference", "atlas-training", "atlas-a2"),
-    "hardshrink_backward": ("atlas-training", "atlas-a2"),
-    "softplus_backward": ("atlas-training", "atlas-a2"),
-    "gelu_backward_v2": ("atlas-inference", "atlas-training", "atlas-a2"),
-    "elu_backward": ("atlas-inference", "atlas-training", "atlas-a2"),
-}
-COMPLEX = {"COMPLEX32", "COMPLEX64", "COMPLEX128"}
-INTEGRAL = {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64", "BOOL"}
-
-
-def bf16_if_a2(product: str, dtypes: list[str]) -> set[str]:
-    """BFLOAT16 is listed for 'Atlas A2训练系列产品/Atlas 800I A2推理产品' only."""
-    return set(dtypes) | ({"BF16"} if product == "atlas-a2" else set())
-
-
-# -- dtype lists from the seeds (per tensor / scalar, per product) ------------------------------
-
-
-def allowed(op: str, param: str, product: str) -> set[str]:
-    if op == "leaky_relu_backward":  # seed 000
-        if param in ("gradOutput", "self"):
-            return bf16_if_a2(product, ["FLOAT", "FLOAT16", "DOUBLE"])
-        if param == "negativeSlope":
-            return bf16_if_a2(
-                product,
-                ["FLOAT", "FLOAT16", "DOUBLE", "INT32", "INT64", "INT8", "BOOL", "INT16", "UINT8"],
-            )
-        if param == "out":  # the listed types plus those "supported through automatic cast"
-            return bf16_if_a2(
-                product, ["FLOAT", "FLOAT16", "DOUBLE", *INTEGRAL, "COMPLEX64", "COMPLEX128"]
-            )
-    if op == "hardshrink_backward":  # seed 001
-        if param == "lambd":
-            return {"FLOAT"}
-        return bf16_if_a2(product, ["FLOAT", "FLOAT16"])
-    if op == "softplus_backward":  # seed 002
-        if param == "self":
-            return bf16_if_a2(
-                product,
-                ["INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL", "FLOAT16", "FLOAT", "DOUBLE"],
-            )
-        return bf16_if_a2(product, ["FLOAT", "FLOAT16", "DOUBLE"])
-    if op == "gelu_backward_v2":  # seed 003
-        return bf16_if_a2(product, ["FLOAT16", "FLOAT"])
-    if op == "elu_backward":  # seed 004
-        return bf16_if_a2(product, ["FLOAT", "FLOAT16"])
-    raise KeyError((op, param))
-
+ORACLES = oracles.of(default_registry().names())  # {op: its module in tests/oracles/}
 
 # -- building calls -----------------------------------------------------------------------------
 
@@ -104,44 +62,20 @@ def out_tensor(dtype: str, shape: tuple[int, ...]) -> TensorArg:
     return tensor(dtype, shape, fill=SENTINEL, extra=3)
 
 
-OUTPUT = {
-    "leaky_relu_backward": "out",
-    "hardshrink_backward": "gradInput",
-    "softplus_backward": "gradInput",
-    "gelu_backward_v2": "gradInput",
-    "elu_backward": "gradInput",
-}
-X = {
-    "leaky_relu_backward": "self",
-    "hardshrink_backward": "self",
-    "softplus_backward": "self",
-    "gelu_backward_v2": "self",
-    "elu_backward": "selfOrResult",
-}
+def to_arg(value: Any) -> Any:
+    """An oracle's Scalar(dtype, value) as the call's ScalarArg; anything else as it is."""
+    return ScalarArg(value.dtype, value.value) if isinstance(value, Scalar) else value
 
 
 def base_args(op: str, shape=(2, 3), dtype: str = "FLOAT") -> dict[str, Any]:
     """A valid call's arguments: gradOutput, x and output of `dtype` and `shape`."""
+    o = ORACLES[op]
     args: dict[str, Any] = {
         "gradOutput": tensor(dtype, shape, 0.5),
-        X[op]: tensor(dtype, shape, -1.0),
-        OUTPUT[op]: out_tensor(dtype, shape),
+        o.X: tensor(dtype, shape, -1.0),
+        o.OUT: out_tensor(dtype, shape),
     }
-    if op == "leaky_relu_backward":
-        args |= {"negativeSlope": ScalarArg("FLOAT", 0.01), "selfIsResult": False}
-    elif op == "hardshrink_backward":
-        args |= {"lambd": ScalarArg("FLOAT", 0.5)}
-    elif op == "softplus_backward":
-        args |= {"beta": ScalarArg("FLOAT", 1.0), "threshold": ScalarArg("FLOAT", 20.0)}
-    elif op == "gelu_backward_v2":
-        args |= {"approximate": "none"}
-    elif op == "elu_backward":
-        args |= {
-            "alpha": ScalarArg("FLOAT", 1.0),
-            "scale": ScalarArg("FLOAT", 1.0),
-            "inputScale": ScalarArg("FLOAT", 1.0),
-            "isResult": False,
-        }
+    args |= {k: to_arg(v) for k, v in o.base_scalars().items()}
     return args
 
 
@@ -156,7 +90,6 @@ class Case:
 
 
 CASES: list[Case] = []
-OK = 0
 DEFAULT_SHAPE = (2, 3)
 
 
@@ -166,272 +99,77 @@ def case(op, product, desc, status, clause=None, *, g=None, x=None, o=None, gs=N
 
     g / x / o: dtype names of gradOutput, the x tensor and the output (default FLOAT);
     gs / xs / os: their shapes (default 2x3); other keywords replace arguments as given
-    (None for a null pointer)."""
+    (None for a null pointer, Scalar(dtype, value) for an aclScalar)."""
 
     def build():
         args = base_args(op)
         for name, d, shape, make in (
             ("gradOutput", g, gs, tensor),
-            (X[op], x, xs, tensor),
-            (OUTPUT[op], o, os, out_tensor),
+            (ORACLES[op].X, x, xs, tensor),
+            (ORACLES[op].OUT, o, os, out_tensor),
         ):
             if d is not None or shape is not None:
                 args[name] = make(d or "FLOAT", DEFAULT_SHAPE if shape is None else shape)
-        args.update(changes)
+        args.update({k: to_arg(v) for k, v in changes.items()})
         return args
 
     CASES.append(Case(f"{op}-{product}-{desc}", op, product, build, status, clause))
 
 
-A2, TRAIN, INFER = "atlas-a2", "atlas-training", "atlas-inference"
-L, H, S, G, E = (
-    "leaky_relu_backward",
-    "hardshrink_backward",
-    "softplus_backward",
-    "gelu_backward_v2",
-    "elu_backward",
-)
-F = "FLOAT"
+def _dtype_case(key: str, param: str, dtype: str) -> tuple[str, dict]:
+    """A disallowed dtype of one tensor alone breaks that tensor's dtype rule."""
+    return f"dtype-{param}", {key: dtype}
 
-# -- 1. null pointers, each separately (doc: 161001) --------------------------------------------
 
-NULLABLE = {
-    L: ["gradOutput", "self", "negativeSlope", "out"],
-    H: ["gradOutput", "self", "lambd", "gradInput"],
-    S: ["gradOutput", "self", "beta", "threshold", "gradInput"],
-    G: ["gradOutput", "self", "approximate", "gradInput"],
-    E: ["gradOutput", "alpha", "scale", "inputScale", "selfOrResult", "gradInput"],
-}
 NULL_COVERED: set[tuple[str, str]] = set()
-for _op, _params in NULLABLE.items():
-    for _p in _params:
-        for _prod in PRODUCTS[_op]:
-            case(_op, _prod, f"null-{_p}", NULLPTR, "null-ptr", **{_p: None})
-            NULL_COVERED.add((_op, _p))
 
-# -- 2. disallowed dtypes, per tensor and per product -------------------------------------------
 
-for _op, _products in PRODUCTS.items():
-    for _prod in _products:
-        for _key, _param in (("g", "gradOutput"), ("x", X[_op]), ("o", OUTPUT[_op])):
-            for _d in ALL_DTYPES:
-                if _d in allowed(_op, _param, _prod):
+def register(op: str, orc: ModuleType) -> None:
+    """The calls every op gets from its oracle's tables, then the op's own (error_cases)."""
+
+    def add(product, desc, status, clause=None, **kw):
+        case(op, product, desc, status, clause, **kw)
+
+    # 1. null pointers, each separately (doc: 161001)
+    for p in orc.NULLABLE:
+        for prod in orc.PRODUCTS:
+            add(prod, f"null-{p}", NULLPTR, "null-ptr", **{p: None})
+            NULL_COVERED.add((op, p))
+    # 2. disallowed dtypes, per tensor and per product
+    dtype_case = getattr(orc, "dtype_case", _dtype_case)
+    for prod in orc.PRODUCTS:
+        for key, param in (("g", "gradOutput"), ("x", orc.X), ("o", orc.OUT)):
+            for d in ALL_DTYPES:
+                if d in orc.allowed(param, prod):
                     continue
-                _clause = f"dtype-{_param}"
-                _kw = {_key: _d}
-                if _op == E and _key == "g":
-                    _kw["x"] = _d  # dtype-same (gradOutput == selfOrResult) comes first
-                if _op == E and _key == "x":
-                    _clause = "dtype-same"  # selfOrResult alone differs from gradOutput
-                case(_op, _prod, f"dtype-{_param}-{_d}", INVALID, _clause, **_kw)
-        if _op == L:
-            # out dtypes the doc lists "through automatic cast" but that a floating promote type
-            # cannot be cast to (CanCast: float -> integral or bool is false)
-            for _d in sorted(allowed(_op, "out", _prod) & INTEGRAL):
-                case(_op, _prod, f"cast-out-{_d}", INVALID, "cast-out", o=_d)
+                clause, kw = dtype_case(key, param, d)
+                add(prod, f"dtype-{param}-{d}", INVALID, clause, **kw)
+    # scalars: a dtype list (bad None: what allowed() does not list) or the dtypes `bad`
+    for params, clause, bad in orc.SCALAR_RULES:
+        for prod in orc.PRODUCTS:
+            for p in params:
+                for d in ALL_DTYPES:
+                    fails = d in bad if bad is not None else d not in orc.allowed(p, prod)
+                    value = Scalar(d, True if d == "BOOL" else 1.0)
+                    if fails:
+                        add(prod, f"scalar-{p}-{d}", INVALID, clause, **{p: value})
+                    else:
+                        add(prod, f"scalar-{p}-{d}", OK, **{p: value})
+    # 4. ranks and 0-d tensors
+    first = orc.PRODUCTS[0]
+    add(first, "rank8-ok", OK, gs=R8, xs=R8, os=R8)
+    add(first, "rank9-all", INVALID, "max-rank", gs=R9, xs=R9, os=R9)
+    add(first, "zero-dim-ok", OK, gs=(), xs=(), os=())
+    # 6. empty tensors
+    for shape in ((0,), (2, 0, 3), (3, 0)):
+        add(first, f"empty-{'x'.join(map(str, shape))}", OK, "empty", gs=shape, xs=shape,
+            os=shape)  # fmt: skip
+    # 3, 5, 7: promotion, shapes, value constraints, empties and two violations of the op
+    orc.error_cases(add)
 
-# scalars: leaky's and hardshrink's dtype lists; elu's and softplus's "可转换为FLOAT"
-for _op, _params, _clause, _bad in (
-    (L, ["negativeSlope"], "dtype-negativeSlope", None),
-    (H, ["lambd"], "dtype-lambd", None),
-    (E, ["alpha", "scale", "inputScale"], "scalar-castable", COMPLEX),
-    (S, ["beta", "threshold"], "scalar-castable", COMPLEX),
-):
-    for _prod in PRODUCTS[_op]:
-        for _p in _params:
-            for _d in ALL_DTYPES:
-                _fails = _d in _bad if _bad is not None else _d not in allowed(_op, _p, _prod)
-                _value = ScalarArg(_d, True if _d == "BOOL" else 1.0)
-                if _fails:
-                    case(_op, _prod, f"scalar-{_p}-{_d}", INVALID, _clause, **{_p: _value})
-                else:
-                    case(_op, _prod, f"scalar-{_p}-{_d}", OK, **{_p: _value})
 
-# -- 3. promotion and castability ---------------------------------------------------------------
-
-# leaky: PromoteType(gradOutput, self), then CanCast(promote, out) (facts §2.1 step 6)
-case(L, TRAIN, "promote-f16-f64-to-f16", OK, g="FLOAT16", x="DOUBLE", o="FLOAT16")
-case(L, TRAIN, "promote-f16-f64-to-f64", OK, g="FLOAT16", x="DOUBLE", o="DOUBLE")
-case(L, TRAIN, "promote-f16-f64-to-i32", INVALID, "cast-out", g="FLOAT16", x="DOUBLE", o="INT32")
-case(L, TRAIN, "promote-f16-f64-to-bool", INVALID, "cast-out", g="FLOAT16", x="DOUBLE", o="BOOL")
-case(L, A2, "promote-f16-bf16-to-bf16", OK, g="FLOAT16", x="BF16", o="BF16")
-case(L, A2, "promote-f32-f32-to-c64", OK, o="COMPLEX64")
-case(L, A2, "promote-f32-f32-to-c128", OK, o="COMPLEX128")
-case(L, TRAIN, "bf16-out-not-on-training", INVALID, "dtype-out", o="BF16")
-case(L, A2, "bf16-out-on-a2", OK, o="BF16")
-# hardshrink: promote in the list, CanCast(promote, gradInput) (UT case_promote_dtype)
-case(H, TRAIN, "promote-f32-f16-to-f16", OK, g="FLOAT", x="FLOAT16", o="FLOAT16")
-case(H, A2, "promote-f16-bf16-to-bf16", OK, g="FLOAT16", x="BF16", o="BF16")
-# softplus: no promotion rule; integer self with a float gradOutput (UT)
-case(S, TRAIN, "int32-self-f32-grad", OK, x="INT32")
-case(S, TRAIN, "bool-self-f16-out", OK, x="BOOL", o="FLOAT16")
-case(S, A2, "f16-grad-f64-self-bf16-out", OK, g="FLOAT16", x="DOUBLE", o="BF16")
-# gelu: gradInput's dtype must be the promote type exactly (facts §5.1 step 3)
-case(G, TRAIN, "promote-f16-f32-to-f32", OK, g="FLOAT16", o="FLOAT")
-case(G, TRAIN, "promote-f16-f32-to-f16", INVALID, "gradInput-is-promote", g="FLOAT16", o="FLOAT16")
-case(G, A2, "promote-f16-bf16-to-f32", OK, g="FLOAT16", x="BF16", o="FLOAT")
-case(G, A2, "promote-f16-bf16-to-bf16", INVALID, "gradInput-is-promote", g="FLOAT16", x="BF16",
-     o="BF16")  # fmt: skip
-case(G, A2, "promote-bf16-bf16-to-f32", INVALID, "gradInput-is-promote", g="BF16", x="BF16", o=F)
-# elu: gradOutput and selfOrResult identical, gradInput castable from gradOutput
-case(E, TRAIN, "f32-f16-mixed", INVALID, "dtype-same", x="FLOAT16")
-case(E, TRAIN, "f32-to-f16-out", OK, o="FLOAT16")
-case(E, A2, "bf16-to-f32-out", OK, g="BF16", x="BF16", o=F)
-
-# -- 4. shapes ----------------------------------------------------------------------------------
-
-R9 = (2, 1, 1, 1, 1, 1, 1, 1, 1)
-R8 = (2, 1, 1, 1, 1, 1, 1, 1)
-R9_BCAST = (2, 1, 1, 1, 1, 1, 1, 2, 3)  # the broadcast of R9 with 2x3
-for _op, _prods in PRODUCTS.items():
-    case(_op, _prods[0], "rank8-ok", OK, gs=R8, xs=R8, os=R8)
-    case(_op, _prods[0], "rank9-all", INVALID, "max-rank", gs=R9, xs=R9, os=R9)
-    case(_op, _prods[0], "zero-dim-ok", OK, gs=(), xs=(), os=())
-
-# broadcasting ops: leaky, hardshrink, gelu (the output must equal the broadcast shape)
-for _op, _out_clause in ((L, "out-shape"), (H, "gradInput-shape"), (G, "gradInput-shape")):
-    _p = PRODUCTS[_op][-1]
-    case(_op, _p, "broadcast-2x1-1x3", OK, gs=(2, 1), xs=(1, 3))
-    case(_op, _p, "broadcast-0d-grad", OK, gs=())
-    case(_op, _p, "broadcast-0d-x", OK, xs=())
-    case(_op, _p, "not-broadcastable", INVALID, "broadcastable", gs=(1, 1, 4, 4), xs=(1, 1, 1, 3),
-         os=(1, 1, 4, 4))  # fmt: skip
-    case(_op, _p, "out-shape-transposed", INVALID, _out_clause, os=(3, 2))
-    case(_op, _p, "out-shape-extra-dim", INVALID, _out_clause, os=(1, 2, 3))
-    case(
-        _op,
-        _p,
-        "out-shape-not-the-broadcast",
-        INVALID,
-        _out_clause,
-        gs=(2, 1),
-        xs=(1, 3),
-        os=(1, 3),
-    )
-    case(_op, _p, "rank9-grad", INVALID, "max-rank", gs=R9, os=R9_BCAST)
-    case(_op, _p, "rank9-x", INVALID, "max-rank", xs=R9, os=R9_BCAST)
-    case(_op, _p, "rank9-out-only", INVALID, "max-rank", os=(1, 1, 1, 1, 1, 1, 1, 2, 3))
-
-# equal-shape ops: softplus, elu (no broadcasting)
-for _op in (S, E):
-    _p = PRODUCTS[_op][-1]
-    case(_op, _p, "x-shape-differs", INVALID, "shape-equal", xs=(2, 3, 1))
-    case(_op, _p, "grad-would-broadcast", INVALID, "shape-equal", gs=(1, 3))
-    case(_op, _p, "out-shape-differs", INVALID, "shape-equal", os=(3, 2))
-    # softplus checks ranks first; elu checks shapes first (facts §4.1, §6.1)
-    case(_op, _p, "rank9-out-only", INVALID, "max-rank" if _op == S else "shape-equal", os=R9)
-
-# -- 5. value constraints -----------------------------------------------------------------------
-
-# leaky: "selfIsResult为true时,negativeSlope不可以是负数"; -0.0, 0 and NaN are not negative
-for _v, _bad in ((-0.1, True), (-1.0, True), (-0.0, False), (0.0, False), (0.25, False),
-                 (float("nan"), False)):  # fmt: skip
-    _s = ScalarArg("FLOAT", _v)
-    if _bad:
-        case(L, A2, f"selfIsResult-slope-{_v}", INVALID, "slope-nonneg-if-result",
-             selfIsResult=True, negativeSlope=_s)  # fmt: skip
-    else:
-        case(L, A2, f"selfIsResult-slope-{_v}", OK, selfIsResult=True, negativeSlope=_s)
-case(L, A2, "not-result-negative-slope", OK, negativeSlope=ScalarArg(F, -0.1))
-case(L, A2, "selfIsResult-slope-int8-neg", INVALID, "slope-nonneg-if-result", selfIsResult=True,
-     negativeSlope=ScalarArg("INT8", -1))  # fmt: skip
-case(L, A2, "selfIsResult-slope-bool", OK, selfIsResult=True, negativeSlope=ScalarArg("BOOL", True))
-# a FLOAT scalar holds float32(value): -1e-46 is -0.0 there, but negative as a DOUBLE
-case(L, A2, "selfIsResult-slope-f32-underflow", OK, selfIsResult=True,
-     negativeSlope=ScalarArg(F, -1e-46))  # fmt: skip
-case(L, A2, "selfIsResult-slope-f64-tiny", INVALID, "slope-nonneg-if-result", selfIsResult=True,
-     negativeSlope=ScalarArg("DOUBLE", -1e-46))  # fmt: skip
-# elu: "如果isResult为true, alpha必须大于等于0"
-for _v, _bad in ((-1.0, True), (-0.001, True), (-0.0, False), (0.0, False), (2.0, False),
-                 (float("nan"), False)):  # fmt: skip
-    _s = ScalarArg(F, _v)
-    if _bad:
-        case(E, A2, f"isResult-alpha-{_v}", INVALID, "alpha-nonneg-if-result", isResult=True,
-             alpha=_s)  # fmt: skip
-    else:
-        case(E, A2, f"isResult-alpha-{_v}", OK, isResult=True, alpha=_s)
-case(E, A2, "not-result-negative-alpha", OK, alpha=ScalarArg(F, -1.0))
-case(E, A2, "isResult-alpha-int32-neg", INVALID, "alpha-nonneg-if-result", isResult=True,
-     alpha=ScalarArg("INT32", -2))  # fmt: skip
-case(E, A2, "isResult-negative-scales-ok", OK, isResult=True, scale=ScalarArg(F, -1.0),
-     inputScale=ScalarArg(F, -2.0))  # fmt: skip
-# hardshrink: a negative lambd is not an error ("当λ小于0时,按0计算")
-case(H, A2, "negative-lambd-ok", OK, lambd=ScalarArg(F, -0.5))
-# gelu: approximate is "none" or "tanh" (case-sensitive)
-case(G, A2, "approximate-tanh", OK, approximate="tanh")
-for _v in ("test", "None", "TANH", "", "none ", "erf"):
-    case(G, A2, f"approximate-{_v!r}", INVALID, "approximate-value", approximate=_v)
-
-# -- 6. empty tensors ---------------------------------------------------------------------------
-
-for _op, _prods in PRODUCTS.items():
-    for _shape in ((0,), (2, 0, 3), (3, 0)):
-        _id = "x".join(map(str, _shape))
-        case(_op, _prods[0], f"empty-{_id}", OK, "empty", gs=_shape, xs=_shape, os=_shape)
-# hardshrink checks "empty" before the broadcast rule (UT case_empty_tensor)
-case(H, A2, "empty-grad-before-broadcast", OK, "empty", gs=(0,), xs=(1, 1, 1, 4), os=(1, 1, 1, 4))
-case(H, A2, "empty-grad-not-broadcastable", OK, "empty", gs=(0,), xs=(2, 3), os=(7,))
-case(H, A2, "empty-self-not-broadcastable", OK, "empty", xs=(0, 5))
-# gelu checks shapes first (UT 021, 022)
-case(G, A2, "empty-self-not-broadcastable", INVALID, "broadcastable", gs=(16, 16), xs=(0,),
-     os=(16, 16))  # fmt: skip
-case(G, A2, "empty-grad-not-broadcastable", INVALID, "broadcastable", gs=(0,), xs=(16, 16),
-     os=(16, 16))  # fmt: skip
-case(G, A2, "empty-broadcast-ok", OK, "empty", gs=(0, 1), xs=(1, 3), os=(0, 3))
-case(G, A2, "empty-wrong-out-shape", INVALID, "gradInput-shape", gs=(0, 3), xs=(0, 3), os=(3,))
-# leaky: an empty self ends the call after every shape check (facts §2.1 step 7)
-case(L, A2, "empty-self-wrong-out", INVALID, "out-shape", gs=(0, 3), xs=(0, 3), os=(1, 3))
-case(L, A2, "empty-self-broadcast", OK, "empty", gs=(1, 3), xs=(0, 3), os=(0, 3))
-case(L, A2, "empty-grad-only", OK, gs=(0, 3), xs=(1, 3), os=(0, 3))
-case(L, A2, "empty-self-bad-dtype", INVALID, "dtype-self", x="INT32", gs=(0,), xs=(0,), os=(0,))
-# softplus / elu: shapes must still match
-case(S, A2, "empty-shapes-differ", INVALID, "shape-equal", gs=(0, 3), xs=(0, 3), os=(0, 4))
-case(E, A2, "empty-shapes-differ", INVALID, "shape-equal", gs=(0,), xs=(2,), os=(0,))
-case(E, A2, "empty-alpha-negative-isResult", INVALID, "alpha-nonneg-if-result", gs=(0,), xs=(0,),
-     os=(0,), isResult=True, alpha=ScalarArg(F, -1.0))  # fmt: skip
-
-# -- 7. two violations: the rule checked first decides ------------------------------------------
-
-case(L, A2, "two-null-and-bad-dtype", NULLPTR, "null-ptr", x="INT32", gradOutput=None)
-case(L, A2, "two-bad-dtype-and-bad-shape", INVALID, "dtype-self", x="INT32", xs=(5, 7))
-case(L, A2, "two-bad-out-dtype-and-out-shape", INVALID, "dtype-out", o="UINT1", os=(9,))
-case(L, A2, "two-negative-slope-and-int-out", INVALID, "slope-nonneg-if-result", o="INT32",
-     selfIsResult=True, negativeSlope=ScalarArg(F, -1.0))  # fmt: skip
-case(L, A2, "two-rank9-and-not-broadcastable", INVALID, "max-rank", gs=R9, xs=(5,))
-case(L, A2, "two-out-shape-and-negative-slope", INVALID, "out-shape", os=(3,), selfIsResult=True,
-     negativeSlope=ScalarArg(F, -1.0))  # fmt: skip
-case(H, A2, "two-null-lambd-and-bad-grad", NULLPTR, "null-ptr", g="DOUBLE", lambd=None)
-case(
-    H, A2, "two-bad-lambd-and-rank9", INVALID, "dtype-lambd", xs=R9, lambd=ScalarArg("DOUBLE", 0.5)
-)
-case(H, A2, "two-rank9-and-not-broadcastable", INVALID, "max-rank", gs=R9, xs=(5,))
-case(S, A2, "two-bad-grad-and-rank9-out", INVALID, "dtype-gradOutput", g="INT32", os=R9)
-case(S, A2, "two-complex-beta-and-shape", INVALID, "scalar-castable", xs=(4,),
-     beta=ScalarArg("COMPLEX64", 1.0))  # fmt: skip
-case(G, A2, "two-null-approximate-and-bad-dtype", NULLPTR, "null-ptr", g="DOUBLE", approximate=None)
-case(G, A2, "two-bad-approximate-and-shape", INVALID, "broadcastable", xs=(4,), approximate="test")
-case(G, A2, "two-bad-approximate-and-out-dtype", INVALID, "gradInput-is-promote", o="FLOAT16",
-     approximate="test")  # fmt: skip
-case(E, A2, "two-dtype-same-and-shape", INVALID, "dtype-same", x="FLOAT16", xs=(4,))
-case(E, A2, "two-null-alpha-and-mixed-dtypes", NULLPTR, "null-ptr", x="FLOAT16", alpha=None)
-case(E, A2, "two-complex-scale-and-int-out", INVALID, "scalar-castable", o="INT32",
-     scale=ScalarArg("COMPLEX128", 1.0))  # fmt: skip
-case(E, A2, "two-shape-and-negative-alpha", INVALID, "shape-equal", os=(3, 2), isResult=True,
-     alpha=ScalarArg(F, -1.0))  # fmt: skip
-
-# -- clauses no call can reach with these specs (each proven by exhaustive search below) --------
-
-ALWAYS_PROMOTE = "the listed gradOutput/self dtypes are floats, and floats always promote"
-ALWAYS_CASTABLE = "every listed float dtype can be cast to every listed float gradInput dtype"
-UNREACHABLE = {
-    (L, "promotable"): ALWAYS_PROMOTE,
-    (H, "promotable"): ALWAYS_PROMOTE,
-    (G, "promotable"): ALWAYS_PROMOTE,
-    (H, "cast-gradInput"): ALWAYS_CASTABLE,
-    (E, "cast-gradInput"): ALWAYS_CASTABLE,
-    # dtype-same makes selfOrResult's dtype gradOutput's, which dtype-gradOutput checks first
-    (E, "dtype-selfOrResult"): "dtype-same and dtype-gradOutput come first",
-}
+for _op, _orc in ORACLES.items():
+    register(_op, _orc)
 
 # -- running the table --------------------------------------------------------------------------
 
@@ -460,7 +198,7 @@ def test_rule(c: Case):
     # inputs are never written; a failing or empty call leaves every output byte-identical
     after = _storage_bytes(args)
     assert after == before, "the call's own storage arrays were modified"
-    out = OUTPUT[c.op]
+    out = ORACLES[c.op].OUT
     if (
         c.status != 0
         or c.clause == "empty"
@@ -496,13 +234,14 @@ def _spec_checks():
     return [
         pytest.param(spec.name, chk.id, id=f"{spec.name}-{chk.id}")
         for spec in default_registry()
+        if spec.name in ORACLES
         for chk in spec.checks
     ]
 
 
 @pytest.mark.parametrize(("op", "check_id"), _spec_checks())
 def test_every_check_has_a_triggering_call(op, check_id):
-    """A check added to a spec without a call here that triggers it fails this test."""
+    """A check added to a spec with an oracle, without a call that triggers it, fails this test."""
     spec = default_registry().get(op)
     chk = next(c for c in spec.checks if c.id == check_id)
     assert chk.kind in KNOWN_KINDS, f"new check kind {chk.kind!r}: add cases for it"
@@ -511,20 +250,19 @@ def test_every_check_has_a_triggering_call(op, check_id):
     )
     assert chk.status == expected_status, f"{op}/{check_id} returns {chk.status}"
     triggering = [c for c in CASES if c.op == op and c.clause == check_id]
-    if (op, check_id) in UNREACHABLE:
+    if check_id in ORACLES[op].UNREACHABLE:
         assert not triggering
         return
-    assert triggering, f"no call in this file triggers {op}/{check_id}"
+    assert triggering, f"no call of tests/oracles/{op}.py triggers {op}/{check_id}"
     if chk.kind == "not_null":
-        assert {p for o, p in NULL_COVERED if o == op} == set(NULLABLE[op])
-        assert set(chk.params) == set(NULLABLE[op]), (
-            "the spec's nullable parameters differ from the doc"
-        )
+        nullable = set(ORACLES[op].NULLABLE)
+        assert {p for o, p in NULL_COVERED if o == op} == nullable
+        assert set(chk.params) == nullable, "the spec's nullable parameters differ from the doc"
 
 
-def test_spec_products_match_docs():
-    for spec in default_registry():
-        assert tuple(spec.products) == PRODUCTS[spec.name]
+@pytest.mark.parametrize("op", list(ORACLES))
+def test_spec_products_match_docs(op):
+    assert tuple(default_registry().get(op).products) == ORACLES[op].PRODUCTS
 
 
 # A representative dtype universe for the exhaustive searches: every dtype with host storage
@@ -538,7 +276,7 @@ SEARCH_DTYPES = [d for d in ALL_DTYPES if not dt.get(d).opaque] + [
 
 
 def _unreachable_ops():
-    return sorted({op for op, _ in UNREACHABLE})
+    return [op for op, orc in ORACLES.items() if orc.UNREACHABLE]
 
 
 @pytest.mark.parametrize("op", _unreachable_ops())
@@ -547,13 +285,13 @@ def test_unreachable_clauses_are_unreachable(op):
 
     These are spec findings: rules that can never fire because earlier dtype-list rules already
     reject everything they would reject. If a spec change makes one reachable, this test fails
-    and a triggering call belongs in the table above."""
-    dead = {cid for o, cid in UNREACHABLE if o == op}
+    and a triggering call belongs in the op's oracle."""
+    dead = set(ORACLES[op].UNREACHABLE)
     seen: dict[str, int] = {}
-    x, out = X[op], OUTPUT[op]
+    x, out = ORACLES[op].X, ORACLES[op].OUT
     made = {d: tensor(d, (2,)) for d in SEARCH_DTYPES}  # never written: reused across calls
     args = base_args(op, shape=(2,))
-    for product in PRODUCTS[op]:
+    for product in ORACLES[op].PRODUCTS:
         for a, b, c in itertools.product(SEARCH_DTYPES, repeat=3):
             args["gradOutput"], args[x], args[out] = made[a], made[b], made[c]
             outcome = evaluate(Call(op, product, dict(args)))

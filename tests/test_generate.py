@@ -1,7 +1,9 @@
 """Case generation (conformance.generate / negatives / values): determinism, coverage, exactness.
 
-Expected sets are enumerated here independently from the seed docs' dtype tables and rules
-(written out below), not read back from the generator.
+Every op-generic test runs for every op of the registry. Expected sets that need an op's seed
+doc (its valid dtype combinations, scalar dtypes, special-point values) are enumerated
+independently in its oracle, tests/oracles/<spec name>.py, from the seed docs' dtype tables and
+rules, not read back from the generator; an op without an oracle gets the generic tests only.
 """
 
 from __future__ import annotations
@@ -21,105 +23,13 @@ from conformance.generate import build, plan_op, plan_suite, select
 from conformance.negatives import unreachable
 from conformance.registry import default_registry
 from reference.engine import evaluate
+from tests import oracles
 from tests.support.runcli import assert_clean, conform
 
 REG = default_registry()
 OPS = sorted(s.name for s in REG)
+ORACLES = oracles.of(OPS)  # {op: its module in tests/oracles/}
 BF16 = ml_dtypes.bfloat16
-
-# -- the seed docs' dtype tables, typed in from shared/seeds/ -------------------------------------
-
-FLOAT_PAIR = ["FLOAT", "FLOAT16"]  # "FLOAT、FLOAT16" (+ BFLOAT16 on Atlas A2)
-
-
-def _with_bf16(product: str, base: list[str]) -> set[str]:
-    return set(base) | ({"BF16"} if product == "atlas-a2" else set())
-
-
-def _promote_floats(a: str, b: str) -> str:
-    """PromoteType for the float dtypes (aclnn-facts §1.4): fp16 with bf16 gives FLOAT."""
-    if a == b:
-        return a
-    if "DOUBLE" in (a, b):
-        return "DOUBLE"
-    return "FLOAT"  # {FLOAT16, BF16, FLOAT} mixed
-
-
-def _float_castable_to(dst: str) -> bool:
-    """CanCast(float, dst): floats cast to floats and complex, never to integers or bool."""
-    return dst in {"FLOAT", "FLOAT16", "BF16", "DOUBLE", "COMPLEX64", "COMPLEX128"}
-
-
-def expected_dtype_combos(op: str, product: str) -> set[tuple[tuple[str, str], ...]]:
-    """Every valid (param, dtype) assignment of the tensors, from the seed's tables and rules."""
-    out = set()
-    if op == "elu_backward":  # seed 004: selfOrResult "与gradOutput一致"; gradInput castable
-        fl = _with_bf16(product, FLOAT_PAIR)
-        for g, gi in itertools.product(fl, fl):
-            out.add((("gradOutput", g), ("selfOrResult", g), ("gradInput", gi)))
-    elif op == "hardshrink_backward":  # seed 001 + facts §3.1: promote, castable to gradInput
-        fl = _with_bf16(product, FLOAT_PAIR)
-        for g, s, gi in itertools.product(fl, fl, fl):
-            if _float_castable_to(gi):
-                out.add((("gradOutput", g), ("self", s), ("gradInput", gi)))
-    elif op == "gelu_backward_v2":  # seed 003: gradInput == promote(gradOutput, self)
-        fl = _with_bf16(product, ["FLOAT16", "FLOAT"])
-        for g, s, gi in itertools.product(fl, fl, fl):
-            if gi == _promote_floats(g, s):
-                out.add((("gradOutput", g), ("self", s), ("gradInput", gi)))
-    elif op == "leaky_relu_backward":  # seed 000: out castable from promote(gradOutput, self)
-        t = _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE"])
-        outs = _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE", "INT8", "UINT8", "INT16",
-                                    "UINT16", "INT32", "UINT32", "INT64", "UINT64", "BOOL",
-                                    "COMPLEX64", "COMPLEX128"])  # fmt: skip
-        for g, s, o in itertools.product(t, t, outs):
-            if _float_castable_to(o):
-                out.add((("gradOutput", g), ("self", s), ("out", o)))
-    elif op == "softplus_backward":  # seed 002: independent lists, no promotion rule
-        grad = _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE"])
-        self_ = _with_bf16(product, ["INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL",
-                                     "FLOAT16", "FLOAT", "DOUBLE"])  # fmt: skip
-        for g, s, gi in itertools.product(grad, self_, grad):
-            out.add((("gradOutput", g), ("self", s), ("gradInput", gi)))
-    else:  # a new op: extend this table from its seed
-        pytest.fail(f"no independent dtype table for {op}")
-    return out
-
-
-# Scalar dtypes a positive case may use (seed tables). "castable to FLOAT" admits every real
-# dtype; the generator tries these ten.
-REAL_SCALARS = {"FLOAT", "FLOAT16", "BF16", "DOUBLE", "INT32", "INT64", "INT8", "UINT8", "INT16",
-                "BOOL"}  # fmt: skip
-
-
-def expected_scalar_dtypes(op: str, product: str, param: str) -> set[str]:
-    if op == "leaky_relu_backward":  # seed 000 negativeSlope list
-        return _with_bf16(product, ["FLOAT", "FLOAT16", "DOUBLE", "INT32", "INT64", "INT8",
-                                    "BOOL", "INT16", "UINT8"])  # fmt: skip
-    if op == "hardshrink_backward":  # seed 001: lambd "数据类型支持FLOAT"
-        return {"FLOAT"}
-    if op in ("elu_backward", "softplus_backward"):  # "可转换为FLOAT的数据类型"
-        return set(REAL_SCALARS)
-    pytest.fail(f"no scalar table for {op}.{param}")
-
-
-# Special points: (param, value before rounding) as the spec's defaults and `with:` make them.
-SPECIAL_POINTS = {
-    "leaky_relu_backward": {"x-zero": 0.0, "x-tiny-positive": 6e-8, "x-slope-zero": -1.0,
-                            "x-slope-negative": -2.0},
-    "hardshrink_backward": {"x-at-lambd": 0.5, "x-at-neg-lambd": -0.5, "x-zero": 0.0,
-                            "x-zero-negative-lambd": 0.0,
-                            # lambd is a FLOAT scalar: the kernel compares with float32(0.3)
-                            "x-at-unrepresentable-lambd": float(np.float32(0.3))},
-    "softplus_backward": {"at-threshold": 20.0, "at-threshold-beta2": 1.5,
-                          "above-threshold": 21.0, "x-zero": 0.0, "beta-zero": 3.0,
-                          "x-very-negative": -1000.0},
-    "gelu_backward_v2": {"x-zero": 0.0, "x-zero-tanh": 0.0, "x-large-positive": 12.0,
-                         "x-large-negative": -12.0, "x-large-negative-tanh": -30.0},
-    "elu_backward": {"x-zero": 0.0, "x-tiny-positive": 6e-8, "x-minus-alpha-scale": -1.0,
-                     "x-very-negative": -200.0},
-}  # fmt: skip
-POINT_PARAM = {"elu_backward": "selfOrResult"}  # every other op puts its points in `self`
 
 
 def rne(value: float, dtype: str) -> float:
@@ -314,18 +224,13 @@ def test_every_error_clause_has_a_negative_case_or_is_provably_shadowed(op, plan
             assert _shadow_proof(spec, check, product)
 
 
-def test_known_shadowed_clauses():
-    """The concrete cases the proof above covers (from the specs as written)."""
-    expect = {
-        "elu_backward": {"dtype-selfOrResult", "cast-gradInput"},
-        "gelu_backward_v2": {"promotable"},
-        "hardshrink_backward": {"promotable", "cast-gradInput"},
-        "leaky_relu_backward": {"promotable"},  # cast-out is reachable: an INT32 out
-        "softplus_backward": set(),
-    }
-    for op, want in expect.items():
-        spec = REG.get(op)
-        assert set(unreachable(spec, plan_op(spec, ["atlas-a2"]))) == want, op
+@pytest.mark.parametrize("op", list(ORACLES))
+def test_known_shadowed_clauses(op):
+    """The concrete cases the proof above covers (from the specs as written): the oracle's
+    UNREACHABLE clauses (leaky's cast-out is reachable: an INT32 out)."""
+    spec = REG.get(op)
+    want = set(ORACLES[op].UNREACHABLE)
+    assert set(unreachable(spec, plan_op(spec, ["atlas-a2"]))) == want, op
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -345,7 +250,7 @@ def test_negative_cases_expect_the_reference_status_and_clause(op, cases):
 # -- positive coverage ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", list(ORACLES))
 def test_dtype_matrix_is_every_valid_combination_on_every_product(op, plans):
     spec = REG.get(op)
     tensors = [p.name for p in spec.params if p.is_tensor]
@@ -356,11 +261,21 @@ def test_dtype_matrix_is_every_valid_combination_on_every_product(op, plans):
             for p in positive
             if p.id.endswith("/dtypes")
         }
-        want = expected_dtype_combos(op, product)
+        want = ORACLES[op].dtype_combos(product)
         assert matrix == want, (product, sorted(matrix ^ want))
         # no other positive case strays outside the valid combinations
         for p in positive:
             assert tuple((n, p.arg[n].dtype) for n in tensors) in want, p.id
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_positive_dtype_combinations_are_accepted_by_the_reference(op, cases):
+    """Every op: each case of the dtype matrix is a valid call (status 0 in the reference)."""
+    matrix = [c for c in _positive(cases[op]) if c.id.endswith("/dtypes")]
+    assert matrix
+    for c in matrix:
+        got = evaluate(c.call)
+        assert got.status == 0, (c.id, got.message)
 
 
 def test_dtype_matrix_sizes_for_elu():
@@ -498,9 +413,22 @@ def test_value_kinds_draw_what_they_say(op, cases):
 
 
 @pytest.mark.parametrize("op", OPS)
+def test_every_special_point_has_a_case(op, cases):
+    """Every op: each special point of the spec is placed by a positive case on each product."""
+    spec = REG.get(op)
+    for product in spec.products:
+        found = {
+            c.id.rsplit("/point=", 1)[1]
+            for c in _positive(cases[op])
+            if c.product == product and "/point=" in c.id
+        }
+        assert found == {p.id for p in spec.special_points}, product
+
+
+@pytest.mark.parametrize("op", list(ORACLES))
 def test_special_points_are_placed_exactly_after_rounding(op, cases):
-    param = POINT_PARAM.get(op, "self")
-    expected = SPECIAL_POINTS[op]
+    param = ORACLES[op].X
+    expected = ORACLES[op].POINT_VALUES
     found = set()
     for c in _positive(cases[op]):
         if "/point=" not in c.id:
@@ -535,7 +463,7 @@ def test_hardshrink_bf16_point_at_unrepresentable_lambd(cases):
     assert {"dead-zone", "pass-through"} <= set(case.clauses)
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", list(ORACLES))
 def test_scalar_dtypes_cover_every_allowed_dtype(op, cases):
     spec = REG.get(op)
     scalars = [p.name for p in spec.attributes if p.kind == "scalar"]
@@ -546,7 +474,13 @@ def test_scalar_dtypes_cover_every_allowed_dtype(op, cases):
                 for c in _positive(cases[op])
                 if c.product == product and isinstance(c.call.args.get(name), ScalarArg)
             }
-            assert got == expected_scalar_dtypes(op, product, name), (product, name)
+            assert got == ORACLES[op].scalar_dtypes(product, name), (product, name)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_scalar_values_fit_their_dtype(op, cases):
+    spec = REG.get(op)
+    scalars = [p.name for p in spec.attributes if p.kind == "scalar"]
     for c in _positive(cases[op]):
         for name in scalars:
             s = c.call.args[name]

@@ -27,7 +27,6 @@ from conformance import dtypes as dt
 from conformance.backend import Backend, BackendError, BackendOptionError, Capabilities
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.loader import products
-from conformance.registry import default_registry
 
 RUNTIME, META, OPS = "libascendcl.so", "libnnopbase.so", ("libopapi_nn.so", "libopapi.so")
 DEFAULT_DIRS = ("/usr/local/Ascend/ascend-toolkit/latest/lib64", "/usr/local/Ascend/cann/lib64")
@@ -207,7 +206,7 @@ class AclnnBackend(Backend):
             return why
         if self.products and call.product not in self.products:
             return f"the device under test is {', '.join(self.products)}, not {call.product}"
-        op = default_registry().get(call.op).op
+        op = self.spec(call).op
         if not hasattr(self.lib.ops, op) or not hasattr(self.lib.ops, op + "GetWorkspaceSize"):
             return f"{self.lib.paths[2].name} has no {op}"
         return None
@@ -268,7 +267,7 @@ class AclnnBackend(Backend):
         return self._protos[op]
 
     def execute(self, call: Call) -> Outcome:
-        spec = default_registry().get(call.op)
+        spec = self.spec(call)
         stream = self._start()
         phase1, phase2 = self._functions(spec.op, spec.params)
         lib = self.lib

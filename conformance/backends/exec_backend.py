@@ -31,7 +31,6 @@ from conformance.backend import Backend, BackendOptionError, Capabilities
 from conformance.call import Call, Outcome, TensorArg
 from conformance.casefile import write_case
 from conformance.generate import Case
-from conformance.registry import default_registry
 
 OPTIONS = ("cmd", "timeout")
 DEFAULT_TIMEOUT = 50.0  # below run --timeout (60 s), so the harness is stopped by us, not orphaned
@@ -88,7 +87,7 @@ class ExecBackend(Backend):
         return f"exec: {self.cmd}"
 
     def execute(self, call: Call) -> Outcome:
-        spec = default_registry().get(call.op)
+        spec = self.spec(call)
         tmp = Path(tempfile.mkdtemp(prefix="aclnn-exec-"))
         try:
             case = Case(id=f"{spec.name}/exec", op=spec.name, product=call.product, kind="exec",

@@ -28,14 +28,12 @@ from conformance.backend import (
     BackendOptionError,
     Capabilities,
     module_available,
-    preload,
 )
+from conformance.bindings import Binding, BindingError
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.loader import status_codes
-from conformance.registry import UnknownOp, default_registry
+from conformance.registry import UnknownOp
 from conformance.spec import OpSpec
-from conformance.yamlpos import Located, YamlError
-from conformance.yamlpos import load as load_yaml
 
 DEVICE_PATTERN = r"(cpu|cuda|npu)(:\d+)?"
 INSTALL_HINT = "not installed — pip install 'aclnn-conformance[torch]'"
@@ -51,70 +49,61 @@ TORCH_DTYPES = {
 BIT_VIEWS = {"BF16": (np.int16, "int16")}
 
 
-class BindingError(ValueError):
-    """A malformed `bindings.<adapter>` section; the message names the spec file and line."""
-
-
-def read_binding(spec: OpSpec, adapter: str) -> tuple[dict[str, Any] | None, Located | None]:
-    """The raw `bindings.<adapter>` mapping of `spec`'s file (None if absent) and the document."""
-    if not spec.path:
-        return None, None
-    try:
-        doc = load_yaml(spec.path)
-    except YamlError as exc:
-        raise BindingError(str(exc)) from None
-    raw = (doc.data.get("bindings") or {}) if isinstance(doc.data, dict) else {}
-    entry = raw.get(adapter) if isinstance(raw, dict) else None
-    if entry is not None and not isinstance(entry, dict):
-        raise BindingError(f"{doc.file}:{doc.line(('bindings', adapter))}: bindings.{adapter} "
-                           "must be a mapping")  # fmt: skip
-    return entry, doc
-
-
 @dataclass(frozen=True)
 class AtenBinding:
     op: str
     args: tuple[str, ...]
     kwargs: tuple[tuple[str, str], ...]
     returns: tuple[str, ...]
-    where: str  # file:line of the binding, for messages
+    source: Binding  # the spec's entry, for messages with file and line
 
 
 def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
     """`bindings.aten` of `spec` checked against its parameters; None when the spec has none."""
-    raw, doc = read_binding(spec, "aten")
-    if raw is None or doc is None:
+    b = spec.bindings.get("aten")
+    if b is None:
         return None
-    base = ("bindings", "aten")
-
-    def bad(key: tuple[Any, ...], msg: str) -> BindingError:
-        path = ".".join(str(k) for k in (*base, *key))
-        return BindingError(f"{doc.file}:{doc.line((*base, *key))}: {path}: {msg}")
-
-    unknown = sorted(set(raw) - {"op", "args", "kwargs", "returns"})
-    if unknown:
-        raise bad((), f"unknown field(s) {', '.join(unknown)} (op, args, kwargs, returns)")
+    raw = b.data
     op = raw.get("op")
     if not isinstance(op, str) or not op.isidentifier():
-        raise bad(("op",), f"must name an ATen operator, e.g. {spec.aten or 'elu_backward'}")
-    args, kwargs = raw.get("args", []), raw.get("kwargs") or {}
-    if not isinstance(args, list):
-        raise bad(("args",), "must be a list of parameter names")
-    if not isinstance(kwargs, dict):
-        raise bad(("kwargs",), "must map ATen keyword names to parameter names")
+        raise b.error(
+            ("op",),
+            f"must name an ATen operator, e.g. {spec.aten or 'the ATen name of ' + spec.name}",
+        )
+    args, kwargs = list(raw.get("args") or []), dict(raw.get("kwargs") or {})
     inputs = {p.name for p in spec.params if not p.is_output}
     for i, name in enumerate(args):
         if name not in inputs:
-            raise bad(("args", i), f"{name!r} is not an input parameter of {spec.name}")
+            raise b.error(("args", i), f"{name!r} is not an input parameter of {spec.name}")
     for key, name in kwargs.items():
-        if not isinstance(key, str) or name not in inputs:
-            raise bad(("kwargs", key), f"{name!r} is not an input parameter of {spec.name}")
+        if name not in inputs:
+            raise b.error(("kwargs", key), f"{name!r} is not an input parameter of {spec.name}")
     outs = [p.name for p in spec.outputs]
     returns = raw.get("returns", outs)
-    if not isinstance(returns, list) or not returns or any(r not in outs for r in returns):
-        raise bad(("returns",), f"must list output parameters of {spec.name} ({', '.join(outs)})")
-    where = f"{doc.file}:{doc.line(base)}"
-    return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), where)
+    if not returns or any(r not in outs for r in returns):
+        raise b.error(("returns",), f"must list output parameters of {spec.name} "
+                                    f"({', '.join(outs)})")  # fmt: skip
+    return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), b)
+
+
+def check_aten_schema(torch: Any, b: AtenBinding) -> None:
+    """BindingError unless torch.ops.aten.<op> exists and takes the binding's arguments."""
+    try:
+        overload = getattr(torch.ops.aten, b.op).default
+    except (AttributeError, RuntimeError):
+        raise b.source.error(("op",), f"torch {torch.__version__} has no functional op "
+                                      f"aten::{b.op}") from None  # fmt: skip
+    arguments = overload._schema.arguments
+    positional = [a.name for a in arguments if not a.kwarg_only]
+    if len(b.args) != len(positional):
+        raise b.source.error(("args",), f"aten::{b.op} takes {len(positional)} positional "
+                                        f"arguments ({', '.join(positional)}), the binding "
+                                        f"gives {len(b.args)}")  # fmt: skip
+    names = {a.name for a in arguments if a.kwarg_only}
+    for key, _ in b.kwargs:
+        if key not in names:
+            raise b.source.error(("kwargs", key), f"aten::{b.op} has no keyword argument "
+                                                  f"{key!r}")  # fmt: skip
 
 
 class _Rejected(Exception):
@@ -146,8 +135,7 @@ class TorchBackend(Backend):
         ok, reason = self.device_available(self.device)
         if not ok:
             raise BackendError(reason)
-        self._bindings: dict[tuple[str, str], AtenBinding | None] = {}
-        preload(self.binding, BindingError)
+        self._bindings: dict[tuple[str, str], AtenBinding | BindingError | None] = {}
 
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
@@ -177,32 +165,35 @@ class TorchBackend(Backend):
         return f"torch {self.torch.__version__} ({self.device})"
 
     # -- bindings ---------------------------------------------------------------------------
+    binding_family = "aten"
+
+    @classmethod
+    def check_binding(cls, spec: OpSpec) -> None:
+        """BindingError for a wrong `bindings.aten` (with the ATen schema when torch is here)."""
+        b = parse_aten_binding(spec)
+        if b is None:
+            return
+        try:
+            import torch
+        except ImportError:
+            return
+        check_aten_schema(torch, b)
+
     def binding(self, spec: OpSpec) -> AtenBinding | None:
+        """The checked binding of `spec` (cached); BindingError when it is wrong."""
         key = (spec.name, spec.sha256)
         if key not in self._bindings:
-            b = parse_aten_binding(spec)
-            if b is not None:
-                self._check_schema(b)
-            self._bindings[key] = b
-        return self._bindings[key]
-
-    def _check_schema(self, b: AtenBinding) -> None:
-        try:
-            overload = getattr(self.torch.ops.aten, b.op).default
-        except (AttributeError, RuntimeError):
-            raise BindingError(f"{b.where}: bindings.aten.op: torch {self.torch.__version__} "
-                               f"has no functional op aten::{b.op}") from None  # fmt: skip
-        arguments = overload._schema.arguments
-        positional = [a.name for a in arguments if not a.kwarg_only]
-        if len(b.args) != len(positional):
-            raise BindingError(f"{b.where}: bindings.aten.args: aten::{b.op} takes "
-                               f"{len(positional)} positional arguments ({', '.join(positional)}), "
-                               f"the binding gives {len(b.args)}")  # fmt: skip
-        names = {a.name for a in arguments if a.kwarg_only}
-        for key, _ in b.kwargs:
-            if key not in names:
-                raise BindingError(f"{b.where}: bindings.aten.kwargs: aten::{b.op} has no "
-                                   f"keyword argument {key!r}")  # fmt: skip
+            try:
+                b = parse_aten_binding(spec)
+                if b is not None:
+                    check_aten_schema(self.torch, b)
+                self._bindings[key] = b
+            except BindingError as exc:
+                self._bindings[key] = exc
+        found = self._bindings[key]
+        if isinstance(found, BindingError):
+            raise found
+        return found
 
     # -- running ----------------------------------------------------------------------------
     def supports(self, call: Call) -> str | None:
@@ -210,11 +201,11 @@ class TorchBackend(Backend):
         if why:
             return why
         try:
-            spec = default_registry().get(call.op)
-        except UnknownOp as exc:
-            return str(exc)
-        if self.binding(spec) is None:
-            return f"{self.name}: {spec.path} has no bindings.aten section"
+            spec = self.spec(call)
+            if self.binding(spec) is None:
+                return f"{self.name}: {spec.path} has no bindings.aten section"
+        except (UnknownOp, BindingError) as exc:
+            return f"{self.name}: {exc}"
         outputs = {p.name for p in spec.outputs}
         for name, arg in call.args.items():
             if arg is None:
@@ -228,7 +219,7 @@ class TorchBackend(Backend):
         return None
 
     def execute(self, call: Call) -> Outcome:
-        spec = default_registry().get(call.op)
+        spec = self.spec(call)
         b = self.binding(spec)
         if b is None:
             raise BackendError(f"{spec.path} has no bindings.aten section")

@@ -1,0 +1,362 @@
+"""The spec-file linter: JSON Schema first, then the semantic checks the schema cannot say.
+
+`lint_file` collects every problem as `file:line: message` and returns the OpSpec only if there
+is none (conformance.loader.load_spec raises them instead). Nothing in a spec is executed:
+formulas go through conformance.expr's whitelist compiler. Each check kind reads its own fields
+(conformance.checks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+import specs
+from conformance import bindings
+from conformance import dtypes as dt
+from conformance.catalog import planned_products, products, status_codes
+from conformance.checks import CHECK_KINDS
+from conformance.expr import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
+from conformance.spec import (
+    TERM_PROMOTE,
+    Branch,
+    Check,
+    Deviation,
+    DtypeTerm,
+    Formula,
+    Let,
+    OpSpec,
+    Param,
+    Property,
+    SpecialPoint,
+)
+from conformance.yamlpos import Located, YamlError
+from conformance.yamlpos import load as load_yaml
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec file, where it is."""
+
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = (specs.root() / "schema" / "op-spec.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+class Linter:
+    """Builds an OpSpec from located YAML while collecting problems.
+
+    The check kinds call back its helpers (err, status, term, dtype_name, expr) while parsing.
+    """
+
+    def __init__(self, doc: Located):
+        self.doc = doc
+        self.problems: list[Problem] = []
+
+    def err(self, path: Iterable[Any], message: str, extra_lines: int = 0) -> None:
+        self.problems.append(
+            Problem(self.doc.file, self.doc.line(tuple(path)) + extra_lines, message)
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+    def expr(self, path: tuple[Any, ...], text: Any, known: Iterable[str], strings: Iterable[str]):
+        try:
+            return compile_expr(text, known, strings)
+        except ExprError as exc:
+            # A literal block (`|`) starts on the line after its key and keeps its lines; other
+            # multi-line styles fold into one line, so the key's line is the best we can say.
+            offset = exc.line if self.doc.literal.get(tuple(path)) else 0
+            self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
+            return None
+
+    def dtype_name(self, path: tuple[Any, ...], name: Any) -> str | None:
+        try:
+            return dt.get(str(name)).name
+        except dt.DtypeError:
+            self.err(path, f"unknown dtype {name!r} (see specs/dtypes.yaml)")
+            return None
+
+    def status(self, path: tuple[Any, ...], value: Any) -> int:
+        codes = status_codes()
+        if value is None:
+            return codes["ACLNN_ERR_PARAM_INVALID"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value in codes.values():
+                return value
+        elif value in codes:
+            return codes[value]
+        self.err(path, f"unknown status code {value!r} (see specs/status_codes.yaml)")
+        return -1
+
+    # -- the spec --------------------------------------------------------------------------
+    def build(self) -> OpSpec | None:
+        data = self.doc.data
+        if not isinstance(data, dict):
+            self.err((), "a spec must be a mapping at the top level")
+            return None
+        validator = jsonschema.Draft202012Validator(_schema())
+        schema_errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        for e in schema_errors:
+            where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+            path = tuple(e.absolute_path)
+            if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+                allowed = set(e.schema.get("properties", {}))
+                extra = [k for k in e.instance if k not in allowed]
+                if extra:  # point at the offending key, not at the mapping holding it
+                    path = (*path, extra[0])
+            self.err(path, f"{where}: {_schema_message(e)}")
+        if schema_errors:
+            return None
+
+        prods = list(data["products"])
+        for i, p in enumerate(prods):
+            if p not in products():
+                hint = " (planned, not yet a product)" if p in planned_products() else ""
+                self.err(("products", i), f"unknown product {p!r}{hint}")
+
+        params = self.params(data["params"])
+        by_name = {p.name: p for p in params}
+        sets = self.dtype_sets(data.get("dtype_sets", {}), prods)
+        checks = [self.check(i, c, by_name, sets) for i, c in enumerate(data["checks"])]
+        formula = self.formula(data["formula"], by_name)
+        points = [
+            self.special(i, s, by_name, formula)
+            for i, s in enumerate(data.get("special_points", []))
+        ]
+        props = [self.prop(i, p, by_name) for i, p in enumerate(data.get("properties", []))]
+        tol = self.tolerance(data.get("tolerance", {}))
+
+        ids: dict[str, tuple[Any, ...]] = {}
+        sections = [("checks", data["checks"]), ("special_points", data.get("special_points", [])),
+                    ("properties", data.get("properties", []))]  # fmt: skip
+        sections += [(("formula", "let"), data["formula"].get("let", [])),
+                     (("formula", "branches"), data["formula"]["branches"])]  # fmt: skip
+        for sec, items in sections:
+            base = sec if isinstance(sec, tuple) else (sec,)
+            for i, item in enumerate(items):
+                cid = item["id"]
+                if cid in ids:
+                    self.err((*base, i, "id"), f"duplicate clause id {cid!r}")
+                ids[cid] = (*base, i)
+        devs = []
+        for i, d in enumerate(data.get("deviations", [])):
+            if d.get("clause") and d["clause"] not in ids:
+                self.err(
+                    ("deviations", i, "clause"),
+                    f"deviation refers to unknown clause {d['clause']!r}",
+                )
+            devs.append(Deviation(d["id"], d["summary"], d["source"], d.get("clause"),
+                                  d.get("actual", ""), tuple(d.get("backends", [])),
+                                  self.doc.line(("deviations", i)),
+                                  tuple(d.get("cases", []))))  # fmt: skip
+        if self.problems:
+            return None
+        return OpSpec(
+            name=data["name"], op=data["op"], aten=data.get("aten", ""),
+            summary=data.get("summary", ""), source=dict(data["source"]), products=tuple(prods),
+            params=tuple(params), dtype_sets=sets, checks=tuple(c for c in checks if c),
+            formula=formula, special_points=tuple(p for p in points if p),
+            properties=tuple(p for p in props if p), deviations=tuple(devs), tolerance=tol,
+            path=self.doc.file, bindings=bindings.from_document(data.get("bindings"), self.doc),
+        )  # fmt: skip
+
+    def params(self, raw: list[dict[str, Any]]) -> list[Param]:
+        out, seen = [], set()
+        for i, p in enumerate(raw):
+            name = p["name"]
+            if name in seen:
+                self.err(("params", i, "name"), f"duplicate parameter {name!r}")
+            seen.add(name)
+            kind = p["kind"]
+            if kind != "tensor" and "role" in p and p["role"] == "output":
+                self.err(("params", i, "role"), f"{name}: only tensors can be outputs")
+            ddt = p.get("default_dtype")
+            if ddt is not None:
+                ddt = self.dtype_name(("params", i, "default_dtype"), ddt)
+            elif kind == "scalar":
+                ddt = "FLOAT"
+            out.append(Param(name, kind, p.get("role", "input"), p.get("c_type", ""),
+                             p.get("default"), ddt, tuple(p.get("values", [])), p.get("doc", "")))  # fmt: skip
+        if not any(p.is_output for p in out):
+            self.err(("params",), "a spec needs at least one output tensor (role: output)")
+        return out
+
+    def dtype_sets(
+        self, raw: dict[str, Any], prods: list[str]
+    ) -> dict[str, dict[str, tuple[str, ...]]]:
+        sets: dict[str, dict[str, tuple[str, ...]]] = {}
+        for name, table in raw.items():
+            entry: dict[str, tuple[str, ...]] = {}
+            for key, names in table.items():
+                if key == "source":
+                    continue
+                if key != "default" and key not in prods:
+                    self.err(("dtype_sets", name, key),
+                             f"dtype set {name!r}: {key!r} is not a product of this op ({', '.join(prods)})")  # fmt: skip
+                good = [
+                    self.dtype_name(("dtype_sets", name, key, j), n) for j, n in enumerate(names)
+                ]
+                entry[key] = tuple(g for g in good if g)
+            if "default" not in entry and any(p not in entry for p in prods):
+                missing = [p for p in prods if p not in entry]
+                self.err(
+                    ("dtype_sets", name),
+                    f"dtype set {name!r} has no entry for {', '.join(missing)} and no default",
+                )
+            sets[name] = entry
+        return sets
+
+    def term(self, path: tuple[Any, ...], text: str, by_name: dict[str, Param]) -> DtypeTerm | None:
+        m = TERM_PROMOTE.match(text)
+        if m:
+            for n in m.groups():
+                if n not in by_name or not by_name[n].is_tensor:
+                    self.err(path, f"promote() takes tensor parameters, {n!r} is not one")
+                    return None
+            return DtypeTerm(promote=(m.group(1), m.group(2)))
+        if text in by_name:
+            return DtypeTerm(param=text)
+        try:
+            return DtypeTerm(dtype=dt.get(text).name)
+        except dt.DtypeError:
+            self.err(path, f"unknown parameter or dtype {text!r}")
+            return None
+
+    def check(
+        self, i: int, c: dict[str, Any], by_name: dict[str, Param], sets: dict[str, Any]
+    ) -> Check:
+        """The i-th check; its kind's class reads and checks the fields (conformance.checks)."""
+        return CHECK_KINDS[c["kind"]].parse(self, i, c, by_name, sets)
+
+    def formula(self, raw: dict[str, Any], by_name: dict[str, Param]) -> Formula:
+        out = raw["output"]
+        if out not in by_name or not by_name[out].is_output:
+            self.err(
+                ("formula", "output"), f"formula output {out!r} is not an output tensor parameter"
+            )
+        known = [p.name for p in by_name.values() if not p.is_output]
+        strings = [p.name for p in by_name.values() if p.kind == "string"]
+        lets = []
+        for i, item in enumerate(raw.get("let", [])):
+            path = ("formula", "let", i)
+            if item["name"] in known:
+                self.err((*path, "name"), f"let name {item['name']!r} shadows a parameter")
+            elif (
+                not str(item["name"]).isidentifier()
+                or item["name"] in FUNCTIONS
+                or item["name"] in CONSTANTS
+            ):
+                self.err(
+                    (*path, "name"),
+                    f"let name {item['name']!r} must be a new identifier (not a function or constant)",
+                )
+            e = self.expr((*path, "value"), item["value"], known, strings)
+            lets.append(
+                Let(
+                    item["id"],
+                    item["name"],
+                    e,
+                    item["source"],
+                    item.get("summary", ""),
+                    self.doc.line(path),
+                )
+            )  # type: ignore[arg-type]
+            known.append(item["name"])
+        branches = []
+        n = len(raw["branches"])
+        for i, b in enumerate(raw["branches"]):
+            path = ("formula", "branches", i)
+            when = b["when"]
+            cond: Expr | None = None
+            if when == "otherwise":
+                if i != n - 1:
+                    self.err((*path, "when"), "only the last branch may be 'otherwise'")
+            else:
+                if i == n - 1:
+                    self.err((*path, "when"), "the last branch must be 'when: otherwise'")
+                cond = self.expr((*path, "when"), when, known, strings)
+            val = self.expr((*path, "value"), b["value"], known, strings)
+            branches.append(
+                Branch(b["id"], cond, val, b["source"], b.get("summary", ""), self.doc.line(path))
+            )  # type: ignore[arg-type]
+        return Formula(out, tuple(lets), tuple(branches), raw.get("source", ""))
+
+    def special(self, i: int, s: dict[str, Any], by_name: dict[str, Param], formula: Formula):
+        path = ("special_points", i)
+        p = by_name.get(s["param"])
+        if p is None or not p.is_tensor or p.is_output:
+            self.err((*path, "param"), f"special point param {s['param']!r} is not an input tensor")
+            return None
+        attrs = [q.name for q in by_name.values() if not q.is_tensor] + [
+            x.name for x in formula.lets
+        ]
+        strings = [q.name for q in by_name.values() if q.kind == "string"]
+        e = self.expr((*path, "value"), s["value"], attrs, strings)
+        for k in s.get("with", {}):
+            if k not in by_name or by_name[k].is_tensor:
+                self.err(
+                    (*path, "with"),
+                    f"special point sets {k!r}, which is not a scalar, bool or string parameter",
+                )
+        if e is None:
+            return None
+        return SpecialPoint(s["id"], s["param"], e, dict(s.get("with", {})), s.get("summary", ""),
+                            s.get("source", ""), self.doc.line(path))  # fmt: skip
+
+    def prop(self, i: int, p: dict[str, Any], by_name: dict[str, Param]):
+        for j, n in enumerate(p.get("params", [])):
+            if n not in by_name or not by_name[n].is_tensor:
+                self.err(("properties", i, "params", j), f"unknown tensor parameter {n!r}")
+        return Property(p["id"], p["kind"], tuple(p.get("params", [])), p["source"],
+                        p.get("summary", ""), self.doc.line(("properties", i)))  # fmt: skip
+
+    def tolerance(self, raw: dict[str, Any]) -> dict[str, dict[str, float]]:
+        out = {}
+        for key, pol in raw.items():
+            name = self.dtype_name(("tolerance", key), key)
+            if name:
+                out[name] = {k: float(v) for k, v in pol.items()}
+        return out
+
+
+def _schema_message(e: jsonschema.ValidationError) -> str:
+    if e.validator == "additionalProperties":
+        return e.message.replace("Additional properties are not allowed", "unknown field(s)")
+    if e.validator == "required":
+        return e.message.replace("is a required property", "is missing")
+    return e.message
+
+
+def lint_file(path: str | Path, text: str | None = None) -> tuple[OpSpec | None, list[Problem]]:
+    """Parse and check one spec; returns the spec (None if any problem) and the problems."""
+    try:
+        doc = load_yaml(path, text)
+    except YamlError as exc:
+        return None, [Problem(exc.file, exc.line, exc.message)]
+    except RecursionError:
+        return None, [Problem(str(path), 1, "document nests too deeply")]
+    linter = Linter(doc)
+    try:
+        spec = linter.build()
+    except RecursionError:
+        return None, [Problem(str(path), 1, "spec nests too deeply")]
+    if spec is not None:
+        raw = text.encode("utf-8") if text is not None else Path(path).read_bytes()
+        spec.sha256 = hashlib.sha256(raw).hexdigest()
+    return spec, linter.problems

@@ -1,0 +1,88 @@
+"""Independent per-operator test oracles: one module per spec, `tests/oracles/<spec name>.py`.
+
+Each module is written by hand from the vendor docs (shared/seeds/) and the fact sheet
+(shared/research/aclnn-facts.md). It must never import the code under test (conformance/,
+reference/, reports/, cli/) nor read the specs (tests/test_oracles.py checks its imports): its
+formulas, dtype lists and error tables are what the specs are checked against. Helpers shared by
+the modules live in `tests/oracles/_common.py` (a name starting with `_` is not an oracle).
+
+An operator of the registry without a module here is checked by the op-generic tests only;
+tests/test_oracles.py lists such operators (a warning, not a failure) and fails on a module whose
+name is not an operator of the registry (a stale oracle).
+
+The interface (every name is required unless marked optional). `s` is always a dict of the call's
+non-tensor arguments by parameter name, a FLOAT scalar given as the float32 value it holds.
+
+Call shape
+  X: str                   the input tensor the derivative depends on (the other is gradOutput)
+  OUT: str                 the output tensor
+  PRODUCTS: tuple[str,...] the products of the docs, in the docs' order
+
+Formula (tests/test_engine_vs_mpmath.py)
+  DTYPES: tuple[str,...]   dtypes checked against mpmath (every tensor of one dtype)
+  factor(x: float, s) -> (branch id, f)
+                           gradInput = gradOutput * f for one element x of X: f is an mpmath mpf
+                           exact at the current mpmath precision, a float (an IEEE special: the
+                           result is then gradOutput * float64(f)), or ZERO_RESULT (the constant 0)
+  BRANCHES: {branch id: (settings, gen)}
+                           each formula branch's scalar settings and a generator
+                           gen(rng, n, s) -> float64 array of x values meant to fall in it
+  SPECIAL_SETTINGS: list[dict]           settings for the special-value grid
+  special_x(s, dtype, neighbours) -> list[float]
+                           the branch boundaries for a setting; neighbours(v, dtype) gives v
+                           rounded to the dtype and two representable values either side
+  SPECIAL_POINTS: {point id: (overrides, x(s))}
+                           each spec special point: its `with:` arguments and the x it names
+  MIXED: list[(gradOutput dtype, x dtype, output dtype, setting)]  one rounding after promotion
+  REGRESSIONS: list[Regression]          single elements float64 alone gets wrong
+
+Error rules (tests/test_error_rules.py)
+  NULLABLE: list[str]      the parameters a null pointer is reported for (161001)
+  allowed(param, product) -> set[str]    the dtype list of a tensor or scalar parameter
+  base_scalars() -> dict   the non-tensor arguments of a valid call (Scalar(dtype, value) for an
+                           aclScalar, bool and str as they are)
+  SCALAR_RULES: list[(params, clause, bad dtypes or None)]
+                           the dtype rule of each scalar (None: the dtypes allowed() does not list)
+  dtype_case(key, param, dtype) -> (clause, changes)   (optional) the clause a disallowed dtype
+                           of one tensor (key g, x or o) hits and the call's changes
+  error_cases(case)        the op's own calls: case(product, desc, status, clause=None, *, g=,
+                           x=, o=, gs=, xs=, os=, **argument changes), see test_error_rules.case
+  UNREACHABLE: {clause: reason}          checks no call can be the first to fail
+
+Case generation (tests/test_generate.py)
+  dtype_combos(product) -> set[tuple[(param, dtype), ...]]   every valid tensor dtype assignment
+  scalar_dtypes(product, param) -> set[str]                  the dtypes a scalar may have
+  POINT_VALUES: {point id: float}        each special point's value before rounding, with the
+                                         spec's defaults and `with:` arguments
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+
+
+def names() -> list[str]:
+    """The oracle modules present, by spec name (helpers starting with `_` left out)."""
+    return sorted(m.name for m in pkgutil.iter_modules([str(HERE)]) if not m.name.startswith("_"))
+
+
+def load(spec_name: str) -> ModuleType | None:
+    """The oracle module of the spec `spec_name`, or None when it has none."""
+    if spec_name.startswith("_") or spec_name not in names():
+        return None
+    return importlib.import_module(f"{__name__}.{spec_name}")
+
+
+def of(spec_names) -> dict[str, ModuleType]:
+    """{spec name: oracle module} for those of `spec_names` that have one, in their order."""
+    out = {}
+    for name in spec_names:
+        mod = load(name)
+        if mod is not None:
+            out[name] = mod
+    return out
