@@ -302,6 +302,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
                     date=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
         meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
+    interrupted = False
     try:
         execute(todo, cfg, sink)
     except BackendError as exc:
@@ -309,15 +310,15 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
             f"{exc} (results so far are in {results}; rerun with --resume)"
         ) from None
     except KeyboardInterrupt:
-        writer.close()
-        progress.close()
-        write_meta()
-        click.echo(f"\ninterrupted after {state['ran']} of {len(todo)} cases; the results so far "
-                   f"are in {results}. Resume with: {resume_hint()}", err=True)  # fmt: skip
-        raise SystemExit(EXIT_INTERRUPTED) from None
+        interrupted = True
     finally:
         writer.close()
         progress.close()
+    if interrupted:
+        write_meta()
+        click.echo(f"\ninterrupted after {state['ran']} of {len(todo)} cases; the results so far "
+                   f"are in {results}. Resume with: {resume_hint()}", err=True)  # fmt: skip
+        raise SystemExit(EXIT_INTERRUPTED)
     seconds = time.perf_counter() - t0
     write_meta()
     records = res.load(results)

@@ -22,6 +22,7 @@ that backend with the reason, and `specs lint` reports it with the file and line
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,27 @@ class Binding:
 
     def error(self, key: tuple, message: str) -> BindingError:
         return BindingError(f"{self.where(*key)}: {message}")
+
+
+class BindingCache:
+    """An adapter's checked bindings, one per spec version: the value (None when the spec has
+    no entry for the adapter) or the BindingError, which is raised again on every use, so that
+    a wrong binding costs only its own op's cases."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, str], Any] = {}
+
+    def get(self, spec: Any, load: Callable[[Any], Any]) -> Any:
+        key = (spec.name, spec.sha256)
+        if key not in self._found:
+            try:
+                self._found[key] = load(spec)
+            except BindingError as exc:
+                self._found[key] = exc
+        found = self._found[key]
+        if isinstance(found, BindingError):
+            raise found
+        return found
 
 
 def from_document(raw: Any, doc: Any) -> dict[str, Binding]:

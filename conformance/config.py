@@ -67,7 +67,7 @@ def check_backend(name: str, options: dict[str, Any], label: str = "--backend",
             given = ", ".join(_option_label(k, flag) for k in unknown)
             raise ConfigError(f"{given} does not apply to {label} {name} (it takes {takes})")
     try:
-        cls.check_options(options)
+        cls.validate_options(options)  # the names were checked above, with the CLI's flags
     except BackendOptionError as exc:
         raise ConfigError(str(exc)) from None
     ok, reason = cls.availability(**options)

@@ -24,6 +24,9 @@ from conformance.verdicts import FAILING
 
 _BACKENDS: dict[tuple, Any] = {}
 _ITEMS = pytest.StashKey[list]()
+_EXPECT = pytest.StashKey[Any]()
+_OPTIONS = pytest.StashKey[dict]()
+_REGISTRY = pytest.StashKey[Any]()
 LABELS = {"op": "--aclnn-op", "product": "--aclnn-product", "dtype": "--aclnn-dtype",
           "clause": "--aclnn-clause"}  # fmt: skip
 EXPECT_LABELS = {"file": "--aclnn-expectations", "off": "--aclnn-no-expectations"}
@@ -112,11 +115,6 @@ def _check(config: pytest.Config) -> list:
     config.stash[_OPTIONS] = options
     config.stash[_REGISTRY] = reg
     return items
-
-
-_EXPECT = pytest.StashKey[Any]()
-_OPTIONS = pytest.StashKey[dict]()
-_REGISTRY = pytest.StashKey[Any]()
 
 
 def pytest_configure(config: pytest.Config) -> None:

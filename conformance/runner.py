@@ -239,9 +239,10 @@ def _run(
     return rec
 
 
-def case_bytes(call: Any) -> tuple[int, str]:
+def case_bytes(call: Any) -> tuple[int, str, int]:
     """Memory a case needs to be judged, estimated from its views (not its storages): each
-    tensor's elements in its dtype plus a float64 working copy; and the largest view's name."""
+    tensor's elements in its dtype plus a float64 working copy; and the largest view's name
+    and element count."""
     total, largest, name = 0, -1, ""
     for n, a in call.args.items():
         if not isinstance(a, TensorArg):
@@ -250,17 +251,16 @@ def case_bytes(call: Any) -> tuple[int, str]:
         total += numel * (dt.get(a.dtype).np.itemsize + 8)
         if numel > largest:
             largest, name = numel, n
-    return total, name
+    return total, name, largest
 
 
 def over_budget(call: Any, budget: int | None) -> str:
     """The reason a case is refused for its size ('' when it fits), decided before allocating."""
     if not budget:
         return ""
-    need, name = case_bytes(call)
+    need, name, numel = case_bytes(call)
     if need <= budget:
         return ""
-    numel = math.prod(int(x) for x in call.args[name].shape)
     return (f"case needs about {_size(need)} of memory ({numel:,} elements in the view of "
             f"{name}), above --max-case-bytes {_size(budget)}; raise it if this machine has the "
             "memory")  # fmt: skip

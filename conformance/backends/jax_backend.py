@@ -36,7 +36,7 @@ import numpy as np
 
 from conformance import dtypes as dt
 from conformance.backend import Backend, BackendError, Capabilities, module_available
-from conformance.bindings import BindingError
+from conformance.bindings import BindingCache, BindingError
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.expr import Expr, ExprError, compile_expr
 from conformance.expr_ns import evaluate_with, jax_namespace
@@ -114,7 +114,7 @@ class JaxBackend(Backend):
         jax.config.update("jax_platforms", "cpu")
         self.jax = jax
         self.ns = jax_namespace(jax)
-        self._bindings: dict[tuple[str, str], JaxBinding | BindingError | None] = {}
+        self._bindings = BindingCache()
 
     binding_family = "jax"
 
@@ -134,16 +134,7 @@ class JaxBackend(Backend):
 
     def binding(self, spec: OpSpec) -> JaxBinding | None:
         """The checked binding of `spec` (cached); BindingError when it is wrong."""
-        key = (spec.name, spec.sha256)
-        if key not in self._bindings:
-            try:
-                self._bindings[key] = parse_jax_binding(spec)
-            except BindingError as exc:
-                self._bindings[key] = exc
-        found = self._bindings[key]
-        if isinstance(found, BindingError):
-            raise found
-        return found
+        return self._bindings.get(spec, parse_jax_binding)
 
     def supports(self, call: Call) -> str | None:
         why = super().supports(call)

@@ -29,7 +29,7 @@ from conformance.backend import (
     Capabilities,
     module_available,
 )
-from conformance.bindings import Binding, BindingError
+from conformance.bindings import Binding, BindingCache, BindingError
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.loader import status_codes
 from conformance.registry import UnknownOp
@@ -86,6 +86,14 @@ def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
     return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), b)
 
 
+def checked_aten_binding(torch: Any, spec: OpSpec) -> AtenBinding | None:
+    """`bindings.aten` of `spec`, its ATen schema checked too when `torch` is given."""
+    b = parse_aten_binding(spec)
+    if b is not None and torch is not None:
+        check_aten_schema(torch, b)
+    return b
+
+
 def check_aten_schema(torch: Any, b: AtenBinding) -> None:
     """BindingError unless torch.ops.aten.<op> exists and takes the binding's arguments."""
     try:
@@ -135,7 +143,7 @@ class TorchBackend(Backend):
         ok, reason = self.device_available(self.device)
         if not ok:
             raise BackendError(reason)
-        self._bindings: dict[tuple[str, str], AtenBinding | BindingError | None] = {}
+        self._bindings = BindingCache()
 
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
@@ -170,30 +178,15 @@ class TorchBackend(Backend):
     @classmethod
     def check_binding(cls, spec: OpSpec) -> None:
         """BindingError for a wrong `bindings.aten` (with the ATen schema when torch is here)."""
-        b = parse_aten_binding(spec)
-        if b is None:
-            return
         try:
             import torch
         except ImportError:
-            return
-        check_aten_schema(torch, b)
+            torch = None
+        checked_aten_binding(torch, spec)
 
     def binding(self, spec: OpSpec) -> AtenBinding | None:
         """The checked binding of `spec` (cached); BindingError when it is wrong."""
-        key = (spec.name, spec.sha256)
-        if key not in self._bindings:
-            try:
-                b = parse_aten_binding(spec)
-                if b is not None:
-                    check_aten_schema(self.torch, b)
-                self._bindings[key] = b
-            except BindingError as exc:
-                self._bindings[key] = exc
-        found = self._bindings[key]
-        if isinstance(found, BindingError):
-            raise found
-        return found
+        return self._bindings.get(spec, lambda s: checked_aten_binding(self.torch, s))
 
     # -- running ----------------------------------------------------------------------------
     def supports(self, call: Call) -> str | None:
