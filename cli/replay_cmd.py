@@ -77,7 +77,7 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
         click.echo(f"clauses: {', '.join(spec.clause(c) for c in case.clauses)}")
         click.echo(heading("inputs"))
         for name, a in case.call.args.items():
-            if isinstance(a, TensorArg) and not spec.param(name).is_output:
+            if isinstance(a, TensorArg) and spec.param(name).is_read:
                 click.echo(
                     f"  {name}: {a.dtype} shape {list(a.shape)} strides {list(a.strides)} offset {a.offset}"
                 )

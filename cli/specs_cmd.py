@@ -93,7 +93,8 @@ def render_spec(spec: OpSpec) -> list[str]:
             default += f" ({p.default_dtype})" if p.default is not None else p.default_dtype
         if p.values:
             default += f"  of {{{', '.join(p.values)}}}"
-        rows.append([str(i), p.name, p.kind, p.role, p.c_type or "-", default])
+        name = f"{p.name} (C: {p.c_name})" if p.c_name else p.name
+        rows.append([str(i), name, p.kind, p.role, p.c_type or "-", default])
     out += table(["#", "NAME", "KIND", "ROLE", "C TYPE", "DEFAULT"], rows, right=(0,), total=w)
 
     out += ["", heading("Dtypes per product") + " (from the dtype_in checks)"]

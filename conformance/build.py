@@ -45,7 +45,7 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
     for name, a in plan.args:
         if not isinstance(a, TensorPlan):
             continue
-        if spec.param(name).is_output:
+        if not spec.param(name).is_read:  # a pure output (an in-place tensor holds values)
             args[name] = vals.output_tensor(a.dtype, a.shape, a.layout)
             continue
         d = dt.get(a.dtype)

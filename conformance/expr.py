@@ -7,7 +7,7 @@ name parameters, numbers and the functions below. Grammar (Python syntax, this s
     numbers, True/False, the constants pi e inf nan, parameter and `let` names,
     + - * / ** (binary), unary - + not, and / or, comparisons (chains allowed),
     name == "text" / name != "text" / name in ("a", "b") for string parameters,
-    calls of: where exp expm1 log1p log erf erfc tanh sqrt abs minimum maximum
+    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs minimum maximum
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "log": (1, np.log),
     "erf": (1, special.erf),
     "erfc": (1, special.erfc),
+    "erfinv": (1, special.erfinv),
     "tanh": (1, np.tanh),
     "sqrt": (1, np.sqrt),
     "abs": (1, np.abs),

@@ -27,6 +27,7 @@ class MpEval:
             "expm1": m.expm1,
             "erf": m.erf,
             "erfc": m.erfc,
+            "erfinv": guarded(m.erfinv, lambda x: -1 <= x <= 1),
             "tanh": m.tanh,
             "abs": abs,
             "log": guarded(m.log, lambda x: x >= 0),

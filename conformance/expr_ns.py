@@ -20,7 +20,7 @@ from typing import Any
 from conformance.expr import Expr
 
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
-FUNCTIONS = ("exp", "expm1", "log1p", "log", "erf", "erfc", "tanh", "sqrt", "abs", "minimum",
+FUNCTIONS = ("exp", "expm1", "log1p", "log", "erf", "erfc", "erfinv", "tanh", "sqrt", "abs", "minimum",
              "maximum")  # fmt: skip
 BINARY = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide",
           ast.Pow: "power"}  # fmt: skip
@@ -40,7 +40,8 @@ def jax_namespace(jax: Any) -> Namespace:
     jnp = jax.numpy
     fn = {name: getattr(jnp, name) for name in (*BINARY.values(), *COMPARE.values())}
     fn.update({name: getattr(jnp, name) for name in FUNCTIONS if hasattr(jnp, name)})
-    fn.update(erf=jax.scipy.special.erf, erfc=jax.scipy.special.erfc, where=jnp.where,
+    fn.update(erf=jax.scipy.special.erf, erfc=jax.scipy.special.erfc,
+              erfinv=jax.scipy.special.erfinv, where=jnp.where,
               logical_and=jnp.logical_and, logical_or=jnp.logical_or,
               logical_not=jnp.logical_not, negative=jnp.negative, abs=jnp.abs)  # fmt: skip
     return Namespace(fn)

@@ -24,6 +24,7 @@ from conformance import dtypes as dt
 from conformance.catalog import planned_products, products, status_codes
 from conformance.checks import CHECK_KINDS
 from conformance.expr import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
+from conformance.inplace import derive as derive_inplace
 from conformance.spec import (
     TERM_PROMOTE,
     Branch,
@@ -167,6 +168,9 @@ class Linter:
                                   tuple(d.get("cases", []))))  # fmt: skip
         if self.problems:
             return None
+        variants = self.inplace_variant(data) if "inplace" in data else ()
+        if self.problems:
+            return None
         return OpSpec(
             name=data["name"], op=data["op"], aten=data.get("aten", ""),
             summary=data.get("summary", ""), source=dict(data["source"]), products=tuple(prods),
@@ -174,7 +178,31 @@ class Linter:
             formula=formula, special_points=tuple(p for p in points if p),
             properties=tuple(p for p in props if p), deviations=tuple(devs), tolerance=tol,
             path=self.doc.file, bindings=bindings.from_document(data.get("bindings"), self.doc),
+            variants=variants,
         )  # fmt: skip
+
+    def inplace_variant(self, data: dict[str, Any]) -> tuple[OpSpec, ...]:
+        """The spec of the `inplace` section's API, built from the derived data by a linter
+        whose problems are reported at the section's line (conformance/inplace.py)."""
+        ip = data["inplace"]
+        for key in ("input", "output"):
+            want = "output" if key == "output" else "input"
+            p = next((q for q in data["params"] if q["name"] == ip[key]), None)
+            if p is None or p["kind"] != "tensor" or p.get("role", "input") != want:
+                self.err(("inplace", key), f"inplace {key} {ip[key]!r} is not an {want} tensor "
+                                           f"parameter")  # fmt: skip
+        if self.problems:
+            return ()
+        line = self.doc.line(("inplace",))
+        sub = Linter(Located(derive_inplace(data), {(): line}, self.doc.file))
+        variant = sub.build()
+        for prob in sub.problems:
+            self.problems.append(Problem(prob.file, prob.line, f"inplace variant "
+                                                               f"{ip['name']}: {prob.message}"))  # fmt: skip
+        if variant is None:
+            return ()
+        variant.inplace_of = data["name"]
+        return (variant,)
 
     def params(self, raw: list[dict[str, Any]]) -> list[Param]:
         out, seen = [], set()
@@ -184,7 +212,7 @@ class Linter:
                 self.err(("params", i, "name"), f"duplicate parameter {name!r}")
             seen.add(name)
             kind = p["kind"]
-            if kind != "tensor" and "role" in p and p["role"] == "output":
+            if kind != "tensor" and p.get("role", "input") != "input":
                 self.err(("params", i, "role"), f"{name}: only tensors can be outputs")
             ddt = p.get("default_dtype")
             if ddt is not None:
@@ -192,7 +220,8 @@ class Linter:
             elif kind == "scalar":
                 ddt = "FLOAT"
             out.append(Param(name, kind, p.get("role", "input"), p.get("c_type", ""),
-                             p.get("default"), ddt, tuple(p.get("values", [])), p.get("doc", "")))  # fmt: skip
+                             p.get("default"), ddt, tuple(p.get("values", [])), p.get("doc", ""),
+                             p.get("c_name", "")))  # fmt: skip
         if not any(p.is_output for p in out):
             self.err(("params",), "a spec needs at least one output tensor (role: output)")
         return out
@@ -250,7 +279,7 @@ class Linter:
             self.err(
                 ("formula", "output"), f"formula output {out!r} is not an output tensor parameter"
             )
-        known = [p.name for p in by_name.values() if not p.is_output]
+        known = [p.name for p in by_name.values() if p.is_read]
         strings = [p.name for p in by_name.values() if p.kind == "string"]
         lets = []
         for i, item in enumerate(raw.get("let", [])):
@@ -300,7 +329,7 @@ class Linter:
     def special(self, i: int, s: dict[str, Any], by_name: dict[str, Param], formula: Formula):
         path = ("special_points", i)
         p = by_name.get(s["param"])
-        if p is None or not p.is_tensor or p.is_output:
+        if p is None or not p.is_tensor or not p.is_read:
             self.err((*path, "param"), f"special point param {s['param']!r} is not an input tensor")
             return None
         attrs = [q.name for q in by_name.values() if not q.is_tensor] + [
@@ -359,4 +388,6 @@ def lint_file(path: str | Path, text: str | None = None) -> tuple[OpSpec | None,
     if spec is not None:
         raw = text.encode("utf-8") if text is not None else Path(path).read_bytes()
         spec.sha256 = hashlib.sha256(raw).hexdigest()
+        for v in spec.variants:
+            v.sha256 = spec.sha256
     return spec, linter.problems

@@ -111,6 +111,7 @@ def load_registry(paths: Iterable[str | Path] | None = None,
             problems.extend(exc.problems)
     if problems:
         raise SpecError(problems)
+    loaded = [s for base in loaded for s in (base, *base.variants)]
     seen: dict[str, OpSpec] = {}
     for s in loaded:
         for key in {_key(s.name), _key(s.op)}:

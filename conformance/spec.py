@@ -19,12 +19,13 @@ TERM_PROMOTE = re.compile(r"^promote\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\
 class Param:
     name: str
     kind: str  # tensor | scalar | bool | string
-    role: str = "input"  # input | output (tensors only)
+    role: str = "input"  # input | output | inout (tensors only; inout: an in-place op's tensor)
     c_type: str = ""
     default: Any = None
     default_dtype: str | None = None  # scalars
     values: tuple[str, ...] = ()  # strings: the documented choices
     doc: str = ""
+    c_name: str = ""  # the name in the C signature when it differs (an in-place op's selfRef)
 
     @property
     def is_tensor(self) -> bool:
@@ -32,7 +33,17 @@ class Param:
 
     @property
     def is_output(self) -> bool:
-        return self.kind == "tensor" and self.role == "output"
+        """Written by the op: an output, or an in-place op's input that is also its output."""
+        return self.kind == "tensor" and self.role in ("output", "inout")
+
+    @property
+    def is_inout(self) -> bool:
+        return self.kind == "tensor" and self.role == "inout"
+
+    @property
+    def is_read(self) -> bool:
+        """Read by the op: every parameter but a pure output tensor."""
+        return not (self.kind == "tensor" and self.role == "output")
 
 
 @dataclass(frozen=True)
@@ -156,6 +167,10 @@ class OpSpec:
     path: str = ""
     sha256: str = ""
     bindings: dict[str, Any] = field(default_factory=dict)  # family -> bindings.Binding
+    # The in-place variant the file also defines (spec section `inplace`), and for a variant the
+    # name of the spec it was derived from.
+    variants: tuple[OpSpec, ...] = ()
+    inplace_of: str = ""
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -169,7 +184,7 @@ class OpSpec:
 
     @property
     def tensor_inputs(self) -> tuple[Param, ...]:
-        return tuple(p for p in self.params if p.is_tensor and not p.is_output)
+        return tuple(p for p in self.params if p.is_tensor and p.is_read)
 
     @property
     def outputs(self) -> tuple[Param, ...]:

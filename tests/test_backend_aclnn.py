@@ -144,8 +144,8 @@ def test_product_option_skips_other_products(lib_dir):
     assert b.supports(leaky(T([1.0]), T([1.0]), product="atlas-a2")) is None
     why = b.supports(leaky(T([1.0]), T([1.0]), product="atlas-training"))
     assert why == "the device under test is atlas-a2, not atlas-training"
-    with pytest.raises(BackendError, match="unknown product 'atlas-a3'"):
-        AclnnBackend(lib_dir=str(lib_dir), product="atlas-a3")
+    with pytest.raises(BackendError, match="unknown product 'atlas-a4'"):
+        AclnnBackend(lib_dir=str(lib_dir), product="atlas-a4")
 
 
 def test_device_that_does_not_exist(lib_dir, counter):

@@ -295,3 +295,39 @@ def test_cli_run_hardshrink_against_jax(tmp_path):
     for r in recs:
         if r["kind"] == "negative":
             assert r["verdict"] == "skip", r["id"]
+
+
+# ---------------------------------------------------------------- forward ops
+
+
+INPLACE_FIXTURE = REPO / "tests" / "data" / "inplace" / "xelu.yaml"
+
+
+def test_a_forward_binding_is_evaluated_not_differentiated():
+    """bindings.jax with only `forward`: the op's output is the forward's value. xelu's forward
+    is where(self > 0, self, alpha * self): -2 * 0.5 = -1, 3 stays, 0 * 0.5 = 0; its in-place
+    variant gives the same numbers in its one tensor."""
+    from conformance.registry import load_registry
+
+    reg = load_registry([INPLACE_FIXTURE])
+    b = JaxBackend(registry=reg)
+    alpha = ScalarArg("FLOAT", 0.5)
+    o = b.execute(Call("xelu", "atlas-a2", {"self": t([-2, 3, 0]), "alpha": alpha,
+                                             "out": out([3])}))  # fmt: skip
+    assert result(o, "out").tolist() == [-1.0, 3.0, 0.0]
+    o = b.execute(Call("inplace_xelu", "atlas-a2", {"self": t([-2, 3, 0], "FLOAT16"),
+                                                     "alpha": alpha}))  # fmt: skip
+    assert o.outputs["self"].dtype == np.float16
+    assert result(o, "self").tolist() == [-1.0, 3.0, 0.0]
+
+
+def test_a_forward_binding_names_only_parameters(tmp_path):
+    text = INPLACE_FIXTURE.read_text(encoding="utf-8")
+    bad = text.replace('jax: {forward: "where(self > 0, self, alpha * self)"}',
+                       'jax: {forward: "where(x > 0, x, alpha * x)"}')  # fmt: skip
+    assert bad != text
+    path = tmp_path / "xelu.yaml"
+    path.write_text(bad, encoding="utf-8")
+    spec = load_spec(path)
+    with pytest.raises(BindingError, match="unknown name 'x'"):
+        parse_jax_binding(spec)

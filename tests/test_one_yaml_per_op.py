@@ -2,7 +2,7 @@
 operator breaks.
 
 A copy of specs/ (the shipped folder: products, dtypes, schema, ops/...) gets ONE extra spec,
-tests/data/spec_folder/silu_backward.yaml (no oracle), and the op-generic test files
+tests/data/spec_folder/tanh_backward.yaml (no oracle), and the op-generic test files
 run against it in a subprocess: tests/support/specs_root_hook/sitecustomize.py, first on
 PYTHONPATH, points `specs.root()` at the copy in that process and in every process it starts
 (xdist workers, `aclnn-conform`, `python -m cli.main`).
@@ -27,7 +27,7 @@ import specs
 from conformance.registry import default_registry
 from tests.support.runcli import REPO
 
-EXTRA = REPO / "tests" / "data" / "spec_folder" / "silu_backward.yaml"
+EXTRA = REPO / "tests" / "data" / "spec_folder" / "tanh_backward.yaml"
 HOOK = REPO / "tests" / "support" / "specs_root_hook"
 OP_GENERIC = [
     "tests/test_lint.py",
@@ -42,13 +42,13 @@ FULL = os.environ.get("ACLNN_CONFORM_TEST_PROMISE_FULL") == "1"
 
 def extra_spec() -> tuple[str, str]:
     """(spec name, YAML text) of the extra op; renamed when the registry already has a
-    silu_backward (a checkout that ships one, or ACLNN_CONFORM_SPECS naming a folder with it)."""
+    tanh_backward (a checkout that ships one, or ACLNN_CONFORM_SPECS naming a folder with it)."""
     text = EXTRA.read_text(encoding="utf-8")
-    if "silu_backward" not in default_registry().names():
-        return "silu_backward", text
-    text = text.replace("\nname: silu_backward\n", "\nname: silu_extra_backward\n")
-    text = text.replace("\nop: aclnnSiluBackward\n", "\nop: aclnnSiluExtraBackward\n")
-    return "silu_extra_backward", text
+    if "tanh_backward" not in default_registry().names():
+        return "tanh_backward", text
+    text = text.replace("\nname: tanh_backward\n", "\nname: tanh_extra_backward\n")
+    text = text.replace("\nop: aclnnTanhBackward\n", "\nop: aclnnTanhExtraBackward\n")
+    return "tanh_extra_backward", text
 
 
 def specs_with_one_more_op(tmp: Path) -> tuple[Path, str]:

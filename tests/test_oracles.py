@@ -93,9 +93,30 @@ def test_oracles_are_independent_of_the_code_under_test(name):
     assert not bad, f"tests/oracles/{name}.py imports {bad}"
 
 
+ELEMENTWISE = {
+    "OUT": str,
+    "INPUTS": tuple,
+    "PRODUCTS": tuple,
+    "value": callable,
+    "SETTINGS": list,
+    "DOMAIN": dict,
+    "SPECIAL": list,
+    "allowed": callable,
+    "base_scalars": callable,
+}
+
+
 @pytest.mark.parametrize("name", oracles.names())
 def test_oracle_interface(name):
     mod = oracles.load(name)
+    assert oracles.kind(mod) in ("gradient", "elementwise"), f"{name}: unknown KIND"
+    if oracles.kind(mod) == "elementwise":
+        for attr, kind in ELEMENTWISE.items():
+            assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
+            value = getattr(mod, attr)
+            assert callable(value) if kind is callable else isinstance(value, kind), attr
+        assert set(mod.PRODUCTS) and mod.SETTINGS and set(mod.DOMAIN) == set(mod.INPUTS)
+        return
     for attr, kind in REQUIRED.items():
         assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
         value = getattr(mod, attr)

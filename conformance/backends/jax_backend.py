@@ -13,6 +13,10 @@ and how the call's tensors feed it:
         unsupported_reason: "..."         # optional: why, shown with the skip
         output: gradInput                 # optional: default the formula's output
 
+A forward op gives only `forward` (over all its tensor inputs and attributes): its output is the
+forward's value, computed in the inputs' promoted dtype (fp16/bf16 in float32, an integer input
+in the output's float dtype) and cast to the output dtype.
+
 The gradient is `jax.vjp` of the forward at the input, with the gradient tensor as cotangent, both
 broadcast to the output's shape and converted to their promoted dtype as JAX promotes (bf16 and
 fp16 computed in float32, as PyTorch's opmath and the Ascend kernels do; float64 with x64
@@ -63,11 +67,12 @@ def _view(t: TensorArg) -> np.ndarray:
 @dataclass(frozen=True)
 class JaxBinding:
     forward: Expr
-    input: str
-    grad: str
+    input: str | None  # None with grad None: a forward op, evaluated over `inputs`
+    grad: str | None
     output: str
     unsupported_when: Expr | None
     unsupported_reason: str
+    inputs: tuple[str, ...]  # every tensor input (a forward op's forward reads them all)
 
 
 def parse_jax_binding(spec: OpSpec) -> JaxBinding | None:
@@ -77,7 +82,8 @@ def parse_jax_binding(spec: OpSpec) -> JaxBinding | None:
         return None
     raw = b.data
     inputs = [p.name for p in spec.tensor_inputs]
-    for key in ("input", "grad"):
+    forward_only = raw.get("input") is None and raw.get("grad") is None
+    for key in () if forward_only else ("input", "grad"):
         if raw.get(key) not in inputs:
             raise b.error((key,), f"must name an input tensor of {spec.name} ({', '.join(inputs)})")
     outs = [p.name for p in spec.outputs]
@@ -87,7 +93,8 @@ def parse_jax_binding(spec: OpSpec) -> JaxBinding | None:
     attrs = [p.name for p in spec.attributes]
     strings = [p.name for p in spec.attributes if p.kind == "string"]
     try:
-        forward = compile_expr(raw["forward"], [*attrs, raw["input"]], strings)
+        seen = inputs if forward_only else [raw["input"]]
+        forward = compile_expr(raw["forward"], [*attrs, *seen], strings)
     except ExprError as exc:
         raise b.error(("forward",), f"{exc.message} in {raw['forward']!r}") from None
     when = None
@@ -97,7 +104,8 @@ def parse_jax_binding(spec: OpSpec) -> JaxBinding | None:
         except ExprError as exc:
             raise b.error(("unsupported_when",), exc.message) from None
     reason = str(raw.get("unsupported_reason") or f"unsupported_when {raw.get('unsupported_when')!r} holds")  # fmt: skip
-    return JaxBinding(forward, raw["input"], raw["grad"], output, when, reason)
+    return JaxBinding(forward, raw.get("input"), raw.get("grad"), output, when, reason,
+                      tuple(inputs))  # fmt: skip
 
 
 class JaxBackend(Backend):
@@ -166,8 +174,12 @@ class JaxBackend(Backend):
         out = call.tensor(b.output)
         env = attribute_env(spec, call)
         try:
-            result = self._gradient(b, _view(call.tensor(b.input)), _view(call.tensor(b.grad)),
-                                    env, out)  # fmt: skip
+            if b.grad is None:
+                tensors = {n: _view(call.tensor(n)) for n in b.inputs}
+                result = self._forward(b, tensors, env, out)
+            else:
+                result = self._gradient(b, _view(call.tensor(b.input)),
+                                        _view(call.tensor(b.grad)), env, out)  # fmt: skip
         except Exception as exc:  # JAX cannot compute the call (shapes, dtypes, values)
             text = str(exc).strip().splitlines()
             message = text[0][:500] if text else type(exc).__name__
@@ -176,6 +188,21 @@ class JaxBackend(Backend):
         bits = _bits(outputs[b.output])  # the same memory
         TensorArg(out.dtype, out.shape, out.strides, out.offset, bits).write(_bits(result))
         return Outcome(0, outputs, "")
+
+    def _forward(
+        self, b: JaxBinding, tensors: dict[str, np.ndarray], env: dict[str, Any], out: TensorArg
+    ) -> np.ndarray:
+        jnp = self.jax.numpy
+        ctype = jnp.result_type(*(a.dtype for a in tensors.values()))
+        if not jnp.issubdtype(ctype, jnp.inexact):
+            ctype = dt.get(out.dtype).np if dt.get(out.dtype).is_float else jnp.float32
+        if jnp.dtype(ctype).itemsize < 4:
+            ctype = jnp.float32  # fp16/bf16 math in float32 ("opmath"), as real kernels do
+        xs = {n: jnp.broadcast_to(jnp.asarray(a).astype(ctype), out.shape)
+              for n, a in tensors.items()}  # fmt: skip
+        y = evaluate_with(b.forward, {**env, **xs}, self.ns)
+        y = jnp.broadcast_to(jnp.asarray(y), out.shape)
+        return np.asarray(y.astype(dt.get(out.dtype).np))
 
     def _gradient(
         self, b: JaxBinding, x: np.ndarray, g: np.ndarray, env: dict[str, Any], out: TensorArg

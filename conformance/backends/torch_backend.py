@@ -71,7 +71,7 @@ def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
             f"must name an ATen operator, e.g. {spec.aten or 'the ATen name of ' + spec.name}",
         )
     args, kwargs = list(raw.get("args") or []), dict(raw.get("kwargs") or {})
-    inputs = {p.name for p in spec.params if not p.is_output}
+    inputs = {p.name for p in spec.params if p.is_read}
     for i, name in enumerate(args):
         if name not in inputs:
             raise b.error(("args", i), f"{name!r} is not an input parameter of {spec.name}")
@@ -217,8 +217,12 @@ class TorchBackend(Backend):
         if b is None:
             raise BackendError(f"{spec.path} has no bindings.aten section")
         outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs}
-        args = [self._value(call.args[n]) for n in b.args]
-        kwargs = {k: self._value(call.args[n]) for k, n in b.kwargs}
+        # An in-place op's tensor is handed over as a view of its own device storage, which is
+        # then read back as it is: a result that does not land there is not in place.
+        bases = {p.name: self._tensor(call.tensor(p.name).storage, call.tensor(p.name).dtype)
+                 for p in spec.params if p.is_inout}  # fmt: skip
+        args = [self._value(call.args[n], bases.get(n)) for n in b.args]
+        kwargs = {k: self._value(call.args[n], bases.get(n)) for k, n in b.kwargs}
         overload = getattr(self.torch.ops.aten, b.op).default
         try:
             result = overload(*args, **kwargs)
@@ -231,12 +235,14 @@ class TorchBackend(Backend):
             return Outcome(status_codes()["ACLNN_ERR_PARAM_INVALID"], outputs,
                            f"{type(exc).__name__}: {message}", raised=True)  # fmt: skip
         for name, r in pairs:
-            outputs[name] = self._store(call.tensor(name), r)
+            t = call.tensor(name)
+            outputs[name] = (self._host(bases[name], t) if name in bases
+                             else self._store(t, r))  # fmt: skip
         return Outcome(0, outputs, "")
 
-    def _value(self, arg: Any) -> Any:
+    def _value(self, arg: Any, base: Any = None) -> Any:
         if isinstance(arg, TensorArg):
-            base = self._tensor(arg.storage, arg.dtype)
+            base = self._tensor(arg.storage, arg.dtype) if base is None else base
             return self.torch.as_strided(base, arg.shape, arg.strides, arg.offset)
         if isinstance(arg, ScalarArg):
             v, cat = arg.typed(), dt.get(arg.dtype).category
@@ -273,6 +279,10 @@ class TorchBackend(Backend):
         """A copy of t's storage with `result` cast into its view, as an out= variant writes."""
         base = self._tensor(t.storage, t.dtype)
         self.torch.as_strided(base, t.shape, t.strides, t.offset).copy_(result)
+        return self._host(base, t)
+
+    def _host(self, base: Any, t: TensorArg) -> np.ndarray:
+        """The device storage `base` of tensor t back on the host, bit for bit."""
         host = base.cpu()
         if t.dtype in BIT_VIEWS:
             np_int, torch_int = BIT_VIEWS[t.dtype]

@@ -10,7 +10,25 @@ An operator of the registry without a module here is checked by the op-generic t
 tests/test_oracles.py lists such operators (a warning, not a failure) and fails on a module whose
 name is not an operator of the registry (a stale oracle).
 
-The interface (every name is required unless marked optional). `s` is always a dict of the call's
+Two interfaces, by the module's KIND:
+
+- KIND = "elementwise" (default for new modules; forward and backward ops of the activation
+  family): the exact value of one output element from the input elements.
+      OUT: str, INPUTS: tuple[str, ...] (tensor inputs in C order), PRODUCTS: tuple[str, ...]
+      value(t, s) -> mpf | float     t: {input: the element's exact value as an mpmath mpf},
+                                     s: the non-tensor arguments (a FLOAT scalar as the float32
+                                     it holds); a float for an IEEE special (nan, +-inf)
+      SETTINGS: list[dict]           full non-tensor argument dicts to test
+      DOMAIN: {input: (lo, hi)}      uniform draw range per tensor input
+      SPECIAL: list[float]           values every tensor input is also tried at
+      allowed(param, product) -> set[str]   the doc's dtype list of a tensor parameter
+      base_scalars() -> dict         the non-tensor arguments of a valid call
+      out_dtype(dtype) -> str        (optional) the output dtype of inputs of `dtype`
+                                     (default: the same)
+  tests/test_family_oracles.py runs them.
+- no KIND (the "gradient" interface of the five seed ops), below.
+
+The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's
 non-tensor arguments by parameter name, a FLOAT scalar given as the float32 value it holds.
 
 Call shape
@@ -78,11 +96,17 @@ def load(spec_name: str) -> ModuleType | None:
     return importlib.import_module(f"{__name__}.{spec_name}")
 
 
-def of(spec_names) -> dict[str, ModuleType]:
-    """{spec name: oracle module} for those of `spec_names` that have one, in their order."""
+def kind(mod: ModuleType) -> str:
+    """The interface a module implements: "elementwise" or "gradient"."""
+    return getattr(mod, "KIND", "gradient")
+
+
+def of(spec_names, of_kind: str = "gradient") -> dict[str, ModuleType]:
+    """{spec name: oracle module} for those of `spec_names` that have one of the interface
+    `of_kind`, in their order."""
     out = {}
     for name in spec_names:
         mod = load(name)
-        if mod is not None:
+        if mod is not None and kind(mod) == of_kind:
             out[name] = mod
     return out
