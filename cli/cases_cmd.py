@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from cli.atk_cmd import import_atk
 from cli.errors import UserError
 from cli.options import build_selection, registry, selection_options
 from conformance.casefile import write_case
@@ -16,7 +17,7 @@ from conformance.runner import generated_items
 
 @click.group("cases")
 def cases() -> None:
-    """List or export the generated cases."""
+    """List or export the generated cases; import the vendor's ATK cases."""
 
 
 @cases.command("list")
@@ -56,3 +57,6 @@ def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, 
         spec = reg.get(it.op)
         write_case(directory, build(spec, it.plan, seed), spec.sha256)
     click.echo(f"wrote {len(items)} cases under {directory}")
+
+
+cases.add_command(import_atk)

@@ -113,7 +113,7 @@ def table(
     ]
     gap = 2
     avail = total - indent - gap * (ncol - 1)
-    # Shrink the last column (free text) down to 24 columns first, then the widest one.
+    # Narrow the last column (free text) down to 24 columns first, then the widest one.
     last = ncol - 1
     while sum(widths) > avail:
         last_floor = max(display_width(headers[last]), 24)

@@ -18,6 +18,7 @@ from cli import errors
 from cli.backends_cmd import backends
 from cli.cases_cmd import cases
 from cli.diff_cmd import diff
+from cli.doc_cmd import check_doc_cmd, draft_cmd
 from cli.merge_cmd import merge
 from cli.probe_cmd import probe_cmd
 from cli.replay_cmd import replay
@@ -78,6 +79,8 @@ def main(ctx: click.Context, spec_dirs: tuple[Path, ...]) -> None:
     ctx.obj["spec_dirs"] = tuple(str(d) for d in spec_dirs)
 
 
+specs.add_command(draft_cmd)
+specs.add_command(check_doc_cmd)
 main.add_command(specs)
 main.add_command(run)
 main.add_command(cases)

@@ -33,16 +33,38 @@ def specs() -> None:
 
 
 @specs.command(name="list")
-def list_cmd() -> None:
+@click.option("--markdown", is_flag=True, help="A Markdown table with each op's bindings.")
+def list_cmd(markdown: bool) -> None:
     """One line per operator: name, aclnn op, products, clauses, deviations."""
-    reg = registry()
+    specs_ = sorted(registry(), key=lambda s: s.name)
+    if markdown:
+        click.echo("| API | spec | products | clauses | deviations | torch | JAX |")
+        click.echo("|---|---|---|---|---|---|---|")
+        for s in specs_:
+            click.echo(f"| `{s.op}` | `{s.name}` | {', '.join(s.products)} | "
+                       f"{len(s.clause_ids())} | {len(s.deviations)} | {_binding_text(s)} |")  # fmt: skip
+        return
     rows = [
         [s.name, s.op, str(len(s.clause_ids())), str(len(s.deviations)), ", ".join(s.products)]
-        for s in sorted(reg, key=lambda s: s.name)
+        for s in specs_
     ]
     headers = ["NAME", "OP", "CLAUSES", "DEVIATIONS", "PRODUCTS"]
     for line in table(headers, rows, indent=0, right=(2, 3), total=200):
         click.echo(line)
+
+
+def _binding_text(spec) -> str:
+    """The torch and JAX columns: the ATen op, and how JAX computes it (vjp or forward)."""
+    aten = spec.bindings.get("aten")
+    jax = spec.bindings.get("jax")
+    torch_text = f"`aten::{aten.data.get('op')}`" if aten else "-"
+    if jax is None:
+        jax_text = "-"
+    else:
+        jax_text = "vjp of the forward" if jax.data.get("grad") else "forward"
+        if jax.data.get("unsupported_when"):
+            jax_text += f" (not when `{jax.data['unsupported_when']}`)"
+    return f"{torch_text} | {jax_text}"
 
 
 # -- show --------------------------------------------------------------------------------------
@@ -98,7 +120,7 @@ def render_spec(spec: OpSpec) -> list[str]:
     out += table(["#", "NAME", "KIND", "ROLE", "C TYPE", "DEFAULT"], rows, right=(0,), total=w)
 
     out += ["", heading("Dtypes per product") + " (from the dtype_in checks)"]
-    out += table(["PARAM", "SET", *spec.products], _dtype_rows(spec), total=w)
+    out += table(["PARAM", "SET", "PRODUCTS", "DTYPES"], _dtype_rows(spec), total=w)
 
     out += ["", heading("Checks") + " (in order; the first violation decides the status)"]
     id_w = max(len(c.id) for c in spec.checks)
@@ -181,28 +203,45 @@ def _optional(*pairs: tuple[str, str], indent: int, total: int) -> list[str]:
     ]
 
 
+def _grouped(spec: OpSpec, lists: dict[str, str]) -> list[tuple[str, str]]:
+    """(products, dtypes) with the products that share a list on one row, in spec order."""
+    groups: dict[str, list[str]] = {}
+    for prod in spec.products:
+        groups.setdefault(lists[prod], []).append(prod)
+    return [(", ".join(prods), dtypes) for dtypes, prods in groups.items()]
+
+
 def _dtype_rows(spec: OpSpec) -> list[list[str]]:
-    """One row per term of each dtype_in check, then one per tensor that no dtype_in names."""
+    """Rows of (param, set, products, dtypes): one per term of each dtype_in check and group of
+    products with the same list, then one per tensor that no dtype_in names."""
     rows: list[list[str]] = []
     named: set[str] = set()
+
+    def add(term: str, set_name: str, lists: dict[str, str]) -> None:
+        for i, (prods, dtypes) in enumerate(_grouped(spec, lists)):
+            rows.append([term if i == 0 else "", set_name if i == 0 else "", prods, dtypes])
+
     for c in spec.checks:
         if c.kind != "dtype_in":
             continue
         for term in c.terms:
             named.update(term.params())
             if c.dtype_set:
-                cells = [", ".join(spec.dtypes_for(c.dtype_set, p)) for p in spec.products]
-                rows.append([str(term), c.dtype_set, *cells])
+                add(str(term), c.dtype_set,
+                    {p: ", ".join(spec.dtypes_for(c.dtype_set, p)) for p in spec.products})  # fmt: skip
             else:
-                rows.append([str(term), "(listed)", *[", ".join(c.dtypes)] * len(spec.products)])
+                add(str(term), "(listed)", dict.fromkeys(spec.products, ", ".join(c.dtypes)))
     used_sets = {c.dtype_set for c in spec.checks if c.dtype_set}
     for p in spec.params:
         if p.is_tensor and p.name not in named:
-            rows.append([p.name, "-", *["(no dtype_in check)"] * len(spec.products)])
+            rows.append([p.name, "-", ", ".join(spec.products), "(no dtype_in check)"])
     for name in spec.dtype_sets:
         if name not in used_sets:
-            cells = [", ".join(spec.dtypes_for(name, p)) for p in spec.products]
-            rows.append([f"(set {name})", name, *cells])
+            add(
+                f"(set {name})",
+                name,
+                {p: ", ".join(spec.dtypes_for(name, p)) for p in spec.products},
+            )
     return rows
 
 

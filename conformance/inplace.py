@@ -16,8 +16,8 @@ The variant keeps every rule of the out-of-place spec, with the output's name re
 input's: the input becomes one `inout` tensor (role inout), so cases hand the backend one
 tensor, and the result must land in that tensor's own storage, through its own view (strides and
 offset kept, nothing outside the view touched). A rule that becomes vacuous when both sides are
-the same tensor (self's dtype equal to, or castable to, self's) is dropped with the deviations
-that name it. The work is done on the plain YAML data, before the spec is built, so the variant
+the same tensor (self's dtype equal to, or castable to, self's; a dtype list no wider than the
+one self was already checked against) is dropped with the deviations that name it. The work is done on the plain YAML data, before the spec is built, so the variant
 is checked by the same linter as any spec.
 """
 
@@ -53,6 +53,32 @@ def _vacuous(check: dict[str, Any]) -> bool:
     return False
 
 
+def _allowed(check: dict[str, Any], sets: dict[str, Any], product: str) -> set[str] | None:
+    """The dtypes a dtype_in check allows on `product` (None: not a plain list check)."""
+    if "dtypes" in check:
+        return set(check["dtypes"])
+    table = sets.get(check.get("set"))
+    if not isinstance(table, dict):
+        return None
+    return set(table.get(product, table.get("default", [])))
+
+
+def _repeats(check: dict[str, Any], earlier: list[dict[str, Any]], data: dict[str, Any]) -> bool:
+    """A dtype_in check that no call can be the first to fail: an earlier dtype_in on the same
+    parameters allows no more dtypes on any product (out's list on self, after self's own)."""
+    if check.get("kind") != "dtype_in":
+        return False
+    sets = data.get("dtype_sets", {})
+    for e in earlier:
+        if e.get("kind") != "dtype_in" or not set(check["params"]) <= set(e["params"]):
+            continue
+        if all((a := _allowed(e, sets, prod)) is not None
+               and (b := _allowed(check, sets, prod)) is not None and a <= b
+               for prod in data["products"]):  # fmt: skip
+            return True
+    return False
+
+
 def derive(data: dict[str, Any]) -> dict[str, Any]:
     """The YAML data of the in-place variant of spec `data` (which has an `inplace` section)."""
     ip = data["inplace"]
@@ -78,7 +104,7 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
     checks, dropped = [], set()
     for c in v["checks"]:
         c = {k: _rename(x, out, inp) if k in ("params", "to", "of") else x for k, x in c.items()}
-        if _vacuous(c):
+        if _vacuous(c) or _repeats(c, checks, v):
             dropped.add(c["id"])
         else:
             checks.append(c)

@@ -168,6 +168,11 @@ class Linter:
                                   tuple(d.get("cases", []))))  # fmt: skip
         if self.problems:
             return None
+        for key in ("inputs", "outputs"):  # the ATK mapping names parameters of this spec
+            for atk_name, param in (data.get("atk") or {}).get(key, {}).items():
+                if param not in by_name:
+                    self.err(("atk", key, atk_name), f"atk {key}: {atk_name!r} maps to "
+                                                     f"{param!r}, which is no parameter")  # fmt: skip
         variants = self.inplace_variant(data) if "inplace" in data else ()
         if self.problems:
             return None

@@ -1,6 +1,6 @@
 """pytest integration: the generated cases as pytest items.
 
-    pytest --pyargs conformance --aclnn-backend torch [-k elu] [-n auto] [--junitxml r.xml]
+    pytest --pyargs conformance --aclnn-backend torch [-k "atlas-a2 and values"] [-n auto] [--junitxml r.xml]
 
 The plugin (entry point `pytest11`) adds the options; `conformance/test_suite.py` holds one
 parametrized test whose parameters are the case ids, so -k, xdist (every worker enumerates the

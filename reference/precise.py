@@ -131,6 +131,29 @@ def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, mask: np.ndarray,
     return y
 
 
+def beyond_float64(exact_inputs: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Mask of the elements with a 64-bit integer input float64 cannot hold (|v| > 2^53)."""
+    mask = np.zeros(n, dtype=bool)
+    for arr in exact_inputs.values():
+        if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8:
+            with np.errstate(over="ignore"):
+                mask |= (arr > 2**53) | ((arr < -(2**53)) if arr.dtype.kind == "i" else False)
+    return mask
+
+
+def refine_integers(spec: OpSpec, env: dict[str, Any], out: np.ndarray, mask: np.ndarray,
+                    exact_inputs: dict[str, np.ndarray]) -> None:  # fmt: skip
+    """Store into the integer output `out` the masked elements computed exactly in mpmath
+    (truncated toward zero, as the float64 path's conversion does): a 64-bit integer input
+    beyond 2^53 would lose its low bits in float64."""
+    attrs = {p.name: env[p.name] for p in spec.attributes}
+    info = np.iinfo(out.dtype)
+    for i in np.flatnonzero(mask):
+        value = _value_at(spec, attrs, {k: a[i] for k, a in exact_inputs.items()}, PRECISION)
+        if value is not None:
+            out[i] = min(max(int(value), int(info.min)), int(info.max))
+
+
 def is_float_output(out_dtype: str) -> bool:
     return out_dtype in FORMATS or out_dtype == "DOUBLE"
 

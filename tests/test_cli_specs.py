@@ -75,27 +75,39 @@ def test_unknown_command_is_a_usage_error():
 
 
 def test_list_shows_every_op():
+    """One row per spec file and one per in-place variant a file defines (its `inplace:`)."""
     r = run("specs", "list")
     assert r.exit_code == 0
     lines = r.stdout.strip().splitlines()
     assert lines[0].split() == ["NAME", "OP", "CLAUSES", "DEVIATIONS", "PRODUCTS"]
     assert ALL  # one file per op of the registry
-    assert sorted(default_registry().names()) == ALL
-    assert len(lines) == 1 + len(ALL)
-    for name, line in zip(ALL, lines[1:], strict=True):
-        d = raw(name)
-        clauses = count_clauses(d)
+    variants = {d["inplace"]["name"]: (d, d["inplace"]) for d in RAW.values() if "inplace" in d}
+    assert sorted(default_registry().names()) == sorted([*ALL, *variants])
+    assert len(lines) == 1 + len(ALL) + len(variants)
+    for line in lines[1:]:
         cols = line.split(None, 4)
-        assert cols[:4] == [name, d["op"], str(clauses), str(len(d.get("deviations", [])))]
+        if cols[0] in variants:
+            base, ip = variants[cols[0]]
+            assert cols[1] == ip["op"]
+            assert int(cols[2]) <= count_clauses(base)  # rules on out == self drop out
+            assert cols[4] == ", ".join(ip.get("products", base["products"]))
+            continue
+        d = raw(cols[0])
+        assert cols[:4] == [
+            cols[0],
+            d["op"],
+            str(count_clauses(d)),
+            str(len(d.get("deviations", []))),
+        ]
         assert cols[4] == ", ".join(d["products"])
 
 
 def test_list_elu_line_by_hand():
-    # elu_backward.yaml: 11 checks + 3 branches + 4 special points + 2 properties; 5 deviations
-    line = next(x for x in run("specs", "list").stdout.splitlines() if x.startswith("elu_"))
+    # elu_backward.yaml: 11 checks + 3 branches + 4 special points + 2 properties; 6 deviations
+    line = next(x for x in run("specs", "list").stdout.splitlines() if x.startswith("elu_backward"))
     assert line.split() == [
-        "elu_backward", "aclnnEluBackward", "20", "5",
-        "atlas-inference,", "atlas-training,", "atlas-a2",
+        "elu_backward", "aclnnEluBackward", "20", "6",
+        "atlas-inference,", "atlas-training,", "atlas-a2,", "atlas-a3,", "ascend950",
     ]  # fmt: skip
 
 
@@ -118,12 +130,13 @@ def test_show_elu(op):
         r"^\s+10\s+alpha-nonneg-if-result\s+value\s+161002 ACLNN_ERR_PARAM_INVALID$", out, re.M
     )
     assert re.search(r"violated if:\s+isResult and alpha < 0$", out, re.M)
-    # the dtype table: products as columns, in the spec's order; BF16 only on Atlas A2
+    # the dtype table: products sharing a list on one row; BF16 on Atlas A2, A3 and 950
     header = next(x for x in out.splitlines() if x.split()[:2] == ["PARAM", "SET"])
-    assert header.split()[2:] == ["atlas-inference", "atlas-training", "atlas-a2"]
+    assert header.split() == ["PARAM", "SET", "PRODUCTS", "DTYPES"]
     for param in ("gradOutput", "selfOrResult", "gradInput"):
         assert re.search(
-            rf"^\s+{param}\s+float\s+FLOAT, FLOAT16\s+FLOAT, FLOAT16\s+FLOAT, FLOAT16, BF16$",
+            rf"^\s+{param}\s+float\s+atlas-inference, atlas-training\s+FLOAT, FLOAT16\n"
+            r"\s+atlas-a2, atlas-a3, ascend950\s+FLOAT, FLOAT16, BF16$",
             out,
             re.M,
         )
@@ -198,11 +211,13 @@ def test_show_a_spec_file(tmp_path):
     assert r.exit_code == 0
     assert r.stdout.startswith("aclnnGeluBackwardV2  (gelu_backward_v2)")
     assert re.search(
-        r"^\s+gradOutput\s+tensor\s+FLOAT16, FLOAT\s+FLOAT16, FLOAT\s+", r.stdout, re.M
+        r"^\s+gradOutput\s+tensor\s+atlas-inference, atlas-training\s+FLOAT16, FLOAT$",
+        r.stdout,
+        re.M,
     )
 
 
-@pytest.mark.parametrize("op", ["nope", "elu", "aclnnEluForward"])
+@pytest.mark.parametrize("op", ["nope", "elu_forward", "aclnnEluForward"])
 def test_show_unknown_op(op):
     r = run("specs", "show", op)
     assert r.exit_code == 2
@@ -215,7 +230,7 @@ def test_show_unknown_op(op):
 
 
 def test_show_unknown_op_suggests():
-    err = run("specs", "show", "gelu").stderr
+    err = run("specs", "show", "gelu_backwrd_v2").stderr
     assert "did you mean gelu_backward_v2?" in err
 
 

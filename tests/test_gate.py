@@ -194,7 +194,7 @@ def cli_error(*args) -> str:
 
 @pytest.mark.parametrize("plugin_args, cli_args, renames", [
     ((), None, {}),
-    (("--aclnn-backend", "reference", "--aclnn-op", "elu"), ("run", "--op", "elu"),
+    (("--aclnn-backend", "reference", "--aclnn-op", "elu_forward"), ("run", "--op", "elu_forward"),
      {"--op": "--aclnn-op"}),
     (("--aclnn-backend", "reference", "--aclnn-dtype", "f8"), ("run", "--dtype", "f8"),
      {"--dtype": "--aclnn-dtype"}),

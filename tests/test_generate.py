@@ -71,8 +71,9 @@ def _tensors(case, outputs: bool | None = None) -> dict[str, TensorArg]:
     return {
         n: a
         for n, a in case.call.args.items()
-        if isinstance(a, TensorArg) and (outputs is None or spec.param(n).is_output == outputs)
-    }
+        if isinstance(a, TensorArg)
+        and (outputs is None or (spec.param(n).is_output if outputs else spec.param(n).is_read))
+    }  # an in-place op's tensor is both: read (holds values) and written
 
 
 def _positive(cases_of_op):
@@ -203,10 +204,12 @@ def _shadow_proof(spec, check, product) -> str:
     if check.kind == "dtype_in":
         allowed = set(spec.dtypes_for(check.dtype_set, product))
         for (p,) in [t.params() for t in check.terms]:
+            if p in before and before[p] <= allowed:  # its own earlier list (in place: out's
+                continue  # list on self after self's own)
             ties = [c for c in spec.checks[:index] if c.kind == "same_dtype" and p in c.params]
             partners = {q for c in ties for q in c.params if q != p and q in before}
             assert any(before[q] <= allowed for q in partners), f"{check.id}: not shadowed"
-        return "an earlier same_dtype rule ties it to a tensor whose list is no larger"
+        return "an earlier rule limits it to a list no larger (its own, or a same_dtype tie)"
     pytest.fail(f"{spec.name}/{check.id}: no shadowing argument for kind {check.kind}")
 
 
@@ -285,7 +288,9 @@ def test_dtype_matrix_sizes_for_elu():
         product: sum(1 for p in plan_op(spec, [product]) if p.id.endswith("/dtypes"))
         for product in spec.products
     }
-    assert sizes == {"atlas-inference": 4, "atlas-training": 4, "atlas-a2": 9}
+    # 2 x 2 without BF16; 3 x 3 where the doc lists BF16 (A2, and A3 and 950 on ops-nn)
+    assert sizes == {"atlas-inference": 4, "atlas-training": 4, "atlas-a2": 9, "atlas-a3": 9,
+                     "ascend950": 9}  # fmt: skip
 
 
 def _first_product_cases(op, cases):
@@ -368,13 +373,20 @@ def test_layouts_for_inputs_and_outputs(op, cases):
                 mask[np.asarray(idx.view()).reshape(-1)] = False
                 # reading outside the view must show: padding and gaps hold NaN
                 assert np.isnan(t.storage[mask].astype(np.float64)).all(), c.id
-    assert {"transposed", "gaps", "offset", "zero-stride"} <= seen_in
-    # zero-stride outputs would alias elements (write races): only inputs use them
+    spec = REG.get(op)
+    # zero-stride outputs would alias elements (write races): only pure inputs use them
+    pure_inputs = any(p.is_read and not p.is_output for p in spec.tensor_inputs)
+    assert {"transposed", "gaps", "offset"} | ({"zero-stride"} if pure_inputs else set()) <= seen_in
     assert {"transposed", "gaps", "offset"} <= seen_out
     assert "zero-stride" not in seen_out
     for c in mine:
-        for t in _tensors(c, outputs=True).values():
-            assert _all_nan(t.storage), f"{c.id}: outputs must start as NaN"
+        for n, t in _tensors(c, outputs=True).items():
+            if spec.param(n).is_read:  # in place: it holds the input values instead
+                continue
+            if t.dtype_info.is_float:
+                assert _all_nan(t.storage), f"{c.id}: float outputs must start as NaN"
+            else:
+                assert np.unique(t.storage).size <= 1, f"{c.id}: outputs start as one fill value"
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -385,8 +397,11 @@ def test_value_kinds_draw_what_they_say(op, cases):
         kind = c.id.rsplit("/values=", 1)[1] if "/values=" in c.id else None
         if kind is None:
             continue
-        inputs = [t for t in _tensors(c, outputs=False).values() if t.dtype_info.is_float]
-        assert inputs, c.id
+        tensors = list(_tensors(c, outputs=False).values())
+        inputs = [t for t in tensors if t.dtype_info.is_float]
+        if not inputs:  # integer inputs (hardsigmoid's INT32, say): values, not float kinds
+            assert tensors and all(t.dtype_info.category in ("int", "bool") for t in tensors)
+            continue
         fi = ml_dtypes.finfo(inputs[0].dtype_info.np)
         seen[(c.product, inputs[0].dtype)].add(kind)
         v = np.concatenate([np.asarray(t.view()).astype(np.float64).reshape(-1) for t in inputs])
@@ -502,7 +517,7 @@ def test_select_keeps_every_static_clause_and_the_budget(suite):
     pairs = suite
     clauses = _static(pairs)
     # each case the cover keeps adds a clause: a budget of len(clauses) always suffices
-    for budget in (len(clauses), len(clauses) + 7, 500, 2000):
+    for budget in (len(clauses), len(clauses) + 7, len(clauses) + 500):
         chosen = select(pairs, budget)
         assert len(chosen) <= budget
         assert len(chosen) == budget  # more cases than budget: the budget is used up
@@ -514,7 +529,8 @@ def test_select_keeps_every_static_clause_and_the_budget(suite):
         assert idx == sorted(idx), "select must keep the suite order"
     # with room to spare, every op x product x kind group gets cases
     groups = {(p.op, p.product, p.kind) for _, p in pairs}
-    assert {(p.op, p.product, p.kind) for _, p in select(pairs, 500)} == groups
+    roomy = len(clauses) + len(groups)  # grows with the registry
+    assert {(p.op, p.product, p.kind) for _, p in select(pairs, roomy)} == groups
 
 
 def test_select_small_budgets_and_no_budget():

@@ -36,6 +36,8 @@ OP_GENERIC = [
     "tests/test_error_rules.py",
     "tests/test_generate.py",
     "tests/test_oracles.py",
+    "tests/test_products.py",
+    "tests/test_family_oracles.py",
 ]
 FULL = os.environ.get("ACLNN_CONFORM_TEST_PROMISE_FULL") == "1"
 

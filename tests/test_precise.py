@@ -58,3 +58,18 @@ def test_the_bit_test_agrees_with_the_arithmetic_one(name):
         [a + (b - a) * (0.5 + t * np.sign(rng.uniform(-1, 1, a.size))), rng.normal(0, 10, 20000)]
     )
     assert (near_midpoint(y, name) == _near_midpoint_float(y, p, emin)).all()
+
+
+def test_64_bit_integers_beyond_2_to_53_keep_every_bit():
+    """relu of INT64 values float64 cannot hold: the positive ones come back unchanged (the
+    formula's `self` branch), the negative ones as 0. 2^62 + 1 and 2^63 - 1 are exact integers,
+    so any trip through float64 would round them."""
+    from conformance.call import Call, TensorArg
+    from reference.backend import ReferenceBackend
+
+    values = np.array([2**62 + 1, 2**63 - 1, -(2**62) - 1, 2**53 + 1, 3], dtype=np.int64)
+    x = TensorArg("INT64", (5,), (1,), 0, values.copy())
+    out = TensorArg("INT64", (5,), (1,), 0, np.zeros(5, np.int64))
+    got = ReferenceBackend().execute(Call("relu", "atlas-a2", {"self": x, "out": out}))
+    assert got.status == 0
+    assert got.outputs["out"].tolist() == [2**62 + 1, 2**63 - 1, 0, 2**53 + 1, 3]

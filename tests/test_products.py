@@ -3,6 +3,9 @@ registry, positive cases on every product it lists."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from conformance.catalog import planned_products, products
@@ -44,3 +47,24 @@ def test_dtype_tables_name_only_listed_products(spec):
     for name, table in spec.dtype_sets.items():
         extra = set(table) - {"default", *spec.products}
         assert not extra, f"dtype set {name} has a table for {sorted(extra)}, not in products"
+
+
+def test_the_readme_coverage_table_lists_every_operator_with_its_products():
+    """README "Coverage": one row per operator of the registry (`specs list --markdown`), with
+    the products of its spec."""
+    from tests.support.runcli import REPO
+
+    rows = {}
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[1].startswith("`") and cells[0].startswith("`aclnn"):
+            rows[cells[1].strip("`")] = (cells[0].strip("`"), cells[2])
+    for name, row in rows.items():
+        assert name in REG.names() and row == (REG.get(name).op, ", ".join(REG.get(name).products))
+    # every operator of a spec file the repository tracks (a copy of the checkout with one more
+    # spec file, which git does not track, keeps this test green: tests grow with the registry)
+    proc = subprocess.run(["git", "ls-files", "specs/ops"], cwd=REPO, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    tracked = {Path(f).resolve() for f in proc.stdout.split()} if proc.returncode == 0 else set()
+    missing = [s.name for s in REG if Path(s.path).resolve() in tracked and s.name not in rows]
+    assert not missing, f"README coverage table lacks {missing}"

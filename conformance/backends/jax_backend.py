@@ -194,8 +194,8 @@ class JaxBackend(Backend):
     ) -> np.ndarray:
         jnp = self.jax.numpy
         ctype = jnp.result_type(*(a.dtype for a in tensors.values()))
-        if not jnp.issubdtype(ctype, jnp.inexact):
-            ctype = dt.get(out.dtype).np if dt.get(out.dtype).is_float else jnp.float32
+        if not jnp.issubdtype(ctype, jnp.inexact) and dt.get(out.dtype).is_float:
+            ctype = dt.get(out.dtype).np  # integer inputs, float output (erfinv of an int)
         if jnp.dtype(ctype).itemsize < 4:
             ctype = jnp.float32  # fp16/bf16 math in float32 ("opmath"), as real kernels do
         xs = {n: jnp.broadcast_to(jnp.asarray(a).astype(ctype), out.shape)

@@ -17,6 +17,7 @@ import numpy as np
 
 OK, NULLPTR, INVALID = 0, 161001, 161002
 A2, TRAIN, INFER = "atlas-a2", "atlas-training", "atlas-inference"
+A3, A950 = "atlas-a3", "ascend950"  # the newer ops-nn pages list them with A2's dtypes
 F = "FLOAT"
 COMPLEX = {"COMPLEX32", "COMPLEX64", "COMPLEX128"}
 INTEGRAL = {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64", "BOOL"}
@@ -38,8 +39,10 @@ class Scalar(NamedTuple):
 
 
 def bf16_if_a2(product: str, dtypes: list[str]) -> set[str]:
-    """BFLOAT16 is listed for 'Atlas A2训练系列产品/Atlas 800I A2推理产品' only."""
-    return set(dtypes) | ({"BF16"} if product == A2 else set())
+    """BFLOAT16 is listed for 'Atlas A2训练系列产品/Atlas 800I A2推理产品' in the seeds, and for
+    Atlas A3 and Ascend 950 on the ops-nn pages of the same ops (the library keys BF16 on the
+    DAV_2201 arch and the regbase arches)."""
+    return set(dtypes) | ({"BF16"} if product in (A2, A3, A950) else set())
 
 
 def promote_floats(a: str, b: str) -> str:

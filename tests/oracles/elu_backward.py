@@ -14,6 +14,8 @@ import numpy as np
 
 from tests.oracles._common import (
     A2,
+    A3,
+    A950,
     COMPLEX,
     INFER,
     INVALID,
@@ -31,7 +33,7 @@ from tests.oracles._common import (
 
 X = "selfOrResult"
 OUT = "gradInput"
-PRODUCTS = (INFER, TRAIN, A2)
+PRODUCTS = (INFER, TRAIN, A2, A3, A950)
 
 # -- the formula ---------------------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from tests.oracles._common import (
     A2,
+    A3,
+    A950,
     INFER,
     INVALID,
     NULLPTR,
@@ -29,7 +31,7 @@ from tests.oracles._common import (
 
 X = "self"
 OUT = "gradInput"
-PRODUCTS = (INFER, TRAIN, A2)
+PRODUCTS = (INFER, TRAIN, A2, A3, A950)
 
 # -- the formula ---------------------------------------------------------------------------------
 

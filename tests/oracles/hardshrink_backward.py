@@ -10,6 +10,8 @@ import itertools
 
 from tests.oracles._common import (
     A2,
+    A3,
+    A950,
     INVALID,
     NULLPTR,
     OK,
@@ -28,7 +30,7 @@ from tests.oracles._common import (
 
 X = "self"
 OUT = "gradInput"
-PRODUCTS = (TRAIN, A2)
+PRODUCTS = (TRAIN, A2, A3, A950)
 
 # -- the formula ---------------------------------------------------------------------------------
 

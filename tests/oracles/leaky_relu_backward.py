@@ -12,6 +12,8 @@ import numpy as np
 
 from tests.oracles._common import (
     A2,
+    A3,
+    A950,
     INFER,
     INTEGRAL,
     INVALID,
@@ -30,7 +32,7 @@ from tests.oracles._common import (
 
 X = "self"
 OUT = "out"
-PRODUCTS = (INFER, TRAIN, A2)
+PRODUCTS = (INFER, TRAIN, A2, A3, A950)
 
 # -- the formula ---------------------------------------------------------------------------------
 

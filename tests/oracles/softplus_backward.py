@@ -13,6 +13,8 @@ import mpmath
 
 from tests.oracles._common import (
     A2,
+    A3,
+    A950,
     COMPLEX,
     INVALID,
     OK,
@@ -29,7 +31,7 @@ from tests.oracles._common import (
 
 X = "self"
 OUT = "gradInput"
-PRODUCTS = (TRAIN, A2)
+PRODUCTS = (TRAIN, A2, A3, A950)
 
 # -- the formula ---------------------------------------------------------------------------------
 

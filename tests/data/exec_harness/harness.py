@@ -21,7 +21,7 @@ SUCCESS, NULLPTR, INVALID = 0, 161001, 161002
 FLOATS = {"FLOAT": np.float32, "FLOAT16": np.float16, "DOUBLE": np.float64}
 INTS = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "UINT16": np.uint16,
         "INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64}  # fmt: skip
-# LeakyReluBackward's dtype lists (specs/ops/leaky_relu_backward.yaml); BF16 only on Atlas A2
+# LeakyReluBackward's dtype lists (specs/ops/leaky_relu_backward.yaml); BF16 on Atlas A2, A3, 950
 TENSOR = ["FLOAT", "FLOAT16", "DOUBLE"]
 SLOPE = ["FLOAT", "FLOAT16", "DOUBLE", "INT32", "INT64", "INT8", "BOOL", "INT16", "UINT8"]
 OUT = ["FLOAT", "FLOAT16", "DOUBLE", *INTS, "BOOL", "COMPLEX64", "COMPLEX128"]
@@ -91,7 +91,7 @@ def scalar(arg: dict) -> float:
 
 
 def leaky_relu_backward(case: dict, case_dir: Path) -> np.ndarray:
-    a, a2 = case["args"], case["product"] == "atlas-a2"
+    a, a2 = case["args"], case["product"] in ("atlas-a2", "atlas-a3", "ascend950")
     for name in ("gradOutput", "self", "negativeSlope", "out"):
         if a[name]["kind"] == "null":
             raise Reject(NULLPTR, f"Expected a proper Tensor but got null for argument {name}.")
