@@ -25,9 +25,9 @@ def cases() -> None:
 @click.option("--show-clauses", is_flag=True, help="Show the clauses each case exercises.")
 @selection_options
 def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_cases, shard,
-               allow_empty):  # fmt: skip
+               profile, allow_empty):  # fmt: skip
     """One line per case id (with --show-clauses: the clauses it exercises)."""
-    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
+    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard, profile)
     reg = registry()
     items = generated_items(reg, sel, seed)
     require_cases(len(items), sel, allow_empty)
@@ -45,9 +45,9 @@ def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @selection_options
 def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, shard,
-           allow_empty):  # fmt: skip
+           profile, allow_empty):  # fmt: skip
     """Write each selected case as DIRECTORY/<case-id>/case.json + <param>.npy."""
-    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
+    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard, profile)
     reg = registry()
     items = generated_items(reg, sel, seed)
     require_cases(len(items), sel, allow_empty)

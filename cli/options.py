@@ -75,6 +75,9 @@ def selection_options(f):
         click.option("--max-cases", type=click.IntRange(min=1), default=None,
                      help="Budget: at most N cases, every clause kept covered."),
         click.option("--shard", default=None, metavar="I/N", help="Run only shard I of N (1-based)."),
+        click.option("--profile", type=click.Choice(["default", "large"]), default="default",
+                     show_default=True,
+                     help="large: add cases at model scale (shapes such as 8x4096x11008) for every op."),
         click.option("--allow-empty", is_flag=True,
                      help="Accept filters that select no case (exit 0) instead of a usage error."),
     ]  # fmt: skip
@@ -83,6 +86,9 @@ def selection_options(f):
     return f
 
 
-def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard) -> Selection:
-    return config.check_selection(registry(), ops, products, dtypes, clauses, keyword,
-                                  max_cases, parse_shard(shard))  # fmt: skip
+def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard,
+                    profile: str = "default") -> Selection:  # fmt: skip
+    sel = config.check_selection(registry(), ops, products, dtypes, clauses, keyword,
+                                 max_cases, parse_shard(shard))  # fmt: skip
+    sel.profile = profile
+    return sel

@@ -208,13 +208,20 @@ def resume_hint() -> str:
     default=None,
     help="Write a JSON summary (totals, matrix, coverage, failures).",
 )
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="The reference's DOUBLE outputs correctly rounded (mpmath for every element: slow) "
+    "instead of faithful (within 1 ulp, float64 speed). Recorded in the results and reports.",
+)
 @backend_options
 @selection_options
 def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fast, keep_outputs,
         max_case_bytes, quiet, expectations_file, no_expectations, strict, update_expectations,
         html, junit, markdown, json_report,
         backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout,
-        ops, products, dtypes, clauses, keyword, max_cases, shard, allow_empty):  # fmt: skip
+        ops, products, dtypes, clauses, keyword, max_cases, shard, profile, allow_empty,
+        exact):  # fmt: skip
     """Run the conformance suite against a backend.
 
     \b
@@ -225,10 +232,14 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     """
     # Everything the user can get wrong is checked before a results file is touched.
     reg = registry()
-    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard)
+    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard, profile)
+    if cases_dir is not None and profile != "default":
+        raise UserError("--profile chooses generated cases; it does not apply with --cases DIR")
     options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
+    if exact:
+        options = config.exact_options(backend, oracle, options)
     if oracle != backend:
-        config.check_backend(oracle, {}, "--oracle")
+        config.check_backend(oracle, config.oracle_options(oracle, exact), "--oracle")
     if force and not resume:
         raise UserError("--force applies only with --resume")
     budget = (config.parse_bytes(max_case_bytes) if max_case_bytes is not None
@@ -245,7 +256,11 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         items = generated_items(reg, sel, seed)
     config.require_cases(len(items), sel, allow_empty, f"--cases {cases_dir}" if cases_dir else "")
     version = backend_version(backend, options, reg)
-    meta = {"backend": backend, "backend_version": version, "oracle": oracle, "seed": seed,
+    oracle_opts = config.oracle_options(oracle, exact)
+    oracle_version = (version if oracle == backend and oracle_opts.items() <= options.items()
+                      else backend_version(oracle, oracle_opts, reg))  # fmt: skip
+    meta = {"backend": backend, "backend_version": version, "oracle": oracle,
+            "oracle_version": oracle_version, "exact": exact, "seed": seed,
             "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
             "expectations": (expect.path or "spec deviations") if expect is not None else None,
             "max_case_bytes": budget, "jobs": jobs}  # fmt: skip
@@ -277,7 +292,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         todo = [it for it in todo if it.id not in skip_ids]
     cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
                     fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
-                    timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs)  # fmt: skip
+                    timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs, exact=exact)  # fmt: skip
     progress = Progress(len(todo), enabled=not quiet)
     writer = ResultsWriter(results)
     t0 = time.perf_counter()

@@ -38,6 +38,10 @@ class BackendTimeout(RuntimeError):
     """The backend did not finish a case within the per-case time limit."""
 
 
+class OracleTimeout(RuntimeError):
+    """The oracle did not finish computing what a case expects within the per-case time limit."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     products: tuple[str, ...] | None = None  # None: every product
@@ -49,6 +53,9 @@ class Capabilities:
     # implements the specs themselves (the reference engine): as an oracle its status must be
     # the one the case was generated to expect, else the case is in error, not the backend
     implements_specs: bool = False
+    # never writes an input's storage: the judge may hand it the case's own (read-only) input
+    # arrays instead of copies, which a large case cannot afford
+    reads_inputs_only: bool = False
 
 
 class Backend:
@@ -119,6 +126,11 @@ class Backend:
     def version(self) -> str:
         return "unknown"
 
+    def expect(self, call: Call, deadline: float | None = None) -> Outcome:
+        """What `call` should give, this backend being the oracle; an oracle may return its
+        goldens as streams (Outcome.golden) and honour `deadline` (time.monotonic())."""
+        return self.execute(call)
+
     def supports(self, call: Call) -> str | None:
         """None if the backend can run `call`, else the reason it cannot (the case is skipped)."""
         caps = self.capabilities
@@ -173,6 +185,12 @@ def backend_class(name: str) -> type[Backend]:
             f"backend {name!r} failed to load: {type(exc).__name__}: {exc}"
         ) from None
     return cls
+
+
+def takes_option(name: str, key: str) -> bool:
+    """Whether backend `name` declares option `key` (the reference's exact, say)."""
+    known = backend_class(name).known_options
+    return known is not None and key in known
 
 
 def load_backend(name: str, registry: Registry | None = None, **options: Any) -> Backend:

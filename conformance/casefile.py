@@ -24,7 +24,7 @@ from conformance.generate import Case
 FORMAT = 1
 TOOL_VERSION = "0.1.0"
 MAX_CASE_JSON = 1_000_000
-MAX_ELEMENTS = 1 << 28
+MAX_ELEMENTS = 1 << 31
 _NATIVE = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "bool", "complex64", "complex128"}  # fmt: skip
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -72,6 +72,18 @@ def save_array(path: Path, data: np.ndarray) -> str:
     with open(path, "wb") as f:
         np.save(f, np.ascontiguousarray(data), allow_pickle=False)
     return encoding
+
+
+def _load(path: Path) -> np.ndarray:
+    """A storage file as a read-only array mapped from the file (a large case's tensors are
+    paged in as they are read, never copied); an empty one read normally (mmap needs bytes)."""
+    try:
+        data = np.load(path, allow_pickle=False, mmap_mode="r")
+    except ValueError:
+        return np.load(path, allow_pickle=False)
+    if isinstance(data, np.memmap):
+        data = data.view(np.ndarray)
+    return data
 
 
 def case_dir(root: Path, case_id: str) -> Path:
@@ -177,7 +189,7 @@ def _read_arg(d: Path, base: Path, name: str, spec: dict[str, Any]) -> Any:
     if digest is not None and digest != spec["sha256"]:
         raise CaseFileError(f"{where}: checksum mismatch for {path.name}")
     try:
-        data = np.load(path, allow_pickle=False)
+        data = _load(path)
     except (OSError, ValueError) as exc:
         raise CaseFileError(f"{where}: cannot load {path.name}: {exc}") from None
     if data.ndim != 1 or data.size > MAX_ELEMENTS:
@@ -196,7 +208,7 @@ def _read_arg(d: Path, base: Path, name: str, spec: dict[str, Any]) -> Any:
         from conformance.call import contiguous_strides
 
         strides = contiguous_strides(shape)
-    t = TensorArg(info.name, shape, strides, int(spec.get("offset", 0)), np.array(data),
+    t = TensorArg(info.name, shape, strides, int(spec.get("offset", 0)), data,
                   str(spec.get("format", "ND")))  # fmt: skip
     try:
         t.validate(name)

@@ -218,165 +218,18 @@ def compare(
     inputs: dict[str, np.ndarray] | None = None,
     n_worst: int = 5,
 ) -> Comparison:
-    """Compare `actual` (output dtype `dtype`) with `golden` under `policy`; see module doc."""
-    dt = dtypes.get(dtype)
+    """Compare `actual` (output dtype `dtype`) with `golden` under `policy`; see module doc.
+
+    Whole arrays, measured chunk by chunk (conformance/accumulate.py): the figures are the same
+    whatever the chunk size, so a streamed comparison of a huge output reports what this does."""
+    from conformance.accumulate import Accumulator
+    from conformance.flat import ranges
+
     g_in, a_in = np.asarray(golden), np.asarray(actual)
     if g_in.shape != a_in.shape:
         raise ValueError(f"shape mismatch: expected {g_in.shape}, actual {a_in.shape}")
-    scalar = g_in.ndim == 0  # work on shape (1,): ufuncs turn 0-d arrays into scalars
-    if scalar:
-        g_in, a_in = g_in.reshape(1), a_in.reshape(1)
-        inputs = {k: np.reshape(v, 1) for k, v in (inputs or {}).items() if np.ndim(v) == 0}
-    if dt.category == "complex":
-        part = dtypes.get("DOUBLE" if dt.name == "COMPLEX128" else "FLOAT")
-        g, a = _as_parts(g_in), _as_parts(a_in)
-    elif np.iscomplexobj(g_in) or np.iscomplexobj(a_in):
-        raise ValueError(f"complex values for the real output dtype {dt.name}")
-    else:
-        part = dt
-        g, a = np.asarray(g_in, dtype=np.float64), np.asarray(a_in, dtype=np.float64)
-    differ = None
-    if policy.exact and g_in.dtype.kind in "biu" and a_in.dtype.kind in "biu":
-        differ = g_in != a_in  # exact even where float64 would round large integers
-    stats, abs_err, rel_err, ulp, special = _measure(g, a, part, policy, differ)
-
-    reasons: list[str] = []
-    if stats.nan_mismatches:
-        reasons.append(f"{stats.nan_mismatches} NaN mismatch(es): NaN positions differ")
-    if stats.inf_mismatches:
-        reasons.append(f"{stats.inf_mismatches} inf mismatch(es): +-inf position or sign differ")
-    n_mism, compared = stats.mismatches, stats.compared
-    if policy.exact:
-        if n_mism:
-            reasons.append(f"exact: {n_mism} of {compared} elements differ")
-    elif compared:
-        if stats.mismatch_ratio > policy.max_ratio:
-            reasons.append(
-                f"mismatch ratio {stats.mismatch_ratio:.6g} ({n_mism}/{compared}) > "
-                f"max_ratio {policy.max_ratio:.6g}"
-            )
-        normal = compared - stats.small_value_count
-        if normal and not stats.mere < policy.mere:
-            reasons.append(f"MERE {stats.mere:.6g} >= {policy.mere:.6g}")
-        if normal and not stats.mare < policy.mare:
-            reasons.append(f"MARE {stats.mare:.6g} >= {policy.mare:.6g}")
-        if policy.max_ulp is not None and stats.max_ulp > policy.max_ulp:
-            reasons.append(f"max ulp {stats.max_ulp:.6g} > max_ulp {policy.max_ulp:.6g}")
-
-    worst = _worst(g, a, abs_err, rel_err, ulp, special, inputs, a_in.shape, n_worst)
-    for w in worst if scalar else ():
-        w.index = w.index[1:]
-    return Comparison(passed=not reasons, stats=stats, worst=worst, reasons=reasons)
-
-
-def _measure(
-    g: np.ndarray, a: np.ndarray, part: dtypes.DType, policy: Policy, differ: np.ndarray | None
-) -> tuple[Stats, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Stats, plus abs_err, rel_err, ulp (NaN where not measured) and NaN/inf mismatch arrays."""
-    floating = part.is_float and not part.opaque
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        g_store = dtypes.round_to(g, part) if floating else g  # golden in the output dtype
-        g_nan, a_nan = np.isnan(g), np.isnan(a)
-        g_inf, a_inf = np.isinf(g_store), np.isinf(a)
-        nan_mis = g_nan != a_nan
-        finite = ~(g_nan | g_inf)
-        inf_mis = ~(g_nan | a_nan) & (g_inf | a_inf)
-        at = np.flatnonzero(inf_mis)  # both sides non-NaN and one infinite: compare the values
-        inf_mis.flat[at] = a.flat[at] != np.asarray(g_store.flat[at], np.float64)
-        a_bad = a_nan | a_inf
-        ulp = None
-        if floating:  # first, while few other full-size temporaries are alive
-            ulp = ulp_distance(g_store, dtypes.round_to(a, part))
-            ulp[~finite | a_bad] = np.nan
-        del g_store, g_inf, a_inf
-
-        abs_err = np.subtract(a, g, order="C")  # C order: _worst reshapes it in place
-        np.abs(abs_err, out=abs_err)
-        abs_err[finite & a_nan] = np.inf
-        abs_err[~finite] = np.nan
-        buf = np.abs(g)  # |g|, then the MERE terms, then rel_err: one buffer
-        small = finite & (buf < policy.small_threshold)
-        normal = finite & ~small
-        n_normal = int(np.count_nonzero(normal))
-        measured = normal & ~a_bad  # a NaN/inf actual already fails as a NaN/inf mismatch
-        np.divide(abs_err, np.add(buf, MERE_EPS, out=buf), out=buf)
-        mere = float(np.mean(buf, where=measured)) if np.any(measured) else 0.0
-        mare = float(np.max(buf, where=measured, initial=0.0))
-        rel_err = np.abs(g, out=buf)
-        np.divide(abs_err, np.maximum(rel_err, _TINY, out=rel_err), out=rel_err)
-        if policy.exact:
-            mism = finite & (differ if differ is not None else a != g)
-        else:
-            mism = (small & (abs_err > policy.small_atol)) | (normal & (rel_err > policy.rel))
-        if ulp is None:
-            ulp = abs_err.copy()
-            ulp[a_bad] = np.nan
-
-    compared = int(np.count_nonzero(finite))
-    n_mism = int(np.count_nonzero(mism))
-    stats = Stats(
-        n=int(g.size),
-        compared=compared,
-        max_abs=float(np.max(abs_err, where=finite, initial=0.0)),
-        max_rel=float(np.max(rel_err, where=measured, initial=0.0)),
-        mere=mere,
-        mare=mare,
-        max_ulp=float(np.max(ulp, where=~np.isnan(ulp), initial=0.0)),
-        mismatches=n_mism,
-        mismatch_ratio=n_mism / compared if compared else 0.0,
-        nan_mismatches=int(np.count_nonzero(nan_mis)),
-        inf_mismatches=int(np.count_nonzero(inf_mis)),
-        small_value_count=compared - n_normal,
-    )
-    return stats, abs_err, rel_err, ulp, nan_mis | inf_mis
-
-
-def _worst(
-    g: np.ndarray,
-    a: np.ndarray,
-    abs_err: np.ndarray,
-    rel_err: np.ndarray,
-    ulp: np.ndarray,
-    special: np.ndarray,
-    inputs: dict[str, np.ndarray] | None,
-    out_shape: tuple[int, ...],
-    n_worst: int,
-) -> list[Worst]:
-    """The n_worst differing elements: NaN/inf mismatches first, then by ulp, then abs_err.
-
-    Turns ulp and abs_err into the ranking keys in place (-1: not measured, inf: a NaN/inf
-    mismatch) to save two full-size copies; the reported values are rebuilt from the keys.
-    """
-    key1, key2 = ulp.reshape(-1), abs_err.reshape(-1)  # views: both are contiguous
-    flat_special = special.reshape(-1)
-    for key in (key1, key2):
-        np.nan_to_num(key, copy=False, nan=-1.0, posinf=np.inf)
-        key[flat_special] = np.inf
-    arrays = {k: np.asarray(v) for k, v in (inputs or {}).items()}
-    arrays = {k: v for k, v in arrays.items() if v.shape == out_shape}
-    result = []
-    for flat in _top(key1, key2, n_worst):
-        k1, k2 = float(key1[flat]), float(key2[flat])
-        if not (k1 > 0 or k2 > 0):
-            break  # equal elements (and matching NaN/inf) are not worth listing
-        idx = tuple(int(i) for i in np.unravel_index(flat, g.shape))
-        vals: dict[str, float] = {}
-        for name, arr in arrays.items():
-            v = arr[idx[: len(out_shape)]]
-            if np.iscomplexobj(v):
-                vals[f"{name}.real"], vals[f"{name}.imag"] = float(v.real), float(v.imag)
-            else:
-                vals[name] = float(v)
-        rel = float(rel_err[idx])  # NaN exactly where the expected value is not finite
-        result.append(
-            Worst(
-                index=idx,
-                expected=float(g[idx]),
-                actual=float(a[idx]),
-                abs_err=np.nan if np.isnan(rel) else k2,
-                rel_err=rel,
-                ulp=k1 if 0 <= k1 < np.inf else np.nan,
-                inputs=vals,
-            )
-        )
-    return result
+    acc = Accumulator(dtype, policy, g_in.shape, inputs, n_worst)
+    g_flat, a_flat = g_in.reshape(-1), a_in.reshape(-1)
+    for start, stop in ranges(g_flat.size, acc.chunk):
+        acc.add(start, g_flat[start:stop], a_flat[start:stop])
+    return acc.result()

@@ -15,7 +15,13 @@ from typing import Any
 
 from conformance import dtypes as dt
 from conformance import expectations
-from conformance.backend import Backend, BackendError, BackendOptionError, backend_class
+from conformance.backend import (
+    Backend,
+    BackendError,
+    BackendOptionError,
+    backend_class,
+    takes_option,
+)
 from conformance.registry import Registry, UnknownOp
 from conformance.runner import Selection
 
@@ -187,6 +193,23 @@ def physical_memory() -> int:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
         return 0
+
+
+def exact_options(backend: str, oracle: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The backend's options under --exact (the reference takes exact=1); a ConfigError when
+    neither the backend nor the oracle has an exact mode, so the flag is never ignored."""
+
+    def takes(name: str) -> bool:
+        return takes_option(name, "exact")
+
+    if not takes(oracle) and not takes(backend):
+        raise ConfigError(f"--exact: neither --backend {backend} nor --oracle {oracle} has an "
+                          "exact mode (it is the reference's; drop --exact)")  # fmt: skip
+    return {**options, "exact": True} if takes(backend) else options
+
+
+def oracle_options(oracle: str, exact: bool) -> dict[str, Any]:
+    return {"exact": True} if exact and takes_option(oracle, "exact") else {}
 
 
 def default_case_bytes(jobs: int = 1) -> int:

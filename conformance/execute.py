@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendCrash, BackendError, BackendTimeout
+from conformance.accumulate import Accumulator
+from conformance.backend import Backend, BackendCrash, BackendError, BackendTimeout, OracleTimeout
 from conformance.call import Call, Outcome, TensorArg
-from conformance.compare import compare, policy_for
+from conformance.compare import policy_for
+from conformance.flat import FlatView, ranges
 from conformance.generate import Case
 from conformance.loader import status_name
 from conformance.spec import OpSpec
@@ -37,8 +39,39 @@ class Judged:
     outcome: Outcome | None = None  # what the backend returned, when it ran
 
 
-def _snapshot(call: Call) -> dict[str, bytes]:
-    return {n: a.storage.tobytes() for n, a in call.args.items() if isinstance(a, TensorArg)}
+def backend_call(spec: OpSpec, case_call: Call, backend: Backend) -> Call:
+    """The backend's own copy of the call. A backend that never writes its inputs gets the
+    case's input arrays themselves, read-only (a large case cannot afford a second copy); every
+    output storage is always the backend's own."""
+    if not backend.capabilities.reads_inputs_only:
+        return copy.deepcopy(case_call)
+    args: dict[str, Any] = {}
+    for name, a in case_call.args.items():
+        if isinstance(a, TensorArg):
+            if spec.param(name).is_output:
+                storage = a.storage.copy()
+            else:
+                storage = a.storage.view()
+                storage.flags.writeable = False
+            a = TensorArg(a.dtype, a.shape, a.strides, a.offset, storage, a.format)
+        args[name] = a
+    return Call(case_call.op, case_call.product, args)
+
+
+def same_bytes(a: np.ndarray, b: np.ndarray, step: int = 1 << 24) -> bool:
+    """Whether two arrays hold the same bytes, compared a slice at a time (no full copies)."""
+    if a is b:
+        return True
+    x, y = a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
+    if x.size != y.size:
+        return False
+    return all(np.array_equal(x[i : i + step], y[i : i + step]) for i in range(0, x.size, step))
+
+
+def changed_bytes(a: np.ndarray, b: np.ndarray, step: int = 1 << 24) -> int:
+    x, y = a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
+    return sum(int(np.count_nonzero(x[i : i + step] != y[i : i + step]))
+               for i in range(0, x.size, step))  # fmt: skip
 
 
 def view_mask(t: TensorArg) -> np.ndarray:
@@ -65,8 +98,14 @@ def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) ->
 
 
 def judge(
-    spec: OpSpec, case: Case, backend: Backend, oracle: Backend, oracle_name: str = DEFAULT_ORACLE
+    spec: OpSpec,
+    case: Case,
+    backend: Backend,
+    oracle: Backend,
+    oracle_name: str = DEFAULT_ORACLE,
+    timeout: float | None = None,
 ) -> Judged:
+    """The verdict of one case; `timeout` (seconds) bounds the oracle's work too."""
     rec = base_record(spec, case, backend, oracle_name)
     rec["durations"] = {}
 
@@ -80,8 +119,12 @@ def judge(
     if why:
         return done("skip", why)
     t0 = time.perf_counter()
+    own = case.call if oracle.capabilities.reads_inputs_only else copy.deepcopy(case.call)
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        want = oracle.execute(copy.deepcopy(case.call))
+        want = oracle.expect(own, deadline)
+    except OracleTimeout:
+        return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     except Exception as exc:  # an oracle that cannot run the case: the case is in error
         return done("error", f"oracle {oracle_name} failed: {type(exc).__name__}: {exc}")
     rec["durations"]["oracle"] = time.perf_counter() - t0
@@ -89,8 +132,7 @@ def judge(
     if want.status != case.expected_status and oracle.capabilities.implements_specs:
         return done("error", f"the oracle {oracle_name} returned {want.status} but the case expects "
                              f"{case.expected_status}: {want.message}")  # fmt: skip
-    call = copy.deepcopy(case.call)
-    before = _snapshot(call)
+    call = backend_call(spec, case.call, backend)
     t0 = time.perf_counter()
     try:
         got = backend.execute(call)
@@ -109,8 +151,9 @@ def judge(
     if got.raised:
         rec["raised"] = True
     mode = backend.capabilities.status
-    for name, raw in before.items():
-        if not spec.param(name).is_output and call.args[name].storage.tobytes() != raw:
+    for name, a in case.call.args.items():
+        modified = isinstance(a, TensorArg) and not spec.param(name).is_output
+        if modified and not same_bytes(call.args[name].storage, a.storage):
             return done("fail", f"input {name} was modified by the call", status_match=None)
     if mode == "none" and want.status != 0:
         return done("skip", f"{backend.name} does no parameter checking (expected {want.status})")
@@ -121,7 +164,10 @@ def judge(
     if not match:
         return done("fail", status_reason(got, want, mode))
     t0 = time.perf_counter()
-    verdict = _judge_outputs(spec, case, call, before, want, got, rec)
+    try:
+        verdict = _judge_outputs(spec, case, want, got, rec, timeout)
+    except OracleTimeout:
+        return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     rec["durations"]["compare"] = time.perf_counter() - t0
     return done(*verdict)
 
@@ -147,39 +193,36 @@ def status_reason(got: Outcome, want: Outcome, mode: str) -> str:
     return f"{text}; backend said: {said}" if said else text
 
 
-def _judge_outputs(spec, case, call, before, want: Outcome, got: Outcome, rec) -> tuple[str, str]:
+def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec, timeout) -> tuple[str, str]:
     reasons: list[str] = []
     for p in spec.outputs:
         t = case.call.args.get(p.name)
         if not isinstance(t, TensorArg):
             continue
-        original = np.frombuffer(before[p.name], dtype=t.storage.dtype)
+        original = t.storage  # the case's own: the backend wrote into its copy
         out = got.outputs.get(p.name)
         if out is None or out.shape != t.storage.shape or out.dtype != t.storage.dtype:
             return "fail", f"{p.name}: backend returned no storage of {t.storage.size} {t.dtype}"
         if want.status != 0 or t.is_empty or want.nothing_written:
-            if out.tobytes() != original.tobytes():
-                changed = int(np.sum(out.view(np.uint8) != original.view(np.uint8)))
+            if not same_bytes(out, original):
+                changed = changed_bytes(out, original)
                 return (
                     "fail",
                     f"{p.name}: output storage written ({changed} bytes) where nothing may be",
                 )
             continue
-        mask = view_mask(t)
-        outside = ~mask
-        if outside.any() and out[outside].tobytes() != original[outside].tobytes():
-            n = int(np.sum(out[outside].view(np.uint8) != original[outside].view(np.uint8)))
-            return "fail", f"{p.name}: wrote outside its view ({n} bytes in gaps/padding changed)"
-        golden = want.golden.get(p.name)
-        if golden is None or golden.shape != tuple(t.shape):
-            golden = TensorArg(t.dtype, t.shape, t.strides, t.offset, want.outputs[p.name]).view()
-        actual = TensorArg(t.dtype, t.shape, t.strides, t.offset, out).view()
+        outside = _outside_changed(t, out, original)
+        if outside:
+            return (
+                "fail",
+                f"{p.name}: wrote outside its view ({outside} bytes in gaps/padding changed)",
+            )
         inputs = {q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
                   for q in spec.tensor_inputs}  # fmt: skip
         tol = tolerance_dtype(spec, case.call, t.dtype)
         rec["tolerance_dtype"] = tol
         policy = policy_for(tol, spec.tolerance)
-        cmp = compare(golden, actual, t.dtype, policy, inputs=inputs)
+        cmp = _stream_compare(t, out, want, p.name, policy, inputs, timeout)
         rec.setdefault("comparisons", {})[p.name] = cmp.to_dict()
         # what judged it, so that a report needs no spec to explain the figures
         rec["comparisons"][p.name]["policy"] = {
@@ -193,6 +236,40 @@ def _judge_outputs(spec, case, call, before, want: Outcome, got: Outcome, rec) -
         if not cmp.passed:
             reasons.append(f"{p.name}: " + "; ".join(cmp.reasons))
     return ("fail", " | ".join(reasons)) if reasons else ("pass", "")
+
+
+def _outside_changed(t: TensorArg, out: np.ndarray, original: np.ndarray) -> int:
+    """Bytes changed outside t's view (gaps, padding); a dense view is checked by its ends."""
+    if t.is_contiguous() or (t.offset + t.numel <= t.storage.size and FlatView(t, t.shape).contiguous):  # fmt: skip
+        head, tail = slice(0, t.offset), slice(t.offset + t.numel, None)
+        return sum(changed_bytes(out[s], original[s]) for s in (head, tail))
+    outside = ~view_mask(t)
+    if not outside.any() or out[outside].tobytes() == original[outside].tobytes():
+        return 0
+    return int(np.sum(out[outside].view(np.uint8) != original[outside].view(np.uint8)))
+
+
+def _stream_compare(t: TensorArg, out: np.ndarray, want: Outcome, name: str, policy: Any,
+                    inputs: dict[str, np.ndarray], timeout: float | None) -> Any:  # fmt: skip
+    """Compare the backend's output view with the oracle's golden, a chunk at a time."""
+    actual = FlatView(TensorArg(t.dtype, t.shape, t.strides, t.offset, out), t.shape)
+    acc = Accumulator(t.dtype, policy, tuple(t.shape), inputs)
+    golden = want.golden.get(name)
+    if hasattr(golden, "chunks"):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for start, stop, g in golden.chunks(deadline=deadline):
+            acc.add(start, g, actual.get(start, stop))
+        return acc.result()
+    if golden is None or golden.shape != tuple(t.shape):
+        src = TensorArg(t.dtype, t.shape, t.strides, t.offset, want.outputs[name])
+        expected = FlatView(src, t.shape)
+        get = expected.get
+    else:
+        flat = np.asarray(golden).reshape(-1)
+        get = lambda a, b: flat[a:b]  # noqa: E731
+    for start, stop in ranges(actual.size, acc.chunk):
+        acc.add(start, get(start, stop), actual.get(start, stop))
+    return acc.result()
 
 
 def _mantissa_bits(name: str) -> int:

@@ -42,6 +42,18 @@ def _where(c: Any, a: Any, b: Any) -> Any:
     return np.where(c, a, b)
 
 
+def _erfinv(x: Any) -> Any:
+    """scipy's erfinv, NaN outside [-1, 1] without its per-element domain-error path (which
+    costs 2 us an element: a tensor of normal values spent 99 % of its time there)."""
+    x = np.asarray(x)
+    inside = np.abs(x) <= 1
+    if inside.all():
+        return special.erfinv(x)
+    out = np.full(x.shape, np.nan, dtype=np.result_type(x, np.float64))
+    out[inside] = special.erfinv(x[inside])
+    return out[()] if out.ndim == 0 else out
+
+
 FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "where": (3, _where),
     "exp": (1, np.exp),
@@ -50,7 +62,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "log": (1, np.log),
     "erf": (1, special.erf),
     "erfc": (1, special.erfc),
-    "erfinv": (1, special.erfinv),
+    "erfinv": (1, _erfinv),
     "tanh": (1, np.tanh),
     "sqrt": (1, np.sqrt),
     "abs": (1, np.abs),

@@ -35,6 +35,10 @@ __all__ = ["Case", "CasePlan", "ScalarPlan", "TensorPlan", "build", "dtype_combo
            "plan_suite", "select"]  # fmt: skip
 
 LARGE_SHAPE = (1024, 1024)
+# The large profile (--profile large): shapes real models run these activations on (an LLaMA-7B
+# MLP activation, a 4096-wide attention block, and a shape of the vendor's own ATK cases).
+MODEL_SHAPES = ((8, 4096, 11008), (16, 4096, 4096), (9, 6, 232, 4096))
+PROFILES = ("default", "large")
 REGULAR = ["BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64", "FLOAT16", "BF16", "FLOAT", "DOUBLE",
            "COMPLEX64", "COMPLEX128"]  # fmt: skip
 
@@ -208,14 +212,41 @@ def _valid_positive(spec: OpSpec, plans: list[CasePlan]) -> list[CasePlan]:
 
 
 def plan_suite(
-    registry: Registry, ops: list[str] | None = None, products: list[str] | None = None
+    registry: Registry,
+    ops: list[str] | None = None,
+    products: list[str] | None = None,
+    profile: str = "default",
 ) -> list[tuple[OpSpec, CasePlan]]:
-    """(spec, plan) for every case of the selected ops, in a stable order."""
+    """(spec, plan) for every case of the selected ops, in a stable order; profile "large"
+    adds, per op, its same-dtype combinations at each of MODEL_SHAPES."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
     specs_ = [registry.get(o) for o in ops] if ops else list(registry)
     out = []
     for spec in sorted(specs_, key=lambda s: s.name):
         out += [(spec, p) for p in plan_op(spec, products)]
+        if profile == "large":
+            out += [(spec, p) for p in model_plans(spec, products)]
     return out
+
+
+def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
+    """The large profile's cases of one op: on its first selected product, each dtype
+    combination whose tensors share one dtype, at each shape of MODEL_SHAPES."""
+    chosen = [p for p in spec.products if not products or p in products][:1]
+    plans = []
+    for product in chosen:
+        combos = [c for c in dtype_combos(spec, product) if len(set(c.values())) == 1]
+        for combo in combos:
+            for shape in MODEL_SHAPES:
+                # validity does not depend on the extents: check a small tensor of the same rank
+                small = base_args(spec, combo, tuple(min(s, 2) for s in shape))
+                if verdict(spec, product, small).status != 0:
+                    continue
+                tag = "shape=model-" + "x".join(str(s) for s in shape)
+                plans.append(make_plan(spec, product, "positive", base_args(spec, combo, shape),
+                                       tag, []))  # fmt: skip
+    return plans
 
 
 def select(

@@ -47,14 +47,18 @@ def validate(spec: OpSpec, call: Call) -> Verdict:
     return Verdict(0)
 
 
-def formula_env(spec: OpSpec, call: Call) -> dict[str, Any]:
-    """Attributes plus every input tensor as float64, broadcast to the output view's shape."""
+def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
+                ) -> dict[str, Any]:  # fmt: skip
+    """Attributes plus every input tensor as float64, broadcast to the output view's shape
+    (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
+    from conformance.flat import FlatView
+
     env = attribute_env(spec, call)
     shape = call.tensor(spec.formula.output).shape
     for p in spec.tensor_inputs:
-        view = call.tensor(p.name).view()
+        flat = FlatView(call.tensor(p.name), shape)
         with np.errstate(all="ignore"):
-            env[p.name] = np.broadcast_to(view, shape).astype(np.float64).reshape(-1)
+            env[p.name] = flat.get(start, flat.size if stop is None else stop).astype(np.float64)
     for let in spec.formula.lets:
         env[let.name] = let.value.evaluate(env)
     return env
@@ -62,17 +66,24 @@ def formula_env(spec: OpSpec, call: Call) -> dict[str, Any]:
 
 def branch_hits(spec: OpSpec, call: Call) -> list[str]:
     """Ids of the formula branches that at least one output element of a valid call takes."""
-    env = formula_env(spec, call)
-    n = int(np.prod(call.tensor(spec.formula.output).shape, dtype=np.int64))
-    taken = np.zeros(n, dtype=bool)
-    hits = []
-    for br in spec.formula.branches:
-        cond = np.ones(n, bool) if br.when is None else np.broadcast_to(br.when.evaluate(env), (n,))
-        mine = cond & ~taken
-        if mine.any():
-            hits.append(br.id)
-        taken |= cond
-    return hits
+    from conformance.flat import numel, ranges
+
+    total = numel(call.tensor(spec.formula.output).shape)
+    hit: set[str] = set()
+    for start, stop in ranges(total, 1 << 20):
+        env = formula_env(spec, call, start, stop)
+        n = stop - start
+        taken = np.zeros(n, dtype=bool)
+        for br in spec.formula.branches:
+            cond = (
+                np.ones(n, bool)
+                if br.when is None
+                else np.broadcast_to(br.when.evaluate(env), (n,))
+            )
+            if (cond & ~taken).any():
+                hit.add(br.id)
+            taken |= cond
+    return [br.id for br in spec.formula.branches if br.id in hit]
 
 
 def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:

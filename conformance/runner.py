@@ -42,6 +42,7 @@ class Selection:
     keyword: str = ""
     max_cases: int | None = None
     shard: tuple[int, int] | None = None  # (i, n), 1-based i
+    profile: str = "default"  # "large" adds the model-scale shapes (generate.MODEL_SHAPES)
 
     def dtype_names(self) -> set[str]:
         return {dt.get(d).name for d in self.dtypes}
@@ -68,7 +69,8 @@ class RunConfig:
     fail_fast: bool = False
     keep_outputs: str | None = None
     isolate: bool | None = None  # None: the backend's own default (aclnn and exec isolate)
-    timeout: float = 60.0
+    timeout: float = 60.0  # per case, for the backend (when isolated) and the oracle
+    exact: bool = False  # the reference's DOUBLE outputs correctly rounded, not faithful
     max_case_bytes: int | None = None  # a case needing more memory is an error, not run
     spec_dirs: tuple[str, ...] = ()  # extra spec folders: worker processes load the same specs
 
@@ -79,7 +81,7 @@ def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
 
 
 def generated_items(registry: Registry, sel: Selection, seed: int = 0) -> list[Item]:
-    pairs = plan_suite(registry, sel.ops or None, sel.products or None)
+    pairs = plan_suite(registry, sel.ops or None, sel.products or None, sel.profile)
     names = sel.dtype_names()
     out = []
     for spec, plan in pairs:
@@ -173,6 +175,13 @@ def make_backend(cfg: RunConfig, registry: Registry | None = None) -> Backend:
     return load_backend(cfg.backend, registry, **cfg.backend_options)
 
 
+def oracle_options(cfg: RunConfig) -> dict[str, Any]:
+    """The oracle's options: exact=1 for the reference under --exact."""
+    from conformance.backend import takes_option
+
+    return {"exact": True} if cfg.exact and takes_option(cfg.oracle, "exact") else {}
+
+
 def _init_worker(cfg: RunConfig) -> None:
     """A worker process: Ctrl-C is the parent's to handle (it stops the pool and reports)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -184,7 +193,7 @@ def _init(cfg: RunConfig) -> None:
     _STATE["registry"] = registry = registry_for(cfg.spec_dirs)
     _STATE["backend"] = make_backend(cfg, registry)
     _STATE["oracle"] = (_STATE["backend"] if cfg.oracle == cfg.backend and not cfg.backend_options
-                        else load_backend(cfg.oracle, registry))  # fmt: skip
+                        else load_backend(cfg.oracle, registry, **oracle_options(cfg)))  # fmt: skip
 
 
 def run_item(item: Item) -> dict[str, Any]:
@@ -195,8 +204,8 @@ def run_with(item: Item, cfg: RunConfig, backend: Backend) -> dict[str, Any]:
     """Run one item with an already started backend (the pytest plugin's entry)."""
     key = ("oracle", cfg.oracle)
     if key not in _STATE:
-        _STATE[key] = (backend if cfg.oracle == cfg.backend
-                       else load_backend(cfg.oracle, backend.registry))  # fmt: skip
+        _STATE[key] = (backend if cfg.oracle == cfg.backend and not cfg.backend_options
+                       else load_backend(cfg.oracle, backend.registry, **oracle_options(cfg)))  # fmt: skip
     return _run(item, cfg, backend.registry, backend, _STATE[key])
 
 
@@ -214,14 +223,14 @@ def _run(
     except (CaseFileError, UnknownOp, ValueError, OSError) as exc:
         return {"id": item.id, "op": item.op, "verdict": "error", "reason": str(exc),
                 "backend": backend.name, "clauses": [], "dtypes": {}}  # fmt: skip
-    too_big = over_budget(case.call, cfg.max_case_bytes)
+    too_big = over_budget(case.call, cfg.max_case_bytes, frozenset(p.name for p in spec.outputs))
     if too_big:
         return {"id": item.id, "op": spec.name, "product": case.product, "verdict": "error",
                 "reason": too_big, "backend": backend.name, "clauses": list(case.clauses),
                 "dtypes": {}}  # fmt: skip
     got = None
     try:
-        judged = judge(spec, case, backend, oracle, cfg.oracle)
+        judged = judge(spec, case, backend, oracle, cfg.oracle, cfg.timeout)
         rec, got = judged.record, judged.outcome
     except BackendError:
         raise
@@ -230,6 +239,7 @@ def _run(
                "reason": f"{type(exc).__name__}: {exc}", "clauses": list(case.clauses)}  # fmt: skip
     rec["id"] = item.id if item.path else rec["id"]
     rec["backend_version"] = backend.version()
+    rec["oracle_version"] = oracle.version()
     rec["spec_sha256"] = spec.sha256
     rec["tool_version"] = TOOL_VERSION
     rec["durations"] = {**rec.get("durations", {}), "total": time.perf_counter() - t0}
@@ -239,26 +249,26 @@ def _run(
     return rec
 
 
-def case_bytes(call: Any) -> tuple[int, str, int]:
+def case_bytes(call: Any, outputs: frozenset[str] = frozenset()) -> tuple[int, str, int]:
     """Memory a case needs to be judged, estimated from its views (not its storages): each
-    tensor's elements in its dtype plus a float64 working copy; and the largest view's name
-    and element count."""
+    tensor's elements in its dtype, and each output once more (the backend's own copy; the
+    golden is streamed, never whole); and the largest view's name and element count."""
     total, largest, name = 0, -1, ""
     for n, a in call.args.items():
         if not isinstance(a, TensorArg):
             continue
         numel = math.prod(int(x) for x in a.shape)
-        total += numel * (dt.get(a.dtype).np.itemsize + 8)
+        total += numel * dt.get(a.dtype).np.itemsize * (2 if n in outputs else 1)
         if numel > largest:
             largest, name = numel, n
     return total, name, largest
 
 
-def over_budget(call: Any, budget: int | None) -> str:
+def over_budget(call: Any, budget: int | None, outputs: frozenset[str] = frozenset()) -> str:
     """The reason a case is refused for its size ('' when it fits), decided before allocating."""
     if not budget:
         return ""
-    need, name, numel = case_bytes(call)
+    need, name, numel = case_bytes(call, outputs)
     if need <= budget:
         return ""
     return (f"case needs about {_size(need)} of memory ({numel:,} elements in the view of "
@@ -294,6 +304,8 @@ def replay_command(rec: dict[str, Any], cfg: RunConfig) -> str:
         parts += ["--backend", cfg.backend]
     if cfg.oracle != DEFAULT_ORACLE:
         parts += ["--oracle", cfg.oracle]
+    if cfg.exact:
+        parts.append("--exact")
     return " ".join(parts)
 
 

@@ -18,6 +18,9 @@ OFFSET = 7
 INT_FILL = 77
 
 
+CHUNKED = 1 << 22  # larger "normal" tensors are drawn this many elements at a time
+
+
 def _finfo(d: dt.DType):
     import ml_dtypes
 
@@ -44,6 +47,12 @@ def draw(kind: str, d: dt.DType, shape: tuple[int, ...], rng: np.random.Generato
         re = draw(kind, dt.get("DOUBLE"), shape, rng)
         im = draw(kind, dt.get("DOUBLE"), shape, rng)
         return (re + 1j * im).astype(d.np)
+    if kind == "normal" and n > CHUNKED:  # large: one chunk of float64 at a time
+        out = np.empty(n, dtype=d.np)
+        for start in range(0, n, CHUNKED):
+            stop = min(start + CHUNKED, n)
+            out[start:stop] = dt.round_to(rng.normal(0.0, 2.0, stop - start), d)
+        return out.reshape(shape)
     fi = _finfo(d)
     big, sub = float(fi.max), float(fi.smallest_subnormal)
     if kind == "normal":
@@ -133,7 +142,10 @@ def layout(values: np.ndarray, dtype: str, kind: str, fill: float | None = None)
         strides = (0,) + contiguous_strides(shape[1:])
         storage = np.concatenate([row, np.full(2, fill_v, dtype=d.np)])
         return TensorArg(d.name, shape, strides, 0, storage)
-    return TensorArg(d.name, shape, contiguous_strides(shape), 0, values.astype(d.np).reshape(-1))
+    data = values if values.dtype == d.np else values.astype(d.np)
+    return TensorArg(
+        d.name, shape, contiguous_strides(shape), 0, np.ascontiguousarray(data).reshape(-1)
+    )
 
 
 def zero_stride_values(values: np.ndarray) -> np.ndarray:

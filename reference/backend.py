@@ -2,19 +2,50 @@
 
 from __future__ import annotations
 
-from conformance.backend import Backend, Capabilities
+from typing import Any
+
+from conformance.backend import Backend, BackendOptionError, Capabilities
 from conformance.call import Call, Outcome
+from reference import kernel
 from reference.engine import evaluate
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"
 
 
 class ReferenceBackend(Backend):
+    """Options: exact=1 makes DOUBLE outputs correctly rounded (mpmath for every element)
+    instead of faithful (float64 with an error bound, refined where the bound is too wide)."""
+
     name = "reference"
-    capabilities = Capabilities(status="exact", implements_specs=True)
+    capabilities = Capabilities(status="exact", implements_specs=True, reads_inputs_only=True)
+    known_options = ("exact",)
+
+    def __init__(self, registry: Any = None, **options: Any):
+        super().__init__(registry, **options)
+        self.exact = _flag(options.get("exact", False))
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        if "exact" in options:
+            _flag(options["exact"])
 
     def version(self) -> str:
-        return f"aclnn-conformance reference {VERSION}"
+        mode = "exact" if self.exact else "faithful"
+        return f"aclnn-conformance reference {VERSION} (DOUBLE {mode}, {kernel.name()})"
 
     def execute(self, call: Call) -> Outcome:
-        return evaluate(call, self.registry)
+        return evaluate(call, self.registry, exact=self.exact, in_place=True)
+
+    def expect(self, call: Call, deadline: float | None = None) -> Outcome:
+        return evaluate(call, self.registry, exact=self.exact, deadline=deadline, lazy=True)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise BackendOptionError(f"reference: exact must be 1 or 0 (true/false), not {value!r}")

@@ -3,10 +3,12 @@
 Evaluating in float64 and rounding once to the output dtype is right for almost every element,
 but not all: float64 carries its own rounding error, so a result lying within that error of a
 midpoint between two output values can round the wrong way (a tie broken by a term float64
-dropped), and a DOUBLE output has no spare bits at all. So, like TOSA's precise mode, each
-element whose float64 value lies within GUARD output-ulps of a rounding midpoint is evaluated
-again in mpmath at 128 bits and rounded from there; for DOUBLE outputs, or inputs float64 cannot
-hold exactly (DOUBLE scalars and tensors, 64-bit integers), every finite element is.
+dropped). So, like TOSA's precise mode, each element whose float64 value lies within GUARD
+output-ulps of a rounding midpoint is evaluated again in mpmath at 128 bits and rounded from
+there; so is each element with a 64-bit integer input beyond 2^53 (float64 cannot hold it).
+A DOUBLE output has no spare bits at all: by default it is faithful (errbound.py refines only the
+elements whose float64 error bound reaches past the neighbouring values); in exact mode every
+finite element is refined and correctly rounded.
 
 Only finite results of finite inputs are refined: NaN and infinities keep float64's IEEE
 semantics (inf * 0 = NaN), which is what every float implementation of these formulas does.
@@ -14,6 +16,7 @@ semantics (inf * 0 = NaN), which is what every float implementation of these for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import mpmath
@@ -28,12 +31,15 @@ PRECISION = 128  # bits of the first mpmath evaluation
 MAX_PRECISION = 4096  # enough for any term of a float64 input (2**-1074 next to 1)
 # mantissa bits (with the implicit one) and the smallest normal exponent of each float output
 FORMATS = {"FLOAT": (24, -126), "FLOAT16": (11, -14), "BF16": (8, -126)}
-WIDE = {"DOUBLE", "INT64", "UINT64", "COMPLEX128"}
 
 
-def needs_all(inputs: dict[str, str], scalars: dict[str, str], out_dtype: str) -> bool:
-    """True when float64 is not enough for any element (so refine every finite one)."""
-    return out_dtype == "DOUBLE" or any(d in WIDE for d in (*inputs.values(), *scalars.values()))
+def needs_all(scalars: dict[str, Any], out_dtype: str, exact: bool) -> bool:
+    """True when every finite element is refined: a DOUBLE output in exact mode, or a 64-bit
+    integer scalar float64 cannot hold (DOUBLE values, tensors or scalars, float64 holds
+    exactly; 64-bit integer tensor elements beyond 2^53 are refined one by one)."""
+    if out_dtype == "DOUBLE" and exact:
+        return True
+    return any(isinstance(v, int | np.integer) and abs(int(v)) > 2**53 for v in scalars.values())
 
 
 def near_midpoint(y: np.ndarray, out_dtype: str) -> np.ndarray:
@@ -100,7 +106,8 @@ def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits:
 
 
 def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, mask: np.ndarray,
-           exact_inputs: dict[str, np.ndarray], out_dtype: str) -> np.ndarray:  # fmt: skip
+           exact_inputs: dict[str, np.ndarray], out_dtype: str,
+           deadline: Callable[[], None] | None = None) -> np.ndarray:  # fmt: skip
     """y with the masked elements recomputed in mpmath (as float64: nearest for DOUBLE, else
     rounded to odd so that the final rounding to the output dtype is correct).
 
@@ -113,7 +120,9 @@ def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, mask: np.ndarray,
     y = y.copy()
     attrs = {p.name: env[p.name] for p in spec.attributes}
     convert = float if out_dtype == "DOUBLE" else _odd
-    for i in idx:
+    for j, i in enumerate(idx):
+        if deadline is not None and j % 64 == 63:
+            deadline()
         inputs = {name: arr[i] for name, arr in exact_inputs.items()}
         bits, last = PRECISION, None
         while True:

@@ -156,7 +156,15 @@ def render_junit(records: list[dict[str, Any]], meta: dict[str, Any] | None = No
             attrs["hostname"] = xml_text(info["host"])
         suite = ET.SubElement(root, "testsuite", attrs)
         props = ET.SubElement(suite, "properties")
-        for key in ("backend", "backend_version", "oracle", "seed", "spec_sha256", "tool_version"):
+        for key in (
+            "backend",
+            "backend_version",
+            "oracle",
+            "oracle_version",
+            "seed",
+            "spec_sha256",
+            "tool_version",
+        ):
             if info.get(key) not in (None, ""):
                 ET.SubElement(props, "property", {"name": key, "value": xml_text(info[key])})
         aclnn = next((r.get("aclnn_op") for r in recs if r.get("aclnn_op")), None)

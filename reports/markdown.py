@@ -85,6 +85,8 @@ def render_markdown(
         facts[0] += f" ({esc(info['backend_version'])})"
     if info["oracle"]:
         facts.append(f"oracle {code(info['oracle'])}")
+        if info.get("oracle_version"):
+            facts[-1] += f" ({esc(info['oracle_version'])})"
     if info["spec_sha256"]:
         facts.append(f"spec {code(str(info['spec_sha256'])[:12])}")
     if info["tool_version"]:

@@ -229,6 +229,7 @@ def run_info(records: list[dict[str, Any]], meta: dict[str, Any] | None) -> dict
         "backend": meta.get("backend") or common("backend") or "?",
         "backend_version": common("backend_version"),
         "oracle": meta.get("oracle") or common("oracle"),
+        "oracle_version": common("oracle_version") or meta.get("oracle_version", ""),
         "seed": meta.get("seed", common("seed")),
         "spec_sha256": meta.get("spec_sha256") or common("spec_sha256"),
         "tool_version": common("tool_version") or meta.get("tool_version", ""),

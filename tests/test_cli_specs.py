@@ -350,9 +350,9 @@ def test_readme_setup_commands():
     setup = README.split("## Set-up on a fresh machine", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.*?)\n```", setup, re.S)
     assert blocks == [
-        "pip install -e '.[torch,jax,test]' && aclnn-conform run --backend torch --html report.html",
+        "pip install -e '.[torch,jax,fast,test]' && aclnn-conform run --backend torch --html report.html",
         "python -m pytest -q -n auto",
     ]
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    assert "pip install -e '.[torch,jax,test]'" in ci
+    assert "pip install -e '.[torch,jax,fast,test]'" in ci
     assert "\npython -m pytest -q -n auto\n" in ci

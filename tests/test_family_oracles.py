@@ -27,6 +27,7 @@ from conformance.registry import default_registry
 from reference.backend import ReferenceBackend
 from tests import oracles
 from tests.oracles._common import Scalar
+from tests.support.paths import evaluate_both
 from tests.support.rounding import NP, UINT, round_exact
 
 REG = default_registry()
@@ -114,7 +115,7 @@ def _float_params():
 
 def _run(name: str, product: str, tensors: dict[str, TensorArg], args: dict):
     call = Call(name, product, {**tensors, **args})
-    got = ENGINE.execute(call)
+    got = evaluate_both(call, registry=REG)  # the compiled and the numpy path, bit for bit
     assert got.status == 0, got.message
     return got
 

@@ -44,11 +44,11 @@ def plugin_env(tmp_path_factory):
 _PLANNED: dict = {}
 
 
-def _cached_plan_suite(registry, ops=None, products=None):
+def _cached_plan_suite(registry, ops=None, products=None, profile="default"):
     """plan_suite, memoised per selection: the filters are what these tests exercise."""
-    key = (tuple(ops or ()), tuple(products or ()))
+    key = (tuple(ops or ()), tuple(products or ()), profile)
     if key not in _PLANNED:
-        _PLANNED[key] = plan_suite(registry, ops, products)
+        _PLANNED[key] = plan_suite(registry, ops, products, profile)
     return list(_PLANNED[key])
 
 

@@ -1,16 +1,18 @@
 """Performance measurements of the suite: a script, not a test (it asserts nothing).
 
-    python tests/bench/bench.py [--quick] [--out FILE.json] [--profile]
+    python tests/bench/bench.py [--quick] [--out FILE.json] [--update-readme]
+    python tests/bench/bench.py --from FILE.json --update-readme   (the README table only)
 
-1. cases/s of generation (plan_suite + build), reference evaluation alone, compare() alone, and the
-   judge() overhead per small case (judge with the reference as backend and oracle, minus 2x
-   evaluate of the same case);
-2. wall time of `aclnn-conform run -q` over the default suite (reference and torch, --jobs 1/2);
-3. per op on 2^24 and 2^26 float32 elements (--quick: 2^24, two ops): evaluate() against the torch
-   CPU kernel (same inputs and process, each warmed once), and the evaluation's peak RSS against
-   the case's tensor bytes, each measured in a fresh subprocess (peak reset after the build).
+1. per op and output dtype (FLOAT at 2^26, FLOAT16 / BF16 at 2^24, DOUBLE at 2^22; --quick:
+   2^22 and the seed ops), the reference's elements/s against the torch CPU kernel in the same
+   process, and that process's peak RSS (tests/bench/bench_ops.py, one fresh process per row);
+2. `aclnn-conform run --cases` on one 2^28-element fp32 case (leaky_relu_backward) against the
+   reference: wall time and the peak RSS of the run against the case's tensor bytes;
+3. `run --profile large` for one op (all of its model-scale cases): wall time and verdicts;
+4. cases/s of generation, reference evaluation and compare() over the default suite, the judge()
+   overhead per small case, and the default suite's wall time through the CLI.
 
-Prints a Markdown table (met / missed per target) and writes everything as JSON with --out.
+Prints Markdown tables; --update-readme rewrites the README's table between its bench markers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -29,10 +30,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS = {"suite_s": 60.0, "overhead_ms": 1.0, "torch_ratio": 3.0, "rss_ratio": 4.0}
-# (spec name, approximate or None); the first two are --quick's
-OPS = [("leaky_relu_backward", None), ("gelu_backward_v2", "none"), ("softplus_backward", None),
-       ("elu_backward", None), ("hardshrink_backward", None), ("gelu_backward_v2", "tanh")]  # fmt: skip
 SMALL = 4096  # a case is small when each tensor has at most this many elements
 
 
@@ -138,215 +135,206 @@ def suite(backend: str, jobs: int) -> dict:
             "rc": proc.returncode, "verdicts": verdicts, "load_before": load}  # fmt: skip
 
 
-# -- 3. large tensors, one fresh subprocess per measurement -----------------------------------
+# -- 3. per op and dtype, one fresh subprocess per row -----------------------------------------
+
+SIZES = {"FLOAT": 24, "FLOAT16": 22, "BF16": 22, "DOUBLE": 22}
+ROW_TIMEOUT = 120  # seconds per row: a row past it is reported as such
+SEED_OPS = ("leaky_relu_backward", "hardshrink_backward", "softplus_backward", "elu_backward",
+            "gelu_backward_v2")  # fmt: skip
 
 
-def make_call(op: str, approx: str | None, n: int):
-    from conformance.call import Call, ScalarArg, TensorArg
+def per_op(quick: bool) -> list[dict]:
     from conformance.registry import default_registry
 
-    spec = default_registry().get(op)
-    rng = np.random.default_rng(0)
-    args = {}
-    for p in spec.params:
-        if p.is_tensor:
-            a = rng.standard_normal(n, dtype=np.float32)  # N(0, 2) as the "normal" value kind
-            a *= 2
-            args[p.name] = TensorArg("FLOAT", (n,), (1,), 0, a)
-        elif p.kind == "scalar":
-            args[p.name] = ScalarArg(p.default_dtype or "FLOAT", p.default)
-        elif p.kind == "bool":
-            args[p.name] = bool(p.default)
-        else:
-            args[p.name] = approx if p.name == "approximate" else p.default
-    call = Call(spec.name, spec.products[0], args)
-    nbytes = sum(a.storage.nbytes for a in args.values() if isinstance(a, TensorArg))
-    return spec, call, nbytes
-
-
-def _status_kib(key: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return -1
-
-
-def child_rss(op: str, approx: str | None, log2n: int) -> dict:
-    from reference.engine import evaluate
-
-    _, call, nbytes = make_call(op, approx, 1 << log2n)
-    base = _status_kib("VmRSS")
-    try:  # reset the peak (VmHWM and ru_maxrss) to the current RSS: only the evaluation counts
-        Path("/proc/self/clear_refs").write_text("5")
-        reset = True
-    except OSError:
-        reset = False
-    maxrss_reset = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    evaluate(call)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"tensor_bytes": nbytes, "base_rss": base * 1024, "peak_rss": peak * 1024,
-            "delta": (peak - base) * 1024, "peak_reset": reset,
-            "maxrss_after_reset": maxrss_reset * 1024}  # fmt: skip
-
-
-def child_time(op: str, approx: str | None, log2n: int, profile: bool) -> dict:
-    import torch
-
-    from conformance.backends.torch_backend import parse_aten_binding
-    from conformance.call import ScalarArg, TensorArg
-    from reference import engine, precise
-
-    spec, call, _ = make_call(op, approx, 1 << log2n)
-    stats = {"refined": 0, "refine_s": 0.0, "midpoint_s": 0.0}
-
-    def wrap(fn, key):  # time (and for refine: count the elements of) every call
-        def inner(*a):
-            r, took = timed(lambda: fn(*a))
-            stats[key] += took
-            stats["refined"] += int(np.count_nonzero(a[3])) if key == "refine_s" else 0
-            return r
-
-        return inner
-
-    precise.refine = wrap(precise.refine, "refine_s")
-    precise.near_midpoint = wrap(precise.near_midpoint, "midpoint_s")
-    engine.evaluate(call)  # warm
-    stats.update(refined=0, refine_s=0.0, midpoint_s=0.0)
-    repeat = 2 if log2n <= 24 else 1
-    ref_s = best_of(lambda: engine.evaluate(call), repeat)
-    b = parse_aten_binding(spec)
-
-    def conv(v):
-        if isinstance(v, TensorArg):
-            return torch.from_numpy(v.storage)
-        return v.as_float64() if isinstance(v, ScalarArg) else v
-
-    fn = getattr(torch.ops.aten, b.op).default
-    args = [conv(call.args[n]) for n in b.args]
-    kwargs = {k: conv(call.args[n]) for k, n in b.kwargs}
-    out = {"ref_s": ref_s, "threads": torch.get_num_threads(),
-           "refined": stats["refined"] // repeat, "refine_s": stats["refine_s"] / repeat,
-           "midpoint_s": stats["midpoint_s"] / repeat}  # fmt: skip
-    for key, threads in (("torch_s", out["threads"]), ("torch1_s", 1)):
-        torch.set_num_threads(threads)
-        fn(*args, **kwargs)  # warm
-        out[key] = best_of(lambda: fn(*args, **kwargs), 5)
-    if profile:
-        import cProfile
-        import pstats
-
-        prof = cProfile.Profile()
-        prof.runcall(engine.evaluate, call)
-        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(12)
-    return out
-
-
-def large(op: str, approx: str | None, log2n: int, profile: bool) -> dict:
-    row = {"op": op, "approximate": approx, "log2n": log2n, "load_before": os.getloadavg()[0]}
-    for kind in ("time", "rss"):
-        args = [sys.executable, __file__, "--child", kind, op, str(approx), str(log2n)]
-        proc = subprocess.run(args + (["--profile"] if profile else []), cwd=ROOT, text=True,
-                              capture_output=True)  # fmt: skip
+    reg = default_registry()
+    ops = SEED_OPS if quick else [n for n in reg.names() if not reg.get(n).inplace_of]
+    todo = [(op, dtype, min(log2n, 22) if quick else log2n)
+            for op in ops for dtype, log2n in SIZES.items()]  # fmt: skip
+    todo += [] if quick else [(op, "FLOAT", 26) for op in SEED_OPS]  # the issue's 2^26 targets
+    rows = []
+    for op, dtype, log2n in todo:
+        print(f"op: {op} {dtype} 2^{log2n}", file=sys.stderr, flush=True)
+        try:
+            proc = subprocess.run([sys.executable, str(ROOT / "tests/bench/bench_ops.py"), op,
+                                   dtype, str(log2n)], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=ROW_TIMEOUT)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            rows.append({"op": op, "dtype": dtype, "log2n": log2n,
+                         "error": f"over {ROW_TIMEOUT} s"})  # fmt: skip
+            continue
         if proc.returncode:
-            raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stderr}")
-        if profile and kind == "time":
-            print(proc.stderr, file=sys.stderr)
-        row.update(json.loads(proc.stdout.strip().splitlines()[-1]))
-    row["ratio"] = row["ref_s"] / row["torch_s"]
-    row["ratio_1thread"] = row["ref_s"] / row["torch1_s"]
-    row["rss_ratio"] = row["delta"] / row["tensor_bytes"]
-    row["abs_ratio"] = row["peak_rss"] / row["tensor_bytes"]
-    return row
+            rows.append({"op": op, "dtype": dtype, "log2n": log2n, "error": proc.stderr[-300:]})
+            continue
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        if row.get("supported"):
+            rows.append(row)
+    return rows
+
+
+# -- 4. run --cases on one 2^28-element case, and the large profile ----------------------------
+
+
+def _cli() -> list[str]:
+    exe = Path(sys.executable).with_name("aclnn-conform")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "cli.main"]
+
+
+def _run_measured(args: list[str]) -> dict:
+    """Wall time, exit code and the peak RSS of a CLI run (its own process, measured by wait4)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "rc": os.waitstatus_to_exitcode(status),
+            "peak_rss": usage.ru_maxrss * 1024, "stderr": proc.stderr.read()[-500:]}  # fmt: skip
+
+
+def big_case(log2n: int) -> dict:
+    from conformance.casefile import write_case
+    from conformance.generate import build
+    from conformance.plan import base_args, make_plan
+    from conformance.registry import default_registry
+
+    spec = default_registry().get("leaky_relu_backward")
+    n = 1 << log2n
+    plan = make_plan(spec, "atlas-a2", "positive",
+                     base_args(spec, dict.fromkeys(["gradOutput", "self", "out"], "FLOAT"), (n,)),
+                     f"shape={n}", [])  # fmt: skip
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        t0 = time.perf_counter()
+        case = build(spec, plan, 0)
+        nbytes = sum(a.storage.nbytes for a in case.call.args.values() if hasattr(a, "storage"))
+        write_case(Path(tmp) / "cases", case, spec.sha256)
+        gen_s = time.perf_counter() - t0
+        del case
+        r = _run_measured([*_cli(), "run", "-q", "--cases", str(Path(tmp) / "cases"),
+                           "--results", str(Path(tmp) / "r.jsonl"), "--max-case-bytes", "20G"])  # fmt: skip
+        lines = (Path(tmp) / "r.jsonl").read_text().splitlines() if (Path(tmp) / "r.jsonl").exists() else []  # fmt: skip
+        verdicts = [json.loads(x)["verdict"] for x in lines]
+    return {"log2n": log2n, "tensor_bytes": nbytes, "generate_and_write_s": gen_s,
+            "verdicts": verdicts, **r}  # fmt: skip
+
+
+def large_profile(op: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        r = _run_measured([*_cli(), "run", "-q", "--profile", "large", "--op", op, "-k",
+                           "shape=model", "--results", f"{tmp}/r.jsonl"])  # fmt: skip
+        lines = Path(f"{tmp}/r.jsonl").read_text().splitlines() if Path(f"{tmp}/r.jsonl").exists() else []  # fmt: skip
+    verdicts: dict[str, int] = {}
+    for line in lines:
+        v = json.loads(line)["verdict"]
+        verdicts[v] = verdicts.get(v, 0) + 1
+    return {"op": op, "cases": len(lines), "verdicts": verdicts, **r}
 
 
 # -- report ----------------------------------------------------------------------------------
 
 
-def markdown(res: dict) -> str:
-    p, t = res["pipeline"], TARGETS
-    env = res["env"]
-    out = [f"Measured {env['date']} on {env['cpus']} CPUs ({env['machine']}), Python {env['python']},"
-           f" numpy {env['numpy']}, torch {env['torch']}; load average {env['load_start']:.2f} at "
-           f"start, {env['load_end']:.2f} at end.", "",
-           "| Measurement | Value | Target | Status |", "|---|---|---|---|",
-           f"| generation (plan + build), {p['cases']} cases | {p['generation_cases_per_s']:.0f} "
-           f"cases/s ({p['plan_s']:.2f} s + {p['build_s']:.2f} s) | - | - |",
-           f"| reference evaluate() alone | {p['evaluate_cases_per_s']:.0f} cases/s "
-           f"({p['evaluate_s']:.2f} s) | - | - |",
-           f"| compare() alone, {p['compare_calls']} outputs | {p['compare_per_s']:.0f} /s "
-           f"({p['compare_s']:.2f} s) | - | - |",
-           f"| judge() - 2x evaluate(), {p['small_cases']} small cases | {p['overhead_ms']:.3f} ms"
-           f" (judge {p['judge_ms']:.3f}, evaluate {p['evaluate_ms']:.3f}; of which output checks "
-           f"{p['judge_compare_ms']:.3f}, glue {p['judge_glue_ms']:.3f}) | <= {t['overhead_ms']:g} ms"
-           f" | {mark(p['overhead_ms'] <= t['overhead_ms'])} |"]  # fmt: skip
-    for s in res["suite"]:
-        target = s["backend"] == "reference"
-        ok = mark(s["wall_s"] <= t["suite_s"]) if target else "-"
-        goal = f"<= {t['suite_s']:g} s" if target else "-"
-        verdicts = ", ".join(f"{v} {k}" for k, v in sorted(s["verdicts"].items()))
-        out.append(f"| `run` default suite, {s['backend']}, --jobs {s['jobs']} | {s['wall_s']:.1f} s "
-                   f"({s['run_s']:.1f} s running cases; {s['cases']} cases: {verdicts}; exit "
-                   f"{s['rc']}) | {goal} | {ok} |")  # fmt: skip
-    out += ["", "| op (float32) | elements | reference | torch CPU | ratio (1-thread torch) | "
-            "midpoint check | refined elements (time) | peak RSS delta / tensor bytes | "
-            "absolute peak | status |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for r in res["large"]:
-        name = r["op"] + (f" ({r['approximate']})" if r["approximate"] else "")
-        status = (f"time {mark(r['ratio'] <= t['torch_ratio'])}, "
-                  f"RSS {mark(r['rss_ratio'] <= t['rss_ratio'])}")  # fmt: skip
-        out.append(
-            f"| {name} | 2^{r['log2n']} | {r['ref_s']:.2f} s | {1e3 * r['torch_s']:.0f} ms "
-            f"({r['threads']} thr) | {r['ratio']:.0f}x ({r['ratio_1thread']:.0f}x) | "
-            f"{r['midpoint_s']:.2f} s | {r['refined']} ({r['refine_s']:.2f} s) | "
-            f"{r['delta'] / 2**20:.0f} / {r['tensor_bytes'] / 2**20:.0f} MiB = "
-            f"{r['rss_ratio']:.2f}x | {r['peak_rss'] / 2**20:.0f} MiB ({r['abs_ratio']:.2f}x) | "
-            f"{status} |"
-        )
-    out.append(f"\nTargets: ratio <= {t['torch_ratio']:g}x torch; peak RSS delta (the evaluation's "
-               f"own memory) <= {t['rss_ratio']:g}x the tensors' bytes (inputs + output storage).")  # fmt: skip
+def op_table(rows: list[dict]) -> str:
+    out = ["| op | dtype | elements | reference | elements/s | torch CPU | reference / torch | "
+           "peak RSS / tensor bytes |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        if "error" in r:
+            out.append(f"| {r['op']} | {r['dtype']} | 2^{r['log2n']} | {r['error'][:40]} | | | | |")
+            continue
+        n = 1 << r["log2n"]
+        torch_s = r.get("torch_s")
+        ratio = f"{r['ref_s'] / torch_s:.1f}x" if torch_s else "-"
+        out.append(f"| {r['op']} | {r['dtype']} | 2^{r['log2n']} | {r['ref_s'] * 1e3:.0f} ms | "
+                   f"{n / r['ref_s'] / 1e6:.0f} M | {f'{torch_s * 1e3:.0f} ms' if torch_s else '-'} | "
+                   f"{ratio} | {r['peak_rss'] / r['tensor_bytes']:.2f}x |")  # fmt: skip
     return "\n".join(out)
+
+
+def markdown(res: dict) -> str:
+    env = res["env"]
+    out = [f"Measured {env['date']} on {env['cpus']} cores ({env['cpu']}), Python {env['python']}, "
+           f"numpy {env['numpy']}, torch {env['torch']} ({env.get('torch_threads', '?')} threads), "
+           f"reference kernels: {env['kernel']}.", ""]  # fmt: skip
+    out.append(op_table(res.get("ops", [])))
+    if res.get("case"):
+        c = res["case"]
+        out += ["", f"`run --cases` on one 2^{c['log2n']}-element FLOAT case (leaky_relu_backward, "
+                f"{c['tensor_bytes'] / 2**30:.2f} GiB of tensors): {c['wall_s']:.1f} s, verdict "
+                f"{', '.join(c['verdicts']) or 'none'}, peak RSS {c['peak_rss'] / 2**30:.2f} GiB = "
+                f"{c['peak_rss'] / c['tensor_bytes']:.2f}x the tensor bytes (generating and writing "
+                f"the case: {c['generate_and_write_s']:.1f} s)."]  # fmt: skip
+    if res.get("profile"):
+        p = res["profile"]
+        verdicts = ", ".join(f"{k} {v}" for k, v in sorted(p["verdicts"].items()))
+        out += ["", f"`run --profile large --op {p['op']} -k shape=model`: {p['cases']} cases "
+                f"({verdicts}) in {p['wall_s']:.0f} s, peak RSS {p['peak_rss'] / 2**30:.2f} GiB."]  # fmt: skip
+    if res.get("pipeline"):
+        p = res["pipeline"]
+        out += ["", f"Default suite: generation {p['generation_cases_per_s']:.0f} cases/s, "
+                f"reference evaluation {p['evaluate_cases_per_s']:.0f} cases/s, compare() "
+                f"{p['compare_per_s']:.0f} outputs/s, judge overhead {p['overhead_ms']:.2f} ms "
+                "per small case."]  # fmt: skip
+        for s in res.get("suite", []):
+            out.append(f"`run` default suite, {s['backend']}, --jobs {s['jobs']}: {s['wall_s']:.1f} s "
+                       f"({s['cases']} cases, exit {s['rc']}).")  # fmt: skip
+    return "\n".join(out)
+
+
+def update_readme(text: str) -> None:
+    readme = ROOT / "README.md"
+    body = readme.read_text(encoding="utf-8")
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    if start not in body or end not in body:
+        raise SystemExit(f"README.md has no {start} ... {end} section")
+    head, rest = body.split(start, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(f"{head}{start}\n{text}\n{end}{tail}", encoding="utf-8")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2^24 elements and two ops only")
+    ap.add_argument(
+        "--quick", action="store_true", help="2^22 elements, the seed ops, no 2^28 case"
+    )
     ap.add_argument("--out", type=Path, help="write the results as JSON")
-    ap.add_argument("--profile", action="store_true", help="cProfile each large evaluation")
-    ap.add_argument("--child", nargs=4, metavar=("KIND", "OP", "APPROX", "LOG2N"),
-                    help=argparse.SUPPRESS)  # fmt: skip
+    ap.add_argument("--from", dest="from_", type=Path, help="report FILE.json instead of measuring")
+    ap.add_argument("--update-readme", action="store_true", help="rewrite the README's table")
+    ap.add_argument(
+        "--skip", default="", help="comma-separated sections to skip: ops,case,profile,suite"
+    )
     a = ap.parse_args()
-    if a.child:
-        kind, op, approx, log2n = a.child
-        approx = None if approx == "None" else approx
-        res = (child_time(op, approx, int(log2n), a.profile) if kind == "time"
-               else child_rss(op, approx, int(log2n)))  # fmt: skip
-        print(json.dumps(res))
-        return
-    import torch
+    if a.from_:
+        res = json.loads(a.from_.read_text())
+    else:
+        import torch
 
-    env = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(),
-           "machine": platform.machine(), "python": platform.python_version(),
-           "numpy": np.__version__, "torch": torch.__version__,
-           "load_start": os.getloadavg()[0]}  # fmt: skip
-    res: dict = {"env": env, "targets": TARGETS}
-    sizes, ops = ([24], OPS[:2]) if a.quick else ([24, 26], OPS)
-    # large tensors first: each runs in its own process, the parent stays small
-    res["large"] = []
-    for log2n in sizes:
-        for op, approx in ops:
-            print(f"large: {op} {approx or ''} 2^{log2n}", file=sys.stderr, flush=True)
-            res["large"].append(large(op, approx, log2n, a.profile))
-    print("pipeline", file=sys.stderr, flush=True)
-    res["pipeline"] = pipeline()
-    res["suite"] = []
-    for backend in ("reference", "torch"):
-        for jobs in (1, 2):
-            print(f"suite: {backend} --jobs {jobs}", file=sys.stderr, flush=True)
-            res["suite"].append(suite(backend, jobs))
-    env["load_end"] = os.getloadavg()[0]
-    if a.out:
-        a.out.write_text(json.dumps(res, indent=1) + "\n")
-    print(markdown(res))
+        from reference import kernel
+
+        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")), platform.processor())  # fmt: skip
+        env = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "cpu": cpu,
+               "python": platform.python_version(), "numpy": np.__version__,
+               "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+               "kernel": kernel.name(), "load_start": os.getloadavg()[0]}  # fmt: skip
+        res = {"env": env}
+        skip = set(a.skip.split(","))
+        if "ops" not in skip:
+            res["ops"] = per_op(a.quick)
+        if "case" not in skip and not a.quick:
+            print("case: 2^28 run --cases", file=sys.stderr, flush=True)
+            res["case"] = big_case(28)
+        if "profile" not in skip and not a.quick:
+            print("profile: large", file=sys.stderr, flush=True)
+            res["profile"] = large_profile("leaky_relu_backward")
+        if "suite" not in skip:
+            print("pipeline", file=sys.stderr, flush=True)
+            res["pipeline"] = pipeline()
+            res["suite"] = [suite(b, 2) for b in ("reference", "torch")]
+        env["load_end"] = os.getloadavg()[0]
+        if a.out:
+            a.out.write_text(json.dumps(res, indent=1) + "\n")
+    text = markdown(res)
+    print(text)
+    if a.update_readme:
+        update_readme(text)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,159 @@
+"""Compiled kernels for the reference: numba when it is installed, the numpy evaluator otherwise.
+
+Why numba: it compiles the scalar loop codegen.py writes into one fused, multi-threaded pass
+(prange) over the inputs in their own dtypes, with `math`'s libm functions, and caches the
+machine code on disk (cache=True), so a formula is compiled once per machine, not once per run.
+numexpr lacks erf; a C extension would need a compiler at install time. numba is an optional
+extra (`pip install aclnn-conformance[fast]`); without it, or for a formula it cannot compile,
+or for small tensors (KERNEL_MIN: compiling would cost more than it saves), the numpy evaluator
+runs, with the same near-midpoint test and mpmath refinement, so results are the same bits.
+
+ACLNN_CONFORM_KERNEL=numpy|numba|auto picks the path (auto: numba where installed);
+ACLNN_CONFORM_CACHE names the folder of generated sources and numba's cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from conformance.spec import OpSpec
+from reference.codegen import Unsupported, generate
+
+KERNEL_MIN = 1 << 21  # elements: smaller outputs (the default suite's included) keep the numpy path
+NATIVE = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+          "uint16", "uint32", "uint64", "bool")}  # fmt: skip
+
+_lock = threading.Lock()
+_loaded: dict[str, Any] = {}
+_failed: dict[str, str] = {}
+_mode = {"value": os.environ.get("ACLNN_CONFORM_KERNEL", "auto")}
+
+
+def set_mode(mode: str) -> str:
+    """'numpy', 'numba' or 'auto'; returns the previous mode (tests force each path)."""
+    if mode not in ("numpy", "numba", "auto"):
+        raise ValueError(f"kernel mode must be numpy, numba or auto, not {mode!r}")
+    old, _mode["value"] = _mode["value"], mode
+    return old
+
+
+def numba_version() -> str | None:
+    try:
+        import numba
+    except ImportError:
+        return None
+    return str(numba.__version__)
+
+
+def name() -> str:
+    """The path large evaluations take here: 'numba X.Y' or 'numpy'."""
+    version = numba_version() if _mode["value"] != "numpy" else None
+    return f"numba {version}" if version else "numpy"
+
+
+def wanted(total: int) -> bool:
+    mode = _mode["value"]
+    if mode == "numpy" or (mode == "auto" and total < KERNEL_MIN):
+        return False
+    return numba_version() is not None
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("ACLNN_CONFORM_CACHE")
+    if root:
+        return Path(root)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aclnn-conformance" / f"kernels-numba-{numba_version()}"
+
+
+class Kernel:
+    def __init__(self, key: str, module: Any, tensors: tuple[str, ...], attrs: tuple[str, ...]):
+        self.key, self.tensors, self.attrs = key, tensors, attrs
+        self.fn, self.flags_fn = module.kernel, module.near_midpoint
+
+    def fail(self, exc: BaseException) -> None:
+        """Numba could not compile this kernel for these argument types: numpy runs it."""
+        _failed[self.key] = f"{type(exc).__name__}: {exc}"
+        _loaded.pop(self.key, None)
+
+    def run(self, inputs: dict[str, np.ndarray], env: dict[str, Any], y: np.ndarray,
+            flags: np.ndarray, mode: int, fmt: tuple[int, int] | None,
+            out: np.ndarray | None = None) -> None:  # fmt: skip
+        """Fill y (float64) and flags (uint8) for the chunk; mode 0: no flags, 1: near-midpoint
+        of the float format fmt = (mantissa bits, min exponent) (2: in its subnormal range,
+        for the arithmetic test), 2: every finite value. out (float32 or float64): also
+        receives each value rounded once to its dtype."""
+        arrays = []
+        for n in self.tensors:
+            a = inputs[n]
+            arrays.append(a if a.dtype in NATIVE else a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64))  # fmt: skip
+        attrs = [
+            float(env[n]) if not isinstance(env[n], bool | np.bool_) else bool(env[n])
+            for n in self.attrs
+        ]
+        self.fn(*arrays, *attrs, y, y if out is None else out)
+        if mode == 1 and fmt is not None:
+            from reference.precise import GUARD
+
+            p, emin = fmt
+            drop = 53 - p
+            self.flags_fn(y.view(np.int64), flags, drop, int(GUARD * 2**drop), emin + 1023)
+        elif mode == 2:
+            np.isfinite(y, out=flags.view(np.bool_))
+        else:
+            flags[:] = 0
+
+
+def get(spec: OpSpec, env: dict[str, Any]) -> Kernel | None:
+    """The compiled kernel of spec's formula for this call's string parameters, or None."""
+    try:
+        src = generate(spec, env)
+    except Unsupported:
+        return None
+    key = hashlib.sha256(src.text.encode()).hexdigest()[:24]
+    if key in _failed:
+        return None
+    with _lock:
+        fn = _loaded.get(key)
+        if fn is None:
+            try:
+                fn = _load(key, src.text)
+            except Exception as exc:  # a construct numba cannot compile: numpy runs it
+                _failed[key] = f"{type(exc).__name__}: {exc}"
+                return None
+            _loaded[key] = fn
+    return Kernel(key, fn, src.tensors, src.attrs)
+
+
+def _load(key: str, text: str) -> Any:
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.gettempdir()) / "aclnn-conformance-kernels"
+        folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"k_{key}.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    module_name = f"_aclnn_kernel_{key}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def failures() -> dict[str, str]:
+    """Kernels that failed to compile this process (key: reason), for diagnostics."""
+    return dict(_failed)

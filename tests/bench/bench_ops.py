@@ -1,0 +1,127 @@
+"""Per op and dtype: the reference's elements/s against the torch CPU kernel, in one process.
+
+    python tests/bench/bench_ops.py OP DTYPE LOG2N [--exact]   (prints one JSON line)
+
+bench.py runs this once per row in a fresh subprocess, so each row's peak RSS is its own. Inputs
+are N(0, 2) values in DTYPE (the "normal" value kind), scalars at their spec defaults; the output
+dtype is DTYPE. Both sides are warmed once (the JIT compiles, torch allocates), then timed best of
+`repeat`. It asserts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def best_of(fn, k: int) -> float:
+    best = np.inf
+    for _ in range(k):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def make_call(op: str, dtype: str, n: int):
+    """(spec, a contiguous call of n elements per tensor, its tensor bytes)."""
+    import ml_dtypes  # noqa: F401 - bf16 for numpy
+
+    from conformance import dtypes as dt
+    from conformance.call import Call, ScalarArg, TensorArg
+    from conformance.registry import default_registry
+
+    spec = default_registry().get(op)
+    rng = np.random.default_rng(0)
+    product = "atlas-a2" if "atlas-a2" in spec.products else spec.products[0]
+    args = {}
+    for p in spec.params:
+        if p.is_tensor:
+            a = rng.standard_normal(n, dtype=np.float32)
+            a *= 2
+            args[p.name] = TensorArg(dtype, (n,), (1,), 0, a.astype(dt.get(dtype).np))
+        elif p.kind == "scalar":
+            args[p.name] = ScalarArg(p.default_dtype or "FLOAT", p.default)
+        elif p.kind == "bool":
+            args[p.name] = bool(p.default)
+        else:
+            args[p.name] = p.default
+    call = Call(spec.name, product, args)
+    nbytes = sum(a.storage.nbytes for a in args.values() if isinstance(a, TensorArg))
+    return spec, call, nbytes
+
+
+def torch_fn(spec, call):
+    """A no-argument callable running the spec's ATen binding on the call's tensors, or None."""
+    import torch
+
+    from conformance.backends.torch_backend import parse_aten_binding
+    from conformance.call import ScalarArg, TensorArg
+
+    b = parse_aten_binding(spec)
+    if b is None or spec.inplace_of:
+        return None
+    tensors = {}
+
+    def conv(name):
+        v = call.args[name]
+        if isinstance(v, TensorArg):
+            if name not in tensors:
+                s = v.storage
+                t = torch.from_numpy(s.view(np.uint16)).view(torch.bfloat16) if s.dtype.name == "bfloat16" else torch.from_numpy(s)  # fmt: skip
+                tensors[name] = t
+            return tensors[name]
+        return v.as_float64() if isinstance(v, ScalarArg) else v
+
+    fn = getattr(torch.ops.aten, b.op).default
+    args = [conv(n) for n in b.args]
+    kwargs = {k: conv(n) for k, n in b.kwargs}
+    try:
+        fn(*args, **kwargs)
+    except Exception:  # torch lacks this dtype on the CPU
+        return None
+    return lambda: fn(*args, **kwargs)
+
+
+def measure(op: str, dtype: str, log2n: int, exact: bool) -> dict:
+    from reference import engine
+
+    n = 1 << log2n
+    spec, call, nbytes = make_call(op, dtype, n)
+    kwargs = {"exact": exact} if exact else {}
+    if "in_place" in engine.evaluate.__code__.co_varnames:
+        kwargs["in_place"] = True  # as the reference backend runs: into the call's output
+    small = make_call(op, dtype, 64)[1]
+    if engine.evaluate(small, **kwargs).status != 0:
+        return {"op": op, "dtype": dtype, "log2n": log2n, "supported": False}
+    t0 = time.perf_counter()
+    engine.evaluate(call, **kwargs)  # warm: the first call compiles (or loads the cache)
+    first = time.perf_counter() - t0
+    repeat = 3 if log2n <= 24 else 2
+    ref_s = min(first, best_of(lambda: engine.evaluate(call, **kwargs), repeat - 1))
+    row = {"op": op, "dtype": dtype, "log2n": log2n, "supported": True, "exact": exact,
+           "ref_s": ref_s, "first_s": first, "tensor_bytes": nbytes,
+           "kernel": getattr(engine, "kernel_name", lambda: "numpy")()}  # fmt: skip
+    fn = torch_fn(spec, call)
+    if fn is not None:
+        import torch
+
+        fn()
+        row["torch_threads"] = torch.get_num_threads()
+        row["torch_s"] = best_of(fn, 5)
+    row["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return row
+
+
+if __name__ == "__main__":
+    op, dtype, log2n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    print(json.dumps(measure(op, dtype, log2n, "--exact" in sys.argv[4:])))

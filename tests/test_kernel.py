@@ -1,0 +1,251 @@
+"""The compiled kernels (numba) against the numpy evaluator, and how they are built and cached.
+
+The kernels are generated from the spec's formula (reference/codegen.py); the numpy evaluator
+(reference/engine.evaluate_formula) is the fallback. For every spec in the registry and every
+float output dtype it takes, both paths must give the same bits on the same inputs (random values
+over many decades, the special values, and values near the branch points), after the near-midpoint
+test and the mpmath refinement. The correct-rounding tests against the hand-written oracles
+(tests/test_family_oracles.py, tests/test_engine_vs_mpmath.py) run both paths as well.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conformance.call import Call, ScalarArg, TensorArg
+from conformance.registry import default_registry
+from conformance.rules import attribute_env, validate
+from reference import codegen, kernel
+from tests.support.paths import HAVE_NUMBA, assert_same_bits, evaluate_both
+
+REG = default_registry()
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLOATS = ("FLOAT", "FLOAT16", "BF16", "DOUBLE")
+needs_numba = pytest.mark.skipif(
+    not HAVE_NUMBA, reason="numba is not installed (pip install .[fast])"
+)
+
+
+def _call(spec, product: str, dtype: str, n: int, rng) -> Call | None:
+    """A valid call with every tensor of `dtype` (None when the spec does not take it)."""
+    args = {}
+    for p in spec.params:
+        if p.is_tensor:
+            if p.is_output and not p.is_read:
+                args[p.name] = TensorArg.empty_like_shape((n,), dtype, fill=np.nan)
+                continue
+            mags = 10.0 ** rng.uniform(-8, 3, n) * rng.choice([-1.0, 1.0], n)
+            v = np.where(rng.random(n) < 0.5, rng.normal(0, 3, n), mags)
+            special = [0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 6.0, 20.0, np.inf, -np.inf, np.nan, 0.5]
+            v[: min(n, 12)] = special[: min(n, 12)]
+            with np.errstate(all="ignore"):
+                args[p.name] = TensorArg.from_array(v, dtype)
+        elif p.kind == "scalar":
+            args[p.name] = ScalarArg(p.default_dtype or "FLOAT", p.default)
+        elif p.kind == "bool":
+            args[p.name] = bool(p.default)
+        else:
+            args[p.name] = p.default if p.default is not None else p.values[0]
+    call = Call(spec.name, product, args)
+    return call if validate(spec, call).status == 0 else None
+
+
+def _params():
+    out = []
+    for spec in REG:
+        for dtype in FLOATS:
+            product = next((p for p in spec.products
+                            if _call(spec, p, dtype, 16, np.random.default_rng(0))), None)  # fmt: skip
+            if product:
+                out.append(pytest.param(spec.name, product, dtype, id=f"{spec.name}-{product}-{dtype}"))  # fmt: skip
+    return out
+
+
+@needs_numba
+@pytest.mark.parametrize("name,product,dtype", _params())
+def test_compiled_and_numpy_paths_agree_bit_for_bit(name, product, dtype):
+    spec = REG.get(name)
+    call = _call(spec, product, dtype, 4096, np.random.default_rng(7))
+    evaluate_both(call, registry=REG, exact=True)  # DOUBLE: correctly rounded on both paths
+    if dtype != "DOUBLE":
+        evaluate_both(call, registry=REG)
+
+
+def test_generated_source_names_nothing_from_the_spec():
+    """The kernel's text is made of generated names and the whitelist: no spec text is executed."""
+    allowed = {"math", "np", "njit", "prange", "kernel", "y", "flags", "mode", "drop", "guard",
+               "emin", "k", "r", "f", "e", "b", "low", "float", "bool", "abs", "a", "near_midpoint",
+               "yb", "mask", "half", "out", "_INF", "_NAN", "_minimum", "_maximum", "_pow"}  # fmt: skip
+    for spec in REG:
+        env = attribute_env(spec, _call_any(spec))
+        try:
+            src = codegen.generate(spec, env)
+        except codegen.Unsupported:
+            continue
+        tree = ast.parse(src.text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                ok = node.id in allowed or node.id[:1] in "vtap" and node.id[1:].isdigit()
+                assert ok, f"{spec.name}: {node.id!r} in the generated kernel"
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value in ("numpy", "always"):  # numba's own options in the header
+                    continue
+                raise AssertionError(f"{spec.name}: a string constant in the generated kernel")
+            if isinstance(node, ast.Attribute):
+                assert isinstance(node.value, ast.Name) and node.value.id in (
+                    "math",
+                    "np",
+                    "y",
+                    "yb",
+                )
+
+
+def _call_any(spec) -> Call:
+    for product in spec.products:
+        for dtype in FLOATS:
+            c = _call(spec, product, dtype, 4, np.random.default_rng(0))
+            if c is not None:
+                return c
+    raise AssertionError(f"{spec.name}: no valid float call")
+
+
+@needs_numba
+def test_a_string_parameter_selects_its_branch_at_generation():
+    spec = REG.get("gelu_backward_v2")
+    texts = {a: codegen.generate(spec, {"approximate": a}).text for a in ("none", "tanh")}
+    assert texts["none"] != texts["tanh"]
+    # the comparison approximate == "tanh" became a constant; nothing else differs
+    same = {k: v.replace("True", "?").replace("False", "?") for k, v in texts.items()}
+    assert same["none"] == same["tanh"]
+    assert '"tanh"' not in texts["tanh"] and "approximate" not in texts["tanh"]
+
+
+@needs_numba
+def test_the_kernel_is_compiled_once_and_then_loaded_from_the_cache(tmp_path):
+    """A second process finds the machine code on disk: numba reports a cache hit, no miss."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {ROOT!r})
+        import numpy as np
+        from conformance.registry import default_registry
+        from conformance.rules import attribute_env
+        from reference import kernel
+        from tests.test_kernel import _call_any
+        spec = default_registry().get("softplus_backward")
+        call = _call_any(spec)
+        env = attribute_env(spec, call)
+        k = kernel.get(spec, env)
+        raw = {{p.name: call.tensor(p.name).storage for p in spec.tensor_inputs}}
+        y, f = np.empty(4), np.empty(4, np.uint8)
+        k.run(raw, env, y, f, 1, (24, -126))
+        s = k.fn.stats
+        print(json.dumps({{"hits": sum(s.cache_hits.values()), "misses": sum(s.cache_misses.values())}}))
+    """)
+    env = {**os.environ, "ACLNN_CONFORM_CACHE": str(tmp_path), "ACLNN_CONFORM_KERNEL": "numba"}
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert runs[0]["misses"] >= 1
+    assert runs[1] == {"hits": runs[1]["hits"], "misses": 0} and runs[1]["hits"] >= 1
+    assert any(p.suffix == ".nbi" for p in tmp_path.rglob("*"))
+
+
+def test_without_numba_the_numpy_path_runs_and_says_so(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {ROOT!r})
+        sys.modules["numba"] = None  # as if not installed
+        import numpy as np
+        from reference import kernel
+        from reference.backend import ReferenceBackend
+        from tests.support.calls import t, out, run, result
+        assert kernel.name() == "numpy", kernel.name()
+        assert not kernel.wanted(1 << 30)
+        b = ReferenceBackend()
+        x = np.linspace(-4, 4, 70000)
+        got = result(run(b, "leaky_relu_backward", gradOutput=t(np.ones_like(x)), self=t(x),
+                         negativeSlope=__import__("conformance.call").call.ScalarArg("FLOAT", 0.5),
+                         selfIsResult=False, out=out(x.shape)), "out")
+        want = np.where(x > 0, 1.0, np.float32(0.5))
+        assert np.array_equal(got, want)
+        print("numpy" in b.version())
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "ACLNN_CONFORM_KERNEL": "auto"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("True")
+
+
+def test_kernel_mode_rejects_an_unknown_path():
+    with pytest.raises(ValueError, match="numpy, numba or auto"):
+        kernel.set_mode("fortran")
+
+
+@needs_numba
+def test_a_kernel_that_fails_to_compile_falls_back_to_numpy(monkeypatch):
+    """A numba failure is never a wrong answer or a crash: the chunk runs through numpy."""
+    spec = REG.get("leaky_relu_backward")
+    call = _call_any(spec)
+
+    class Broken:
+        key = "broken"
+        failed = False
+
+        def run(self, *a):
+            raise TypeError("no typing for this")
+
+        def fail(self, exc):
+            Broken.failed = True
+
+    monkeypatch.setattr(kernel, "get", lambda spec, env: Broken())
+    old = kernel.set_mode("numba")
+    try:
+        from reference.engine import evaluate
+
+        got = evaluate(call)
+    finally:
+        kernel.set_mode(old)
+    kernel.set_mode("numpy")
+    try:
+        want = evaluate(call)
+    finally:
+        kernel.set_mode(old)
+    assert Broken.failed
+    assert_same_bits(got.outputs["out"], want.outputs["out"], "fallback")
+
+
+def test_exact_float64_values_round_without_mpmath_and_still_correctly(monkeypatch):
+    """hardsigmoid's x / 6 + 0.5 is exact in float64 for a float32 x whose mantissa is a
+    multiple of 3, and then often an exact tie of FLOAT: the error-free check decides it (no
+    mpmath), and the result is still the oracle's correctly rounded value, ties to even."""
+    from reference import precise
+    from tests.support.rounding import NP
+    from tests.test_family_oracles import ORACLES, _expected
+
+    rng = np.random.default_rng(11)
+    m = rng.integers(1, 2**22, 6000) * 3  # mantissas divisible by 3
+    x = (m * 2.0 ** rng.integers(-30, -19, m.size) * rng.choice([-1.0, 1.0], m.size)).astype(
+        np.float32
+    )
+    calls = []
+    real = precise._value_at
+    monkeypatch.setattr(precise, "_value_at", lambda *a: calls.append(1) or real(*a))
+    spec = REG.get("hardsigmoid")
+    product = spec.products[0]
+    call = Call("hardsigmoid", product, {"self": TensorArg.from_array(x, "FLOAT"),
+                "out": TensorArg.empty_like_shape(x.shape, "FLOAT", fill=np.nan)})  # fmt: skip
+    got = evaluate_both(call, registry=REG).outputs["out"]
+    want = _expected(ORACLES["hardsigmoid"], {"self": x}, {}, "FLOAT")
+    assert np.array_equal(got.view(np.uint32), want.view(NP["FLOAT"]).view(np.uint32))
+    assert len(calls) < 60  # of 6000 elements, most of them exact ties
