@@ -15,6 +15,7 @@ from conformance.call import Call
 from conformance.catalog import status_name
 from conformance.checks import kind_of
 from conformance.checks_base import Violation, attribute_env
+from conformance.flat import FlatView, numel, ranges
 from conformance.spec import Check, OpSpec
 
 
@@ -51,8 +52,6 @@ def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = Non
                 ) -> dict[str, Any]:  # fmt: skip
     """Attributes plus every input tensor as float64, broadcast to the output view's shape
     (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
-    from conformance.flat import FlatView
-
     env = attribute_env(spec, call)
     shape = call.tensor(spec.formula.output).shape
     for p in spec.tensor_inputs:
@@ -66,8 +65,6 @@ def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = Non
 
 def branch_hits(spec: OpSpec, call: Call) -> list[str]:
     """Ids of the formula branches that at least one output element of a valid call takes."""
-    from conformance.flat import numel, ranges
-
     total = numel(call.tensor(spec.formula.output).shape)
     hit: set[str] = set()
     for start, stop in ranges(total, 1 << 20):

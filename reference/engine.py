@@ -91,10 +91,7 @@ class GoldenStream:
     """The exact values of an output (float64, before the final rounding), chunk by chunk."""
 
     def __init__(self, spec: OpSpec, call: Call, exact: bool, deadline: float | None):
-        out = call.tensor(spec.formula.output)
         self.spec, self.call, self.exact, self.deadline = spec, call, exact, deadline
-        self.shape = tuple(out.shape)
-        self.dtype = out.dtype
 
     def chunks(self, chunk: int | None = None, deadline: float | None = None
                ) -> Iterator[tuple[int, int, np.ndarray]]:  # fmt: skip
@@ -177,9 +174,13 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
                     mask = (
                         np.isfinite(y) if refine_all else precise.near_midpoint(y, out_dtype.name)
                     )
+
+        def exact_inputs() -> dict[str, np.ndarray]:
+            return {nm: precise.exact_values(a, in_dtypes[nm]) for nm, a in raw.items()}  # noqa: B023
+
         exact_in = None
         if wide:
-            exact_in = {nm: precise.exact_values(a, in_dtypes[nm]) for nm, a in raw.items()}
+            exact_in = exact_inputs()
             beyond = precise.beyond_float64(exact_in, n)
             if mask is not None and beyond.any():
                 mask = mask | (beyond & np.isfinite(y))
@@ -188,9 +189,7 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             sub = {**env, **{nm: a[idx].astype(np.float64) for nm, a in raw.items()}}
             mask[idx[errbound.exact_mask(spec, sub, idx.size)]] = False
         if mask is not None and mask.any():
-            exact_in = exact_in or {
-                nm: precise.exact_values(a, in_dtypes[nm]) for nm, a in raw.items()
-            }
+            exact_in = exact_in or exact_inputs()
             y = precise.refine(spec, env, y, mask, exact_in, out_dtype.name, check)
             if target is not None:  # the kernel wrote float64's rounding: patch the refined
                 idx = np.flatnonzero(mask)

@@ -33,10 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = 4096  # a case is small when each tensor has at most this many elements
 
 
-def mark(ok: bool) -> str:
-    return "met" if ok else "**missed**"
-
-
 def timed(fn):
     """(fn(), seconds it took)."""
     t0 = time.perf_counter()
