@@ -12,6 +12,7 @@ the worst elements are chosen by a total order (ulp, abs error, then lowest inde
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,30 @@ from conformance.compare import (
 )
 from conformance.flat import BLOCK
 
+
+def _block_sums(terms: np.ndarray) -> np.ndarray:
+    """Sums per BLOCK, added in index order (cumsum), as conformance.measure adds them."""
+    full = terms.size - terms.size % BLOCK
+    sums = np.cumsum(terms[:full].reshape(-1, BLOCK), axis=1)[:, -1] if full else np.zeros(0)
+    if full < terms.size:
+        sums = np.append(sums, np.cumsum(terms[full:])[-1])
+    return sums
+
+
 CHUNK = 1 << 20  # output elements per chunk of a whole-array comparison
+COMPILED_MIN = 1 << 21  # output elements: smaller outputs keep the numpy pass (no compilation)
+
+
+def _compiled(total: int) -> Any:
+    """conformance.measure where it applies (ACLNN_CONFORM_KERNEL=numpy|numba|auto), else None."""
+    mode = os.environ.get("ACLNN_CONFORM_KERNEL", "auto")
+    if mode == "numpy" or (mode != "numba" and total < COMPILED_MIN):
+        return None
+    try:
+        from conformance import measure
+    except ImportError:  # numba is the optional `fast` extra
+        return None
+    return measure
 
 
 class Accumulator:
@@ -57,10 +81,19 @@ class Accumulator:
         self.max_abs = self.max_rel = self.mare = self.max_ulp = 0.0
         self.block_sums: list[np.ndarray] = []
         self.candidates: list[tuple[float, float, int, float, float, float]] = []
+        fmt = None if self.part.opaque else self.part.name
+        self.compiled = _compiled(math.prod(self.shape))
+        if self.compiled is not None and fmt in self.compiled.FORMATS:
+            self.format = self.compiled.FORMATS[fmt]
+            self.pow2 = self.compiled.powers(self.format[0], self.format[1], self.format[3])
+        else:
+            self.compiled = None
 
     def add(self, start: int, golden: np.ndarray, actual: np.ndarray) -> None:
         """Measure flat elements [start, start + len) (start: a multiple of flat.BLOCK)."""
         g_in, a_in = np.asarray(golden).reshape(-1), np.asarray(actual).reshape(-1)
+        if self.compiled is not None and a_in.dtype == self.dt.np and g_in.dtype.kind in "fc":
+            return self._measure_compiled(start * (2 if self.complex else 1), g_in, a_in)
         if self.complex:
             g, a = _as_parts(g_in).reshape(-1), _as_parts(a_in).reshape(-1)
             start *= 2
@@ -99,7 +132,7 @@ class Accumulator:
             measured = normal & ~a_bad  # a NaN/inf actual already fails as a NaN/inf mismatch
             terms = np.divide(abs_err, buf + MERE_EPS)
             terms[~measured] = 0.0
-            self.block_sums.append(np.add.reduceat(terms, np.arange(0, terms.size, BLOCK)))
+            self.block_sums.append(_block_sums(terms))
             self.n_measured += int(np.count_nonzero(measured))
             self.mare = max(self.mare, float(np.max(terms, initial=0.0)))
             rel_err = np.divide(abs_err, np.maximum(buf, _TINY))
@@ -128,11 +161,55 @@ class Accumulator:
         for key in (key1, key2):
             np.nan_to_num(key, copy=False, nan=-1.0, posinf=np.inf)
             key[special] = np.inf
+        dull = ~((key1 > 0) | (key2 > 0))  # equal elements (and matching NaN/inf): not listed
+        key1[dull] = key2[dull] = -np.inf
         for i in _top(key1, key2, self.n_worst):
-            k1, k2 = float(key1[i]), float(key2[i])
-            if not (k1 > 0 or k2 > 0):
-                break  # equal elements (and matching NaN/inf) are not worth listing
-            self.candidates.append((k1, k2, start + int(i), float(g[i]), float(a[i]), float(rel_err[i])))  # fmt: skip
+            if key1[i] == -np.inf:
+                break
+            self._keep(float(key1[i]), float(key2[i]), start + int(i), float(g[i]), float(a[i]), float(rel_err[i]))  # fmt: skip
+
+    def _keep(self, *candidate: Any) -> None:
+        self.candidates.append(candidate)  # type: ignore[arg-type]
+        if len(self.candidates) > 64 * max(self.n_worst, 1):
+            self.candidates = self._best()
+
+    def _best(self) -> list[tuple[float, float, int, float, float, float]]:
+        return sorted(self.candidates, key=lambda c: (-c[0], -c[1], c[2]))[: self.n_worst]
+
+    def _measure_compiled(self, start: int, g_in: np.ndarray, a_in: np.ndarray) -> None:
+        """The same figures as _measure, from conformance.measure's single compiled pass."""
+        if self.complex:
+            g = np.ascontiguousarray(_as_parts(g_in).reshape(-1))
+            a_store = np.ascontiguousarray(a_in).view(self.part.np)
+        elif g_in.dtype.kind == "c":
+            raise ValueError(f"complex values for the real output dtype {self.dt.name}")
+        else:
+            g, a_store = np.ascontiguousarray(g_in, np.float64), np.ascontiguousarray(a_in)
+        p, emin, emax, nbits = self.format
+        pol, k = self.policy, max(self.n_worst, 1)
+        cnt, mx, bsum, tk, ti, tv = self.compiled.measure(
+            g, g.view(np.int64), a_store.view(f"i{a_store.itemsize}"), self.pow2, p, emin, emax,
+            nbits, pol.exact, pol.small_threshold, pol.small_atol, pol.rel, MERE_EPS, BLOCK, k,
+            self.compiled.parts(),
+        )  # fmt: skip
+        compared, normal, mism, nan_mis, inf_mis, measured = (int(c) for c in cnt.sum(axis=0))
+        self.n += g.size
+        self.compared += compared
+        self.small += compared - normal
+        self.mismatches += mism
+        self.nan_mis += nan_mis
+        self.inf_mis += inf_mis
+        self.n_measured += measured
+        self.block_sums.append(bsum)
+        max_abs, max_rel, mare, max_ulp = (float(v) for v in mx.max(axis=0, initial=0.0))
+        self.max_abs, self.max_rel = max(self.max_abs, max_abs), max(self.max_rel, max_rel)
+        self.mare, self.max_ulp = max(self.mare, mare), max(self.max_ulp, max_ulp)
+        if self.n_worst <= 0:
+            return
+        for part, j in zip(*np.nonzero(ti >= 0), strict=True):
+            i = int(ti[part, j])
+            self._keep(float(tk[part, j, 0]), float(tk[part, j, 1]), start + i, float(g[i]),
+                       float(tv[part, j, 0]), float(tv[part, j, 1]))  # fmt: skip
 
     def stats(self) -> Stats:
         sums = np.concatenate(self.block_sums) if self.block_sums else np.zeros(0)
@@ -171,9 +248,8 @@ class Accumulator:
         return Comparison(passed=not reasons, stats=stats, worst=self.worst(), reasons=reasons)
 
     def worst(self) -> list[Worst]:
-        best = sorted(self.candidates, key=lambda c: (-c[0], -c[1], c[2]))[: self.n_worst]
         out = []
-        for k1, k2, flat, g, a, rel in best:
+        for k1, k2, flat, g, a, rel in self._best():
             idx = tuple(int(i) for i in np.unravel_index(flat, self.index_shape))
             vals: dict[str, float] = {}
             for name, arr in self.inputs.items():

@@ -153,7 +153,7 @@ def _ordered(x: np.ndarray) -> np.ndarray:
     """x's bits on a monotonic integer line: negative values map to -(bits & 0x7f..), -0 == +0."""
     bits = x.view(np.dtype(f"u{x.dtype.itemsize}"))
     sign = bits.dtype.type(1 << (8 * x.dtype.itemsize - 1))
-    o = (bits & bits.dtype.type(sign - 1)).astype(np.int64 if x.dtype.itemsize == 8 else np.int32)
+    o = (bits & bits.dtype.type(sign - 1)).astype(np.int64)  # int32 would wrap across zero
     np.negative(o, out=o, where=(bits & sign) != 0)
     return o
 

@@ -1,4 +1,8 @@
-"""conformance.compare: every expected value here is derived by hand (comments show how)."""
+"""conformance.compare: every expected value here is derived by hand (comments show how).
+
+Every test runs twice: through the numpy pass and through the compiled pass (conformance/measure.py,
+forced even for small arrays), so both are held to the same hand-derived figures.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,17 @@ import numpy as np
 import pytest
 
 from conformance.compare import Comparison, Policy, compare, policy_for, ulp_distance
+from tests.support.paths import HAVE_NUMBA
 
 BF16 = ml_dtypes.bfloat16
+
+
+@pytest.fixture(autouse=True, params=["numpy", "numba"])
+def comparison_path(request, monkeypatch):
+    if request.param == "numba" and not HAVE_NUMBA:
+        pytest.skip("numba is not installed (pip install .[fast])")
+    monkeypatch.setenv("ACLNN_CONFORM_KERNEL", request.param)
+    return request.param
 
 
 def _up(x: np.ndarray, index, steps: int) -> None:
