@@ -15,8 +15,10 @@ has written them, so no store and load of the same memory under two types meet i
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from conformance.spec import OpSpec
@@ -24,15 +26,20 @@ from conformance.spec import OpSpec
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
         "abs": "abs", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
+# FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of reference/vecmath.py
+APPROX = {**MATH, "exp": "_vexp"}
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 HEADER = """\
+# vecmath {digest}
 import math
 
 import numpy as np
 from numba import njit, prange
+
+from reference.vecmath import vexp as _vexp
 
 _INF = math.inf
 _NAN = math.nan
@@ -84,6 +91,10 @@ def near_midpoint(yb, flags, drop, guard, emin):
 """
 
 
+# numba's cache follows the kernel file only: vecmath's own text is part of every kernel's key
+_VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
+
+
 class Unsupported(ValueError):
     """A formula the compiled path cannot express (the numpy evaluator runs it instead)."""
 
@@ -95,8 +106,9 @@ class Source:
     attrs: tuple[str, ...]
 
 
-def generate(spec: OpSpec, env: dict[str, Any]) -> Source:
-    """The kernel's source for `spec` with the string parameters of `env` decided."""
+def generate(spec: OpSpec, env: dict[str, Any], approx: bool = False) -> Source:
+    """The kernel's source for `spec` with the string parameters of `env` decided; approx: exp
+    by vecmath's inlined, vectorizable form (for outputs whose midpoints mpmath settles)."""
     tensors = tuple(p.name for p in spec.tensor_inputs)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
@@ -104,12 +116,12 @@ def generate(spec: OpSpec, env: dict[str, Any]) -> Source:
     lets = {x.name: x for x in spec.formula.lets}
     for i, n in enumerate(lets):
         names[n] = f"t{i}"
-    gen = _Gen(names, strings)
+    gen = _Gen(names, strings, APPROX if approx else MATH)
     lines = [f"        {names[n]} = np.float64(a{i}[k])" for i, n in enumerate(tensors)]
     lines += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
     lines += _chain(gen, lets, list(spec.formula.branches), set(), 2)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    text = HEADER.format(args=", ".join(args)) + "\n".join(lines) + "\n" + FLAGS
+    text = HEADER.format(args=", ".join(args), digest=_VECMATH) + "\n".join(lines) + "\n" + FLAGS
     return Source(text, tensors, attrs)
 
 
@@ -147,9 +159,10 @@ def _bind(gen: _Gen, lets: dict, names: frozenset[str], done: set[str], pad: str
 
 
 class _Gen:
-    def __init__(self, names: dict[str, str], strings: dict[str, Any]):
+    def __init__(self, names: dict[str, str], strings: dict[str, Any], functions: dict[str, str]):
         self.names = names
         self.strings = strings
+        self.functions = functions
 
     def cond(self, node: ast.AST) -> str:
         return f"bool({self.expr(node)})"
@@ -214,9 +227,9 @@ class _Gen:
         args = [self.expr(a) for a in node.args]
         if name == "where":
             return f"(float({args[1]}) if bool({args[0]}) else float({args[2]}))"
-        if name not in MATH:
+        if name not in self.functions:
             raise Unsupported(f"no compiled form for {name}()")
-        return f"{MATH[name]}(" + ", ".join(f"float({a})" for a in args) + ")"
+        return f"{self.functions[name]}(" + ", ".join(f"float({a})" for a in args) + ")"
 
 
 def _number(v: float) -> str:

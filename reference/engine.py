@@ -136,7 +136,7 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
                for d in in_dtypes.values())  # fmt: skip
     k = None
     if not complex_out and not faithful and kernel.wanted(total):
-        k = kernel.get(spec, env)
+        k = kernel.get(spec, env, approx=fmt is not None)
     size = chunk or _settings["chunk"] or (KERNEL_CHUNK if k else CHUNK)
     direct = (into is not None and into.contiguous and not wide
               and into.storage.dtype in (np.float32, np.float64)
@@ -175,12 +175,9 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
                         np.isfinite(y) if refine_all else precise.near_midpoint(y, out_dtype.name)
                     )
 
-        def exact_inputs() -> dict[str, np.ndarray]:
-            return {nm: precise.exact_values(a, in_dtypes[nm]) for nm, a in raw.items()}  # noqa: B023
-
         exact_in = None
         if wide:
-            exact_in = exact_inputs()
+            exact_in = {nm: precise.exact_values(a, in_dtypes[nm]) for nm, a in raw.items()}
             beyond = precise.beyond_float64(exact_in, n)
             if mask is not None and beyond.any():
                 mask = mask | (beyond & np.isfinite(y))
@@ -189,10 +186,11 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             sub = {**env, **{nm: a[idx].astype(np.float64) for nm, a in raw.items()}}
             mask[idx[errbound.exact_mask(spec, sub, idx.size)]] = False
         if mask is not None and mask.any():
-            exact_in = exact_in or exact_inputs()
-            y = precise.refine(spec, env, y, mask, exact_in, out_dtype.name, check)
+            idx = np.flatnonzero(mask)
+            at = ({nm: a[idx] for nm, a in exact_in.items()} if exact_in is not None else
+                  {nm: precise.exact_values(a[idx], in_dtypes[nm]) for nm, a in raw.items()})  # fmt: skip
+            y = precise.refine(spec, env, y, idx, at, out_dtype.name, check)
             if target is not None:  # the kernel wrote float64's rounding: patch the refined
-                idx = np.flatnonzero(mask)
                 target[idx] = dt.round_to(y[idx], out_dtype)
         result = target if target is not None else dt.round_to(y, out_dtype)
         if out_dtype.category == "int" and wide:

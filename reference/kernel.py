@@ -113,10 +113,11 @@ class Kernel:
             flags[:] = 0
 
 
-def get(spec: OpSpec, env: dict[str, Any]) -> Kernel | None:
-    """The compiled kernel of spec's formula for this call's string parameters, or None."""
+def get(spec: OpSpec, env: dict[str, Any], approx: bool = False) -> Kernel | None:
+    """The compiled kernel of spec's formula for this call's string parameters, or None;
+    approx: vecmath's exp (FLOAT, FLOAT16 and BF16 outputs only: see vecmath's doc)."""
     try:
-        src = generate(spec, env)
+        src = generate(spec, env, approx)
     except Unsupported:
         return None
     key = hashlib.sha256(src.text.encode()).hexdigest()[:24]

@@ -105,25 +105,27 @@ def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits:
     return None
 
 
-def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, mask: np.ndarray,
+def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, idx: np.ndarray,
            exact_inputs: dict[str, np.ndarray], out_dtype: str,
            deadline: Callable[[], None] | None = None) -> np.ndarray:  # fmt: skip
-    """y with the masked elements recomputed in mpmath (as float64: nearest for DOUBLE, else
-    rounded to odd so that the final rounding to the output dtype is correct).
+    """y with the elements idx recomputed in mpmath (as float64: nearest for DOUBLE, else
+    rounded to odd so that the final rounding to the output dtype is correct); exact_inputs
+    holds those elements' inputs only, in idx's order. y is updated in place where it owns
+    its memory (a chunk's own values: no copy of a whole chunk for a handful of elements).
 
     The precision doubles from PRECISION until two successive evaluations round alike, so a
     term far below 128 bits (x = a subnormal next to 1) still decides its rounding; an exact
     tie stays a tie and is then broken to even by the final rounding, as it should be."""
-    idx = np.flatnonzero(mask)
     if idx.size == 0:
         return y
-    y = y.copy()
+    if not (y.flags.writeable and y.flags.owndata):
+        y = y.copy()
     attrs = {p.name: env[p.name] for p in spec.attributes}
     convert = float if out_dtype == "DOUBLE" else _odd
     for j, i in enumerate(idx):
         if deadline is not None and j % 64 == 63:
             deadline()
-        inputs = {name: arr[i] for name, arr in exact_inputs.items()}
+        inputs = {name: arr[j] for name, arr in exact_inputs.items()}
         bits, last = PRECISION, None
         while True:
             value = _value_at(spec, attrs, inputs, bits)

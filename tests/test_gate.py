@@ -25,6 +25,7 @@ LEAKY = ("--op", "leaky_relu_backward", "--product", "atlas-a2")
 # A backend with no status codes (like PyTorch) that raises oneDNN's error for bf16 self and is
 # the reference otherwise; and one that is slow, for Ctrl-C.
 FAKES = """
+import os
 import time
 from conformance.backend import Backend, Capabilities
 from conformance.call import Outcome, TensorArg
@@ -49,7 +50,7 @@ class Slow(Backend):
     name = "slow"
 
     def execute(self, call):
-        time.sleep(0.05)
+        time.sleep(float(os.environ.get("GATE_SLOW_S", "0.05")))
         return evaluate(call)
 """
 
@@ -271,7 +272,9 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(env, tmp_path):
     results = tmp_path / "r.jsonl"
     exe = Path(sys.executable).with_name("aclnn-conform")
     cmd = [str(exe), "run", "--backend", "slow", *LEAKY, "--results", str(results), "-j", "2"]
-    p = subprocess.Popen(cmd, cwd=REPO, env={**env, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+    # half a second a case: the run cannot finish before the signal, however loaded the machine
+    p = subprocess.Popen(cmd, cwd=REPO, env={**env, "NO_COLOR": "1", "GATE_SLOW_S": "0.5"},
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
     deadline = time.time() + 60
     while time.time() < deadline and (not results.exists() or results.stat().st_size < 2000):

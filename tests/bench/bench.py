@@ -139,14 +139,15 @@ SEED_OPS = ("leaky_relu_backward", "hardshrink_backward", "softplus_backward", "
             "gelu_backward_v2")  # fmt: skip
 
 
-def per_op(quick: bool) -> list[dict]:
+def per_op(quick: bool, only: list[str] | None = None) -> list[dict]:
     from conformance.registry import default_registry
 
     reg = default_registry()
     ops = SEED_OPS if quick else [n for n in reg.names() if not reg.get(n).inplace_of]
+    ops = [o for o in ops if o in only] if only else ops
     todo = [(op, dtype, min(log2n, 22) if quick else log2n)
             for op in ops for dtype, log2n in SIZES.items()]  # fmt: skip
-    todo += [] if quick else [(op, "FLOAT", 26) for op in SEED_OPS]  # the issue's 2^26 targets
+    todo += [] if quick else [(op, "FLOAT", 26) for op in SEED_OPS if op in ops]  # 2^26 targets
     rows = []
     for op, dtype, log2n in todo:
         print(f"op: {op} {dtype} 2^{log2n}", file=sys.stderr, flush=True)
@@ -225,6 +226,23 @@ def large_profile(op: str) -> dict:
     return {"op": op, "cases": len(lines), "verdicts": verdicts, **r}
 
 
+def comparison(log2n: int) -> list[dict]:
+    """compare() of one 2^log2n-element output per dtype (the statistics alone), best of 2."""
+    from conformance.compare import compare, policy_for
+
+    rows = []
+    rng = np.random.default_rng(0)
+    g = rng.standard_normal(1 << log2n)
+    for dtype, np_dtype in (("FLOAT", np.float32), ("FLOAT16", np.float16), ("DOUBLE", np.float64)):
+        a = g.astype(np_dtype)
+        a[::1000] *= 1.001  # a few real differences, so that the worst-element search has work
+        pol = policy_for(dtype)
+        compare(g, a, dtype, pol)  # warm: the compiled pass loads (or compiles)
+        took = best_of(lambda a=a, dtype=dtype, pol=pol: compare(g, a, dtype, pol), 2)
+        rows.append({"dtype": dtype, "log2n": log2n, "seconds": took})
+    return rows
+
+
 # -- report ----------------------------------------------------------------------------------
 
 
@@ -238,7 +256,8 @@ def op_table(rows: list[dict]) -> str:
         n = 1 << r["log2n"]
         torch_s = r.get("torch_s")
         ratio = f"{r['ref_s'] / torch_s:.1f}x" if torch_s else "-"
-        out.append(f"| {r['op']} | {r['dtype']} | 2^{r['log2n']} | {r['ref_s'] * 1e3:.0f} ms | "
+        op = f"{r['op']} ({r['measured']})" if r.get("measured") else r["op"]
+        out.append(f"| {op} | {r['dtype']} | 2^{r['log2n']} | {r['ref_s'] * 1e3:.0f} ms | "
                    f"{n / r['ref_s'] / 1e6:.0f} M | {f'{torch_s * 1e3:.0f} ms' if torch_s else '-'} | "
                    f"{ratio} | {r['peak_rss'] / r['tensor_bytes']:.2f}x |")  # fmt: skip
     return "\n".join(out)
@@ -250,6 +269,10 @@ def markdown(res: dict) -> str:
            f"numpy {env['numpy']}, torch {env['torch']} ({env.get('torch_threads', '?')} threads), "
            f"reference kernels: {env['kernel']}.", ""]  # fmt: skip
     out.append(op_table(res.get("ops", [])))
+    if res.get("compare"):
+        parts = [f"{r['dtype']} {r['seconds']:.2f} s" for r in res["compare"]]
+        out += ["", f"compare() of one 2^{res['compare'][0]['log2n']}-element output: "
+                f"{', '.join(parts)}."]  # fmt: skip
     if res.get("case"):
         c = res["case"]
         out += ["", f"`run --cases` on one 2^{c['log2n']}-element FLOAT case (leaky_relu_backward, "
@@ -261,17 +284,40 @@ def markdown(res: dict) -> str:
         p = res["profile"]
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(p["verdicts"].items()))
         out += ["", f"`run --profile large --op {p['op']} -k shape=model`: {p['cases']} cases "
-                f"({verdicts}) in {p['wall_s']:.0f} s, peak RSS {p['peak_rss'] / 2**30:.2f} GiB."]  # fmt: skip
+                f"({verdicts}) in {p['wall_s']:.0f} s, peak RSS {p['peak_rss'] / 2**30:.2f} GiB"
+                f"{_earlier(p)}."]  # fmt: skip
     if res.get("pipeline"):
         p = res["pipeline"]
         out += ["", f"Default suite: generation {p['generation_cases_per_s']:.0f} cases/s, "
                 f"reference evaluation {p['evaluate_cases_per_s']:.0f} cases/s, compare() "
                 f"{p['compare_per_s']:.0f} outputs/s, judge overhead {p['overhead_ms']:.2f} ms "
-                "per small case."]  # fmt: skip
+                f"per small case{_earlier(p)}."]  # fmt: skip
         for s in res.get("suite", []):
             out.append(f"`run` default suite, {s['backend']}, --jobs {s['jobs']}: {s['wall_s']:.1f} s "
-                       f"({s['cases']} cases, exit {s['rc']}).")  # fmt: skip
+                       f"({s['cases']} cases, exit {s['rc']}){_earlier(s)}.")  # fmt: skip
     return "\n".join(out)
+
+
+def _earlier(section: dict) -> str:
+    """' (measured DATE)' for a section taken from an earlier run (--base), else ''."""
+    return f" (measured {section['measured']}, an earlier run)" if section.get("measured") else ""
+
+
+def merge(base: dict, res: dict) -> dict:
+    """res, with the sections and op rows it did not measure taken from the earlier run base;
+    each taken section says when it was measured."""
+    when = base.get("env", {}).get("date", "earlier")
+    merged = dict(res)
+    for key in ("case", "profile", "pipeline", "compare"):
+        if key not in res and isinstance(base.get(key), dict):
+            merged[key] = {"measured": when, **base[key]}
+    if "suite" not in res and base.get("suite"):
+        merged["suite"] = [{"measured": when, **s} for s in base["suite"]]
+    if "ops" in res and base.get("ops"):
+        seen = {(r["op"], r["dtype"], r["log2n"]) for r in res["ops"]}
+        merged["ops"] = res["ops"] + [{"measured": when, **r} for r in base["ops"]
+                                      if (r["op"], r["dtype"], r["log2n"]) not in seen]  # fmt: skip
+    return merged
 
 
 def update_readme(text: str) -> None:
@@ -294,8 +340,13 @@ def main() -> None:
     ap.add_argument("--from", dest="from_", type=Path, help="report FILE.json instead of measuring")
     ap.add_argument("--update-readme", action="store_true", help="rewrite the README's table")
     ap.add_argument(
-        "--skip", default="", help="comma-separated sections to skip: ops,case,profile,suite"
+        "--skip",
+        default="",
+        help="comma-separated sections to skip: ops,compare,case,profile,suite",
     )
+    ap.add_argument("--ops", default="", help="comma-separated ops: measure only their rows")
+    ap.add_argument("--base", type=Path, help="an earlier --out JSON: what this run skips comes "
+                    "from it, marked with its date")  # fmt: skip
     a = ap.parse_args()
     if a.from_:
         res = json.loads(a.from_.read_text())
@@ -313,7 +364,10 @@ def main() -> None:
         res = {"env": env}
         skip = set(a.skip.split(","))
         if "ops" not in skip:
-            res["ops"] = per_op(a.quick)
+            res["ops"] = per_op(a.quick, [o for o in a.ops.split(",") if o])
+        if "compare" not in skip:
+            print("compare: 2^26", file=sys.stderr, flush=True)
+            res["compare"] = comparison(26)
         if "case" not in skip and not a.quick:
             print("case: 2^28 run --cases", file=sys.stderr, flush=True)
             res["case"] = big_case(28)
@@ -325,6 +379,8 @@ def main() -> None:
             res["pipeline"] = pipeline()
             res["suite"] = [suite(b, 2) for b in ("reference", "torch")]
         env["load_end"] = os.getloadavg()[0]
+        if a.base:
+            res = merge(json.loads(a.base.read_text()), res)
         if a.out:
             a.out.write_text(json.dumps(res, indent=1) + "\n")
     text = markdown(res)
