@@ -27,7 +27,7 @@ MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": 
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
         "abs": "abs", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
 # FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of reference/vecmath.py
-APPROX = {**MATH, "exp": "_vexp"}
+APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc"}
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -39,6 +39,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from reference.vecmath import verfc as _verfc
 from reference.vecmath import vexp as _vexp
 
 _INF = math.inf

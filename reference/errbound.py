@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -58,12 +60,32 @@ def evaluate_extended(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
     tests/test_double_faithful.py measures every op against mpmath)."""
     from reference.engine import evaluate_formula
 
-    ld = {k: (v.astype(np.longdouble) if isinstance(v, np.ndarray) else
-              (np.longdouble(v) if isinstance(v, float) else v)) for k, v in env.items()}  # fmt: skip
-    with np.errstate(all="ignore"):
-        return evaluate_formula(spec, ld, n, np.longdouble).astype(
-            np.float64
-        )  # (float64 value, error bound); for conditions (bool, undecided)
+    def part(lo: int, hi: int) -> np.ndarray:
+        ld = {k: (v[lo:hi] if v.ndim else v).astype(np.longdouble) if isinstance(v, np.ndarray)
+              else np.longdouble(v) if isinstance(v, float) else v for k, v in env.items()}  # fmt: skip
+        with np.errstate(all="ignore"):
+            return evaluate_formula(spec, ld, hi - lo, np.longdouble).astype(np.float64)
+
+    # long double has no SIMD and numpy releases the GIL in its loops: a thread per core
+    threads = min(_CORES, n // PARALLEL_MIN)
+    if threads <= 1:
+        return part(0, n)
+    bounds = [n * i // threads for i in range(threads + 1)]
+    return np.concatenate(list(_pool().map(part, bounds[:-1], bounds[1:])))
+
+
+PARALLEL_MIN = 1 << 14  # elements per thread, at least, for evaluate_extended to split a chunk
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+_POOL: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's pool (a forked worker inherits its parent's pool but not its threads)."""
+    pid = os.getpid()
+    if pid not in _POOL:
+        _POOL.clear()
+        _POOL[pid] = ThreadPoolExecutor(_CORES, thread_name_prefix="long-double")
+    return _POOL[pid]
 
 
 def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:

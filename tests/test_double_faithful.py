@@ -158,3 +158,36 @@ def test_double_outputs_are_within_one_ulp_of_the_exact_value(name, product):
         assert same.all(), f"exact mode: {int((~same).sum())} results not correctly rounded"
         checked += len(exact)
     assert checked > 0
+
+
+def _extended_specs() -> list[tuple[str, str]]:
+    """(op, a product where it takes DOUBLE) for the ops evaluated in long double."""
+    from reference import errbound
+    from tests.test_kernel import _call as call_of
+
+    out = []
+    for s in REG:
+        if s.inplace_of or not errbound.extended(s):
+            continue
+        rng = np.random.default_rng(0)
+        product = next((p for p in s.products if call_of(s, p, "DOUBLE", 4, rng)), None)
+        if product is not None:
+            out.append((s.name, product))
+    return out
+
+
+@pytest.mark.parametrize("name,product", _extended_specs())
+def test_long_double_split_across_threads_gives_the_same_bits(name, product, monkeypatch):
+    """evaluate_extended splits a chunk over a thread per core: the values must not change."""
+    from reference import errbound
+    from tests.support.paths import assert_same_bits
+    from tests.test_kernel import _call as call_of
+
+    spec = REG.get(name)
+    call = call_of(spec, product, "DOUBLE", 1 << 16, np.random.default_rng(5))
+    out = spec.formula.output
+    monkeypatch.setattr(errbound, "_CORES", 4)  # four parts, whatever this machine has
+    split = evaluate(call).outputs[out]
+    monkeypatch.setattr(errbound, "_CORES", 1)
+    whole = evaluate(call).outputs[out]
+    assert_same_bits(split, whole, f"{name}: split vs whole")

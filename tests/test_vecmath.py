@@ -1,4 +1,5 @@
-"""reference/vecmath.py's exp against mpmath: within 2 ulp everywhere, IEEE at the edges.
+"""reference/vecmath.py against mpmath: exp within 2 ulp and erfc within 8 ulp everywhere,
+IEEE at the edges.
 
 The compiled kernels of FLOAT, FLOAT16 and BF16 outputs inline it in place of libm's exp; its
 error must stay far inside precise.GUARD, which is what makes the rounded results unchanged.
@@ -19,25 +20,36 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def vexp():
+def _elementwise(fn):
     from numba import njit
-
-    from reference.vecmath import vexp
 
     @njit
     def run(xs):
         out = np.empty_like(xs)
         for i in range(xs.size):
-            out[i] = vexp(xs[i])
+            out[i] = fn(xs[i])
         return out
 
     return run
 
 
-def _ulps(got: float, x: float) -> float:
+@pytest.fixture(scope="module")
+def vexp():
+    from reference.vecmath import vexp
+
+    return _elementwise(vexp)
+
+
+@pytest.fixture(scope="module")
+def verfc():
+    from reference.vecmath import verfc
+
+    return _elementwise(verfc)
+
+
+def _ulps(got: float, x: float, fn=mpmath.exp) -> float:
     with mpmath.workprec(200):
-        exact = mpmath.exp(mpmath.mpf(x))
+        exact = fn(mpmath.mpf(x))
         step = mpmath.mpf(math.ulp(float(exact)))  # the ulp of the float64 nearest the value
         return float(abs(mpmath.mpf(got) - exact) / step)
 
@@ -90,3 +102,42 @@ def test_used_for_float_outputs_only():
     approx, plain = codegen.generate(spec, env, approx=True), codegen.generate(spec, env)
     assert "_vexp(" in approx.text and "math.exp(" not in approx.text
     assert "math.exp(" in plain.text and "_vexp(" not in plain.text
+    gelu = reg.get("gelu_backward_v2")
+    none = {"approximate": "none"}
+    assert "_verfc(" in codegen.generate(gelu, none, approx=True).text
+    assert "math.erfc(" in codegen.generate(gelu, none).text
+
+
+def test_erfc_within_eight_ulp(verfc):
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([
+        rng.uniform(-6, 26.5, 4000),  # erfc from 2 down to the last normal results
+        rng.standard_normal(1000),
+        rng.uniform(-1, 1, 500) * 10.0 ** rng.integers(-300, 0, 500),  # erfc ~ 1
+        [0.5, 1, 2, 4, 8, 16, 26.0, -0.5, -1, -4],
+    ])  # fmt: skip
+    got = verfc(xs)
+    worst = max(_ulps(float(g), float(x), mpmath.erfc) for g, x in zip(got, xs, strict=True))
+    assert worst <= 8.0
+
+
+def test_erfc_subnormal_results_and_edges(verfc):
+    xs = np.linspace(26.55, 27.2, 300)
+    got = verfc(xs)
+    with mpmath.workprec(200):
+        err = [abs(mpmath.mpf(float(g)) - mpmath.erfc(mpmath.mpf(float(x)))) / mpmath.mpf(5e-324)
+               for g, x in zip(got, xs, strict=True)]  # fmt: skip
+    assert max(err) <= 2
+    edges = verfc(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 27.3, 40.0, -40.0, 1e300]))
+    assert edges[0] == edges[1] and abs(edges[0] - 1.0) <= 2.0**-52  # within 1 ulp of 1
+    assert edges[2] == 0.0 and edges[3] == 2.0 and np.isnan(edges[4])
+    assert edges[5] == edges[6] == edges[8] == 0.0 and edges[7] == 2.0
+
+
+def test_erfc_coefficients_are_what_the_fit_makes():
+    """The table in vecmath.py is tests/support/erfc_fit.py's output, not a hand-edited copy."""
+    from reference import vecmath
+    from tests.support import erfc_fit
+
+    assert erfc_fit.coefficients() == vecmath._ERFC
+    assert (vecmath._K, vecmath._XMAX) == (erfc_fit.K, erfc_fit.XMAX)
