@@ -118,7 +118,13 @@ class Expr:
         a NaN or infinity where numpy would give one, never an exception or a complex number."""
         from conformance.expr_mp import MpEval
 
-        return MpEval(m).run(self._tree, env)
+        ev = _MP_EVALS.get(id(m))
+        if ev is None or ev.m is not m:  # one evaluator per library object: its table is fixed
+            ev = _MP_EVALS[id(m)] = MpEval(m)
+        return ev.run(self._tree, env)
+
+
+_MP_EVALS: dict[int, Any] = {}
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:

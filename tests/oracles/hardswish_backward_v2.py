@@ -8,6 +8,7 @@ The doc leaves NaN x out of its three cases; the spec (like the kernel) gives it
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import mpmath
 
@@ -33,7 +34,11 @@ def value(t: dict, s: dict):
     if x <= -3:
         return _times(g, mpmath.mpf(0))
     if x < 3:
-        return _times(g, x / 3 + mpmath.mpf(1) / 2)
+        if isinstance(g, float):  # +-inf or NaN times the factor
+            return _times(g, x / 3 + mpmath.mpf(1) / 2)
+        # exactly: g (x / 3 + 1/2) is a dyadic rational, and a rounding tie, whenever 3 divides
+        # g's significand times 2x + 3; in binary x / 3 is never exact and would hide the tie
+        return Fraction(float(g)) * (Fraction(float(x)) / 3 + Fraction(1, 2))
     return g
 
 

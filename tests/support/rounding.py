@@ -4,6 +4,7 @@ independently of conformance.dtypes so that tests can check the engine's roundin
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
@@ -43,8 +44,11 @@ def _candidates(a: float, dtype: str) -> list[np.generic]:
 
 
 def round_exact(v: Any, dtype: str) -> np.generic:
-    """Round an exact value (mpf) or an IEEE special (float) to `dtype`, to nearest, ties to even."""
+    """Round an exact value (mpf, or Fraction where a tie must be seen exactly) or an IEEE
+    special (float) to `dtype`, to nearest, ties to even."""
     t = NP[dtype]
+    if isinstance(v, Fraction):
+        return _round_fraction(v, dtype)
     if isinstance(v, float):
         if not math.isfinite(v) or v == 0:
             return t.type(v)
@@ -65,3 +69,22 @@ def round_exact(v: Any, dtype: str) -> np.generic:
     assert best is not None
     c = best[1]
     return t.type(-c if sign < 0 else c)
+
+
+def _round_fraction(v: Fraction, dtype: str) -> np.generic:
+    """round_exact for a rational: distances compared exactly, so an exact tie is one."""
+    t = NP[dtype]
+    if v == 0:
+        return t.type(0.0)
+    if dtype == "DOUBLE":
+        return np.float64(float(v))  # int / int: correctly rounded
+    a = abs(v)
+    best = None
+    for c in _candidates(float(a), dtype):
+        val = Fraction(int(OVERFLOW[dtype])) if np.isinf(c) else Fraction(float(c))
+        bits = int(np.asarray(c).view(UINT[t.itemsize]))
+        key = (abs(val - a), bits & 1)
+        if best is None or key < best[0]:
+            best = (key, c)
+    assert best is not None
+    return t.type(-best[1] if v < 0 else best[1])
