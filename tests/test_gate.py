@@ -272,8 +272,9 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(env, tmp_path):
     results = tmp_path / "r.jsonl"
     exe = Path(sys.executable).with_name("aclnn-conform")
     cmd = [str(exe), "run", "--backend", "slow", *LEAKY, "--results", str(results), "-j", "2"]
-    # half a second a case: the run cannot finish before the signal, however loaded the machine
-    p = subprocess.Popen(cmd, cwd=REPO, env={**env, "NO_COLOR": "1", "GATE_SLOW_S": "0.5"},
+    # 0.2 s a case: the run cannot finish before the signal however loaded the machine, and the
+    # chunks in flight when it comes (24 cases a worker) end within the timeout below
+    p = subprocess.Popen(cmd, cwd=REPO, env={**env, "NO_COLOR": "1", "GATE_SLOW_S": "0.2"},
                          stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
     deadline = time.time() + 60
