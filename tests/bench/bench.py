@@ -279,7 +279,7 @@ def markdown(res: dict) -> str:
                 f"{c['tensor_bytes'] / 2**30:.2f} GiB of tensors): {c['wall_s']:.1f} s, verdict "
                 f"{', '.join(c['verdicts']) or 'none'}, peak RSS {c['peak_rss'] / 2**30:.2f} GiB = "
                 f"{c['peak_rss'] / c['tensor_bytes']:.2f}x the tensor bytes (generating and writing "
-                f"the case: {c['generate_and_write_s']:.1f} s)."]  # fmt: skip
+                f"the case: {c['generate_and_write_s']:.1f} s){_earlier(c)}."]  # fmt: skip
     if res.get("profile"):
         p = res["profile"]
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(p["verdicts"].items()))
