@@ -88,11 +88,24 @@ def _near_midpoint_float(y: np.ndarray, p: int, emin: int) -> np.ndarray:
 def _odd(x: Any) -> float:
     """mpf -> float64 rounded to odd: exact for one more correct rounding to a narrower float."""
     t = to_float(x._mpf_, rnd=round_down)
-    if mpmath.mpf(t) != x and np.isfinite(t):
-        bits = np.array([t]).view(np.int64)
-        bits |= 1
-        t = float(bits.view(np.float64)[0])
-    return t
+    return _sticky(t) if mpmath.mpf(t) != x and np.isfinite(t) else t
+
+
+def _sticky(t: float) -> float:
+    """t (truncated toward zero) with its last bit set: the round-to-odd of an inexact value."""
+    bits = np.array([t]).view(np.int64)
+    bits |= 1
+    return float(bits.view(np.float64)[0])
+
+
+def _formula_at(spec: OpSpec, e: dict[str, Any], m: Any) -> Any:
+    """The formula's value at one element bound in e, with the library m (None: no branch)."""
+    for let in spec.formula.lets:
+        e[let.name] = let.value.evaluate_mp(e, m)
+    for br in spec.formula.branches:
+        if br.when is None or br.when.evaluate_mp(e, m):
+            return br.value.evaluate_mp(e, m)
+    return None
 
 
 def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits: int) -> Any:
@@ -104,13 +117,11 @@ def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits:
             e[name] = m.mpf(int(v)) if isinstance(v, np.integer | int) else m.mpf(float(v))
         if not all(m.isfinite(v) for v in e.values() if isinstance(v, mpmath.mpf)):
             return None
-        for let in spec.formula.lets:
-            e[let.name] = let.value.evaluate_mp(e, m)
-        for br in spec.formula.branches:
-            if br.when is None or br.when.evaluate_mp(e, m):
-                value = m.mpf(br.value.evaluate_mp(e, m))
-                return value if m.isfinite(value) else None
-    return None
+        value = _formula_at(spec, e, m)
+        if value is None:
+            return None
+        value = m.mpf(value)
+        return value if m.isfinite(value) else None
 
 
 class _Rational:
@@ -165,15 +176,10 @@ def _value_rational(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any])
             return None
         e[name] = Fraction(v)
     try:
-        for let in spec.formula.lets:
-            e[let.name] = let.value.evaluate_mp(e, _RATIONAL)
-        for br in spec.formula.branches:
-            if br.when is None or br.when.evaluate_mp(e, _RATIONAL):
-                value = br.value.evaluate_mp(e, _RATIONAL)
-                return value if isinstance(value, Fraction) else None
+        value = _formula_at(spec, e, _RATIONAL)
     except (_NotRational, TypeError):
         return None
-    return None
+    return value if isinstance(value, Fraction) else None
 
 
 def _from_fraction(v: Fraction, out_dtype: str) -> float | None:
@@ -186,9 +192,7 @@ def _from_fraction(v: Fraction, out_dtype: str) -> float | None:
         return t if math.isfinite(t) else None
     if abs(Fraction(t)) > abs(v):  # round toward zero first
         t = math.nextafter(t, 0.0)
-    bits = np.array([t]).view(np.int64)
-    bits |= 1
-    return float(bits.view(np.float64)[0])
+    return _sticky(t)
 
 
 def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, idx: np.ndarray,
