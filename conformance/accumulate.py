@@ -132,9 +132,6 @@ class Accumulator:
             measured = normal & ~a_bad  # a NaN/inf actual already fails as a NaN/inf mismatch
             terms = np.divide(abs_err, buf + MERE_EPS)
             terms[~measured] = 0.0
-            self.block_sums.append(_block_sums(terms))
-            self.n_measured += int(np.count_nonzero(measured))
-            self.mare = max(self.mare, float(np.max(terms, initial=0.0)))
             rel_err = np.divide(abs_err, np.maximum(buf, _TINY))
             if policy.exact:
                 mism = finite & (differ if differ is not None else a != g)
@@ -143,17 +140,30 @@ class Accumulator:
             if ulp is None:
                 ulp = abs_err.copy()
                 ulp[a_bad] = np.nan
-        compared = int(np.count_nonzero(finite))
-        self.n += g.size
-        self.compared += compared
-        self.small += compared - int(np.count_nonzero(normal))
-        self.mismatches += int(np.count_nonzero(mism))
-        self.nan_mis += int(np.count_nonzero(nan_mis))
-        self.inf_mis += int(np.count_nonzero(inf_mis))
-        self.max_abs = max(self.max_abs, float(np.max(abs_err, where=finite, initial=0.0)))
-        self.max_rel = max(self.max_rel, float(np.max(rel_err, where=measured, initial=0.0)))
-        self.max_ulp = max(self.max_ulp, float(np.max(ulp, where=~np.isnan(ulp), initial=0.0)))
+        counts = [
+            int(np.count_nonzero(m)) for m in (finite, normal, mism, nan_mis, inf_mis, measured)
+        ]
+        maxima = (np.max(abs_err, where=finite, initial=0.0),
+                  np.max(rel_err, where=measured, initial=0.0), np.max(terms, initial=0.0),
+                  np.max(ulp, where=~np.isnan(ulp), initial=0.0))  # fmt: skip
+        self._tally(g.size, counts, maxima, _block_sums(terms))
         self._candidates(start, g, a, abs_err, rel_err, ulp, nan_mis | inf_mis)
+
+    def _tally(self, n: int, counts: list[int], maxima: Any, block_sums: np.ndarray) -> None:
+        """Add a chunk's figures. counts: compared, normal, mismatches, NaN and inf mismatches,
+        measured; maxima: abs error, rel error, MERE term (MARE), ulp."""
+        compared, normal, mism, nan_mis, inf_mis, measured = counts
+        self.n += n
+        self.compared += compared
+        self.small += compared - normal
+        self.mismatches += mism
+        self.nan_mis += nan_mis
+        self.inf_mis += inf_mis
+        self.n_measured += measured
+        self.block_sums.append(block_sums)
+        max_abs, max_rel, mare, max_ulp = (float(v) for v in maxima)
+        self.max_abs, self.max_rel = max(self.max_abs, max_abs), max(self.max_rel, max_rel)
+        self.mare, self.max_ulp = max(self.mare, mare), max(self.max_ulp, max_ulp)
 
     def _candidates(self, start, g, a, abs_err, rel_err, ulp, special) -> None:
         """Keep this chunk's n_worst: NaN/inf mismatches first, then by ulp, then abs_err."""
@@ -192,18 +202,7 @@ class Accumulator:
             nbits, pol.exact, pol.small_threshold, pol.small_atol, pol.rel, MERE_EPS, BLOCK, k,
             self.compiled.parts(),
         )  # fmt: skip
-        compared, normal, mism, nan_mis, inf_mis, measured = (int(c) for c in cnt.sum(axis=0))
-        self.n += g.size
-        self.compared += compared
-        self.small += compared - normal
-        self.mismatches += mism
-        self.nan_mis += nan_mis
-        self.inf_mis += inf_mis
-        self.n_measured += measured
-        self.block_sums.append(bsum)
-        max_abs, max_rel, mare, max_ulp = (float(v) for v in mx.max(axis=0, initial=0.0))
-        self.max_abs, self.max_rel = max(self.max_abs, max_abs), max(self.max_rel, max_rel)
-        self.mare, self.max_ulp = max(self.mare, mare), max(self.max_ulp, max_ulp)
+        self._tally(g.size, [int(c) for c in cnt.sum(axis=0)], mx.max(axis=0, initial=0.0), bsum)
         if self.n_worst <= 0:
             return
         for part, j in zip(*np.nonzero(ti >= 0), strict=True):
