@@ -39,6 +39,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from reference.vecmath import _bits
 from reference.vecmath import verfc as _verfc
 from reference.vecmath import vexp as _vexp
 
@@ -61,15 +62,32 @@ def _pow(a, b):
     return a ** b
 
 
+@njit(inline="always")
+def _flag(r, drop, guard, emin):
+    b = _bits(r) & 0x7FFFFFFFFFFFFFFF
+    e = b >> 52
+    low = (b & ((1 << drop) - 1)) - (1 << (drop - 1))
+    near = (e >= emin) & (e < 2047) & (low < guard) & (low > -guard)
+    return np.uint8(near) | (np.uint8((e < emin) & (b != 0)) << np.uint8(1))
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
 def kernel({args}, y, out):
     for k in prange(y.shape[0]):
-"""
-
-FLAGS = """\
+{body}
         y[k] = r
         out[k] = r
 
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def kernel_flags({args}, out, flags, drop, guard, emin):
+    for k in prange(out.shape[0]):
+{body}
+        out[k] = r
+        flags[k] = _flag(r, drop, guard, emin)
+"""
+
+FLAGS = """\
 
 @njit(parallel=True, cache=True)
 def near_midpoint(yb, flags, drop, guard, emin):
@@ -122,7 +140,7 @@ def generate(spec: OpSpec, env: dict[str, Any], approx: bool = False) -> Source:
     lines += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
     lines += _chain(gen, lets, list(spec.formula.branches), set(), 2)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    text = HEADER.format(args=", ".join(args), digest=_VECMATH) + "\n".join(lines) + "\n" + FLAGS
+    text = HEADER.format(args=", ".join(args), digest=_VECMATH, body="\n".join(lines)) + FLAGS
     return Source(text, tensors, attrs)
 
 
@@ -217,11 +235,7 @@ class _Gen:
         return "(" + " and ".join(parts) + ")"
 
     def _string(self, node: ast.Compare) -> bool:
-        value, op, comp = self.strings[node.left.id], node.ops[0], node.comparators[0]  # type: ignore[attr-defined]
-        if isinstance(op, ast.Eq | ast.NotEq):
-            return (value == comp.value) == isinstance(op, ast.Eq)  # type: ignore[attr-defined]
-        choices = {e.value for e in comp.elts}  # type: ignore[attr-defined]
-        return (value in choices) == isinstance(op, ast.In)
+        return string_test(self.strings[node.left.id], node)  # type: ignore[attr-defined]
 
     def _Call(self, node: ast.Call) -> str:
         name = node.func.id  # type: ignore[attr-defined]
@@ -231,6 +245,15 @@ class _Gen:
         if name not in self.functions:
             raise Unsupported(f"no compiled form for {name}()")
         return f"{self.functions[name]}(" + ", ".join(f"float({a})" for a in args) + ")"
+
+
+def string_test(value: Any, node: ast.Compare) -> bool:
+    """A comparison of a string parameter holding `value` with a literal or a tuple of them."""
+    op, comp = node.ops[0], node.comparators[0]
+    if isinstance(op, ast.Eq | ast.NotEq):
+        return (value == comp.value) == isinstance(op, ast.Eq)  # type: ignore[attr-defined]
+    choices = {e.value for e in comp.elts}  # type: ignore[attr-defined]
+    return (value in choices) == isinstance(op, ast.In)
 
 
 def _number(v: float) -> str:

@@ -28,11 +28,11 @@ from conformance.flat import FlatView, numel, ranges
 from conformance.registry import Registry, UnknownOp, default_registry
 from conformance.rules import attribute_env, validate
 from conformance.spec import OpSpec
-from reference import errbound, kernel, precise
+from reference import errbound, kernel, precise, roundings, settle
 
 # Elements evaluated per step: bounds the float64 temporaries on very large tensors.
 CHUNK = 1 << 16  # numpy path: float64 temporaries of 512 KiB stay in cache
-KERNEL_CHUNK = 1 << 18  # compiled path: one pass per chunk, threads split it
+KERNEL_CHUNK = 1 << 20  # compiled path: one pass per chunk, threads split it
 _settings = {"chunk": 0}  # 0: the defaults above (tests force a small chunk)
 
 
@@ -81,7 +81,8 @@ def evaluate(call: Call, registry: Registry | None = None, *, exact: bool = Fals
                for n in names}  # fmt: skip
     target = FlatView(TensorArg(out_arg.dtype, out_arg.shape, out_arg.strides, out_arg.offset,
                                 outputs[spec.formula.output]), out_arg.shape)  # fmt: skip
-    for start, stop, result, _ in chunks(spec, call, exact=exact, deadline=deadline, into=target):
+    for start, stop, result, _ in chunks(spec, call, exact=exact, deadline=deadline, into=target,
+                                         values=False):  # fmt: skip
         if not np.may_share_memory(result, target.storage):
             target.set(start, stop, result)
     return Outcome(0, outputs, "")
@@ -106,18 +107,20 @@ def compute(spec: OpSpec, call: Call, exact: bool = False) -> np.ndarray:
     """The formula's value for a valid call, rounded to the output dtype, in the output's shape."""
     out = call.tensor(spec.formula.output)
     result = np.empty(numel(out.shape), dtype=out.dtype_info.np)
-    for start, stop, r, _ in chunks(spec, call, exact=exact):
+    for start, stop, r, _ in chunks(spec, call, exact=exact, values=False):
         result[start:stop] = r
     return result.reshape(out.shape)
 
 
 def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | None = None,
-           chunk: int | None = None, into: FlatView | None = None
-           ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:  # fmt: skip
+           chunk: int | None = None, into: FlatView | None = None, values: bool = True
+           ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray | None]]:  # fmt: skip
     """(start, stop, rounded result, float64 value) for each chunk of the output's elements.
 
     into: the output's view, which the compiled kernel writes directly where it is contiguous
-    and FLOAT or DOUBLE (the yielded result is then that slice of its storage)."""
+    and FLOAT or DOUBLE (the yielded result is then that slice of its storage).
+    values: False when the caller wants the rounded results only; the compiled kernel then
+    keeps no float64 copy of the chunk (the float64 value yielded may be None)."""
     out = call.tensor(spec.formula.output)
     out_dtype = dt.get(out.dtype)
     shape = tuple(out.shape)
@@ -128,16 +131,22 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     scalars = {p.name: call.args[p.name].typed() for p in spec.attributes
                if isinstance(call.args.get(p.name), ScalarArg)}  # fmt: skip
     complex_out = out_dtype.category == "complex"
-    refine_all = precise.needs_all(scalars, out_dtype.name, exact)
-    faithful = out_dtype.name == "DOUBLE" and not refine_all
+    # a formula float64 rounds once (roundings.py) is correctly rounded as it stands: its
+    # DOUBLE output needs neither long double nor, with --exact, mpmath
+    once = out_dtype.name == "DOUBLE" and roundings.correctly_rounded(spec)
+    refine_all = precise.needs_all(scalars, out_dtype.name, exact and not once)
+    faithful = out_dtype.name == "DOUBLE" and not refine_all and not once
     fmt = precise.FORMATS.get(out_dtype.name)
     mode = 2 if refine_all and precise.is_float_output(out_dtype.name) else (1 if fmt else 0)
     wide = any(dt.get(d).category == "int" and dt.get(d).np.itemsize == 8
                for d in in_dtypes.values())  # fmt: skip
-    k = None
+    k = kdd = None
     if not complex_out and not faithful and kernel.wanted(total):
         k = kernel.get(spec, env, approx=fmt is not None)
-    size = chunk or _settings["chunk"] or (KERNEL_CHUNK if k else CHUNK)
+    if faithful and not wide and kernel.wanted(total):
+        kdd = kernel.get_dd(spec, env)  # double-double, long double where it cannot certify
+    size = chunk or _settings["chunk"] or (KERNEL_CHUNK if k or kdd else CHUNK)
+    fused = not values and mode == 1 and not wide  # one pass: no float64 copy, flags inline
     direct = (into is not None and into.contiguous and not wide
               and into.storage.dtype in (np.float32, np.float64)
               and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values()))  # fmt: skip
@@ -146,6 +155,40 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
         n = stop - start
         raw = {name: f.get(start, stop) for name, f in flats.items()}
         y = mask = target = None
+        if kdd is not None:
+            target = into.storage[into.offset + start : into.offset + stop] if direct else None  # type: ignore[union-attr]
+            buf = target if target is not None else np.empty(n, np.float64)
+            flags = np.empty(n, np.bool_)
+            try:
+                kdd.run_dd(raw, env, buf, flags)
+            except Exception as exc:  # numba cannot type these arguments: numpy from now on
+                kdd.fail(exc)
+                kdd = target = None
+            else:
+                idx = settle.flagged(flags.view(np.uint8))
+                if idx.size:
+                    buf[idx] = settle.faithful_at(spec, env, raw, in_dtypes, idx, check)
+                if check is not None:
+                    check()
+                yield start, stop, buf, buf
+                continue
+        if k is not None and fused:
+            if direct:
+                target = into.storage[into.offset + start : into.offset + stop]  # type: ignore[union-attr]
+            buf = target if target is not None else np.empty(n, np.float64)
+            flags = np.empty(n, np.uint8)
+            try:
+                k.run_fused(raw, env, buf, flags, fmt)  # type: ignore[arg-type]
+            except Exception as exc:  # numba cannot type these arguments: numpy from now on
+                k.fail(exc)
+                k = target = None
+        if k is not None and fused:
+            settle.patch(spec, env, raw, in_dtypes, buf, flags, out_dtype, check)
+            result = target if target is not None else dt.round_to(buf, out_dtype)
+            if check is not None:
+                check()
+            yield start, stop, result, (buf if target is None else None)
+            continue
         if k is not None:
             y, flags = np.empty(n, np.float64), np.empty(n, np.uint8)
             if direct:
@@ -156,6 +199,19 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
                 k.fail(exc)
                 k = y = target = None
             else:
+                if mode == 1 and not wide:  # the near-midpoint elements, settled in place
+                    done = settle.patch(spec, env, raw, in_dtypes, y, flags, out_dtype, check)
+                    if target is not None and done.size:
+                        target[done] = dt.round_to(y[done], out_dtype)
+                    if check is not None:
+                        check()
+                    yield (
+                        start,
+                        stop,
+                        (target if target is not None else dt.round_to(y, out_dtype)),
+                        y,
+                    )
+                    continue
                 mask = flags == 1
                 sub = np.flatnonzero(flags == 2)
                 if sub.size:

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from conformance.spec import OpSpec
-from reference.codegen import Unsupported, generate
+from reference import ddgen
+from reference.codegen import Source, Unsupported, generate
 
 KERNEL_MIN = 1 << 21  # elements: smaller outputs (the default suite's included) keep the numpy path
 NATIVE = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -35,6 +36,7 @@ NATIVE = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", 
 _lock = threading.Lock()
 _loaded: dict[str, Any] = {}
 _failed: dict[str, str] = {}
+_dd: dict[tuple, tuple[OpSpec, Kernel | None]] = {}  # (spec, its strings) -> its kernel
 _mode = {"value": os.environ.get("ACLNN_CONFORM_KERNEL", "auto")}
 
 
@@ -78,7 +80,11 @@ def cache_dir() -> Path:
 class Kernel:
     def __init__(self, key: str, module: Any, tensors: tuple[str, ...], attrs: tuple[str, ...]):
         self.key, self.tensors, self.attrs = key, tensors, attrs
-        self.fn, self.flags_fn = module.kernel, module.near_midpoint
+        self.fn = module.kernel
+        # the float64 kernels' companions (a double-double kernel has neither)
+        self.flags_fn = getattr(module, "near_midpoint", None)
+        self.fused_fn = getattr(module, "kernel_flags", None)
+        self.pairs_fn = getattr(module, "pairs", None)  # a double-double kernel's
 
     def fail(self, exc: BaseException) -> None:
         """Numba could not compile this kernel for these argument types: numpy runs it."""
@@ -92,15 +98,7 @@ class Kernel:
         of the float format fmt = (mantissa bits, min exponent) (2: in its subnormal range,
         for the arithmetic test), 2: every finite value. out (float32 or float64): also
         receives each value rounded once to its dtype."""
-        arrays = []
-        for n in self.tensors:
-            a = inputs[n]
-            arrays.append(a if a.dtype in NATIVE else a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64))  # fmt: skip
-        attrs = [
-            float(env[n]) if not isinstance(env[n], bool | np.bool_) else bool(env[n])
-            for n in self.attrs
-        ]
-        self.fn(*arrays, *attrs, y, y if out is None else out)
+        self.fn(*self._args(inputs, env), y, y if out is None else out)
         if mode == 1 and fmt is not None:
             from reference.precise import GUARD
 
@@ -112,14 +110,64 @@ class Kernel:
         else:
             flags[:] = 0
 
+    def run_fused(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
+                  flags: np.ndarray, fmt: tuple[int, int]) -> None:  # fmt: skip
+        """Fill out (float32 or float64: each value rounded once to its dtype) and flags (as
+        run's mode 1) in one pass that keeps no float64 copy: the evaluation's form, where
+        memory traffic, not arithmetic, bounds the cheap formulas."""
+        from reference.precise import GUARD
+
+        p, emin = fmt
+        drop = 53 - p
+        self.fused_fn(*self._args(inputs, env), out, flags, drop, int(GUARD * 2**drop), emin + 1023)
+
+    def run_dd(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
+               flags: np.ndarray) -> None:  # fmt: skip
+        """A double-double kernel (ddgen.py): out (float64) the faithful values, flags (bool)
+        the elements it could not certify (for long double)."""
+        self.fn(*self._args(inputs, env), out, flags)
+
+    def run_pairs(self, inputs: dict[str, np.ndarray], env: dict[str, Any], hi: np.ndarray,
+                  lo: np.ndarray) -> None:  # fmt: skip
+        """A double-double kernel's unrounded pairs: hi and lo (float64), lo NaN where poisoned."""
+        self.pairs_fn(*self._args(inputs, env), hi, lo)
+
+    def _args(self, inputs: dict[str, np.ndarray], env: dict[str, Any]) -> list[Any]:
+        arrays: list[Any] = []
+        for n in self.tensors:
+            a = inputs[n]
+            arrays.append(a if a.dtype in NATIVE else a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64))  # fmt: skip
+        return arrays + [
+            float(env[n]) if not isinstance(env[n], bool | np.bool_) else bool(env[n])
+            for n in self.attrs
+        ]
+
 
 def get(spec: OpSpec, env: dict[str, Any], approx: bool = False) -> Kernel | None:
     """The compiled kernel of spec's formula for this call's string parameters, or None;
     approx: vecmath's exp (FLOAT, FLOAT16 and BF16 outputs only: see vecmath's doc)."""
     try:
-        src = generate(spec, env, approx)
+        return _compiled(generate(spec, env, approx))
     except Unsupported:
         return None
+
+
+def get_dd(spec: OpSpec, env: dict[str, Any]) -> Kernel | None:
+    """The double-double kernel of spec's formula (DOUBLE outputs, faithful), or None."""
+    memo = (id(spec), tuple(sorted((p.name, env.get(p.name)) for p in spec.attributes
+                                   if p.kind == "string")))  # fmt: skip
+    if memo in _dd and _dd[memo][0] is spec:
+        k = _dd[memo][1]
+        return None if k is None or k.key in _failed else k
+    try:
+        k = _compiled(ddgen.generate(spec, env))
+    except Unsupported:
+        k = None
+    _dd[memo] = (spec, k)
+    return k
+
+
+def _compiled(src: Source) -> Kernel | None:
     key = hashlib.sha256(src.text.encode()).hexdigest()[:24]
     if key in _failed:
         return None

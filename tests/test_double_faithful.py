@@ -5,7 +5,9 @@ hand-written oracle (tests/oracles/), the engine's default result r must be one 
 doubles around the exact value e (pred(r) < e < succ(r)); an IEEE special must match. The exact
 values come from the oracle in mpmath at 700 digits, on random values over 600 decades, on the
 values float64 finds hardest (near 0, near the branch points, huge and tiny), and on specials.
-`--exact` (exact=True) must give the correctly rounded value on the same inputs.
+`--exact` (exact=True) must give the correctly rounded value on the same inputs. Both paths run:
+numpy (long double) and numba (the double-double kernel of reference/ddgen.py, which defers the
+elements it cannot certify to long double).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import pytest
 from conformance.call import Call, TensorArg
 from conformance.registry import default_registry
 from conformance.rules import validate
+from reference import kernel
 from reference.engine import evaluate
 from tests import oracles
+from tests.support.paths import PATHS
 from tests.support.rounding import round_exact
 from tests.test_engine_vs_mpmath import exact_result, typed_setting
 
@@ -142,15 +146,20 @@ def test_double_outputs_are_within_one_ulp_of_the_exact_value(name, product):
     checked = 0
     for tensors, scalars, exact, out in _cases(name, rng):
         call = _call(name, product, tensors, out, scalars)
-        got = evaluate(call)  # the default: faithful
-        assert got.status == 0, got.message
-        r = got.outputs[out].astype(np.float64)
-        bad = [i for i, e in enumerate(exact) if not _faithful(float(r[i]), e)]
-        assert not bad, (
-            f"{len(bad)} of {len(exact)} results are more than 1 ulp off, first at "
-            f"{ {k: float(v[bad[0]]) for k, v in tensors.items()} }: {r[bad[0]]!r}, exact "
-            f"{mpmath.nstr(mpmath.mpf(exact[bad[0]]), 20) if not isinstance(exact[bad[0]], float) else exact[bad[0]]}"
-        )
+        for path in PATHS:  # numba: the double-double kernel, long double where it defers
+            old = kernel.set_mode(path)
+            try:
+                got = evaluate(call)  # the default: faithful
+            finally:
+                kernel.set_mode(old)
+            assert got.status == 0, got.message
+            r = got.outputs[out].astype(np.float64)
+            bad = [i for i, e in enumerate(exact) if not _faithful(float(r[i]), e)]
+            assert not bad, (
+                f"{path}: {len(bad)} of {len(exact)} results are more than 1 ulp off, first at "
+                f"{ {k: float(v[bad[0]]) for k, v in tensors.items()} }: {r[bad[0]]!r}, exact "
+                f"{mpmath.nstr(mpmath.mpf(exact[bad[0]]), 20) if not isinstance(exact[bad[0]], float) else exact[bad[0]]}"
+            )
         exact_mode = evaluate(call, exact=True).outputs[out]
         want = np.array([float(round_exact(e, "DOUBLE")) if not isinstance(e, float) else e
                          for e in exact])  # fmt: skip
