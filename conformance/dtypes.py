@@ -138,11 +138,10 @@ def round_to(values: np.ndarray, dtype: DType) -> np.ndarray:
             return values.astype(target)
     if target == np.dtype(np.float16):
         with np.errstate(invalid="ignore", over="ignore"):
-            return values.astype(np.float64).astype(
-                np.float16
-            )  # numpy rounds double->half directly
+            # numpy rounds double->half directly; copy=False: no copy of float64 values
+            return values.astype(np.float64, copy=False).astype(np.float16)
     with np.errstate(invalid="ignore", over="ignore"):
-        return _round_to_odd_f32(values.astype(np.float64)).astype(target)
+        return _round_to_odd_f32(values.astype(np.float64, copy=False)).astype(target)
 
 
 def tag(names: Iterable[str]) -> str:
