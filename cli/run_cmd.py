@@ -24,9 +24,9 @@ from cli.options import (
 from conformance import config, expectations, provenance
 from conformance import results as res
 from conformance.backend import BackendError, load_backend
+from conformance.progress import Progress
 from conformance.runner import (
     TOOL_VERSION,
-    Progress,
     ResultsWriter,
     RunConfig,
     directory_items,

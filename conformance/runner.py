@@ -12,10 +12,9 @@ import json
 import math
 import os
 import signal
-import sys
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from conformance.execute import DEFAULT_ORACLE, judge
 from conformance.generate import CasePlan, build, plan_suite, select
 from conformance.registry import Registry, UnknownOp, registry_for
 from conformance.results import read_jsonl
-from conformance.verdicts import BROKEN
 
 TOOL_VERSION = "0.1.0"
 
@@ -322,16 +320,42 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[dict[str, Any]], 
         return
     with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_init_worker,
                              initargs=(cfg,)) as pool:  # fmt: skip
-        chunk = max(1, min(64, len(items) // (cfg.jobs * 8) or 1))
-        results: Iterator[dict[str, Any]] = pool.map(run_item, items, chunksize=chunk)
+        size = max(1, min(64, len(items) // (cfg.jobs * 8) or 1))
+        futures = [pool.submit(run_chunk, items[i : i + size]) for i in range(0, len(items), size)]
         try:
-            for rec in results:
-                if not sink(rec):
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    return
+            for fut in futures:
+                for rec in _result(fut):
+                    if not sink(rec):
+                        _stop_workers(pool)
+                        return
         except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_workers(pool)
             raise
+
+
+POLL_S = 0.25  # seconds: how long a Ctrl-C may wait for the main thread to see it
+
+
+def run_chunk(items: list[Item]) -> list[dict[str, Any]]:
+    return [run_item(it) for it in items]
+
+
+def _result(fut: Future) -> list[dict[str, Any]]:
+    """fut's records, waited for in short steps: the kernel may hand Ctrl-C to a thread other
+    than the main one, whose wait it then does not interrupt; a step ends within POLL_S."""
+    while True:
+        try:
+            return fut.result(timeout=POLL_S)
+        except TimeoutError:
+            continue
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the workers now, not after their chunks in flight (--resume reruns those)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        proc.terminate()
 
 
 class ResultsWriter:
@@ -356,38 +380,3 @@ class ResultsWriter:
 
     def close(self) -> None:
         self._f.close()
-
-
-class Progress:
-    """A one-line bar on a terminal; a plain line every ~5 % elsewhere (CI logs)."""
-
-    def __init__(self, total: int, stream=sys.stderr, enabled: bool = True):
-        self.total, self.stream, self.enabled = total, stream, enabled
-        self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
-        self.done = 0
-        self.failed = 0
-        self.t0 = time.perf_counter()
-        self._next = 0
-
-    def update(self, rec: dict[str, Any]) -> None:
-        self.done += 1
-        if rec.get("verdict") in BROKEN:
-            self.failed += 1
-        if not self.enabled:
-            return
-        rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
-        if self.tty:
-            width = 30
-            filled = int(width * self.done / max(self.total, 1))
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
-                              f" failed {self.failed}  {rate:.0f} cases/s ")  # fmt: skip
-            self.stream.flush()
-        elif self.done >= self._next or self.done == self.total:
-            self.stream.write(
-                f"{self.done}/{self.total} cases, {self.failed} failed, {rate:.0f} cases/s\n"
-            )
-            self._next = self.done + max(1, self.total // 20)
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            self.stream.write("\n")

@@ -272,17 +272,19 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(env, tmp_path):
     results = tmp_path / "r.jsonl"
     exe = Path(sys.executable).with_name("aclnn-conform")
     cmd = [str(exe), "run", "--backend", "slow", *LEAKY, "--results", str(results), "-j", "2"]
-    # 0.2 s a case: the run cannot finish before the signal however loaded the machine, and the
-    # chunks in flight when it comes (24 cases a worker) end within the timeout below
-    p = subprocess.Popen(cmd, cwd=REPO, env={**env, "NO_COLOR": "1", "GATE_SLOW_S": "0.2"},
+    # 1 s a case: the run cannot finish before the signal however loaded the machine, and the
+    # chunks in flight when it comes (24 cases a worker, 24 s) must not be waited for
+    p = subprocess.Popen(cmd, cwd=REPO, env={**env, "NO_COLOR": "1", "GATE_SLOW_S": "1.0"},
                          stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.time() + 60
+    deadline = time.time() + 120
     while time.time() < deadline and (not results.exists() or results.stat().st_size < 2000):
         time.sleep(0.1)
     p.send_signal(signal.SIGINT)
+    sent = time.monotonic()
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, out + err
+    assert time.monotonic() - sent < 12, "Ctrl-C waited for the cases in flight"
     assert "Traceback" not in out + err
     assert "interrupted after" in err and "--resume" in err and str(results) in err
     done = read_jsonl(results)
