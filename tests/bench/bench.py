@@ -313,7 +313,9 @@ def merge(base: dict, res: dict) -> dict:
             merged[key] = {"measured": when, **base[key]}
     if "suite" not in res and base.get("suite"):
         merged["suite"] = [{"measured": when, **s} for s in base["suite"]]
-    if "ops" in res and base.get("ops"):
+    if "ops" not in res and base.get("ops"):
+        merged["ops"] = [{"measured": when, **r} for r in base["ops"]]
+    elif base.get("ops"):
         seen = {(r["op"], r["dtype"], r["log2n"]) for r in res["ops"]}
         merged["ops"] = res["ops"] + [{"measured": when, **r} for r in base["ops"]
                                       if (r["op"], r["dtype"], r["log2n"]) not in seen]  # fmt: skip
