@@ -39,6 +39,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from conformance.measure import _round
 from reference.vecmath import _bits
 from reference.vecmath import verfc as _verfc
 from reference.vecmath import vexp as _vexp
@@ -71,6 +72,20 @@ def _flag(r, drop, guard, emin):
     return np.uint8(near) | (np.uint8((e < emin) & (b != 0)) << np.uint8(1))
 
 
+@njit(inline="always")
+def _narrow(r, p, emin, all_ones, nbits):
+    b = _bits(r)
+    mag = b & 0x7FFFFFFFFFFFFFFF
+    sign = (b >> 63) & 1
+    if mag > 0x7FF0000000000000:  # NaN: the quiet NaN
+        m = (all_ones << p) | (1 << (p - 1))
+    elif mag == 0x7FF0000000000000:
+        m = all_ones << p
+    else:
+        m = _round(mag, p, emin, all_ones)
+    return np.uint16((sign << (nbits - 1)) | m)
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
 def kernel({args}, y, out):
     for k in prange(y.shape[0]):
@@ -84,6 +99,14 @@ def kernel_flags({args}, out, flags, drop, guard, emin):
     for k in prange(out.shape[0]):
 {body}
         out[k] = r
+        flags[k] = _flag(r, drop, guard, emin)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def kernel_narrow({args}, out, flags, drop, guard, emin, p, femin, all_ones, nbits):
+    for k in prange(out.shape[0]):
+{body}
+        out[k] = _narrow(r, p, femin, all_ones, nbits)
         flags[k] = _flag(r, drop, guard, emin)
 """
 

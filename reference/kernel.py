@@ -85,6 +85,7 @@ class Kernel:
         self.flags_fn = getattr(module, "near_midpoint", None)
         self.fused_fn = getattr(module, "kernel_flags", None)
         self.pairs_fn = getattr(module, "pairs", None)  # a double-double kernel's
+        self.narrow_fn = getattr(module, "kernel_narrow", None)
 
     def fail(self, exc: BaseException) -> None:
         """Numba could not compile this kernel for these argument types: numpy runs it."""
@@ -111,15 +112,22 @@ class Kernel:
             flags[:] = 0
 
     def run_fused(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
-                  flags: np.ndarray, fmt: tuple[int, int]) -> None:  # fmt: skip
-        """Fill out (float32 or float64: each value rounded once to its dtype) and flags (as
-        run's mode 1) in one pass that keeps no float64 copy: the evaluation's form, where
+                  flags: np.ndarray, fmt: tuple[int, int],
+                  narrow: tuple[int, int, int, int] | None = None) -> None:  # fmt: skip
+        """Fill out (float32 or float64: each value rounded once to its dtype; uint16: the bits
+        of the narrow format narrow = measure.FORMATS's (bits, emin, emax, nbits)) and flags
+        (as run's mode 1) in one pass that keeps no float64 copy: the evaluation's form, where
         memory traffic, not arithmetic, bounds the cheap formulas."""
         from reference.precise import GUARD
 
         p, emin = fmt
         drop = 53 - p
-        self.fused_fn(*self._args(inputs, env), out, flags, drop, int(GUARD * 2**drop), emin + 1023)
+        args = [*self._args(inputs, env), out, flags, drop, int(GUARD * 2**drop), emin + 1023]
+        if out.dtype == np.uint16:  # FLOAT16 or BF16 bits, rounded in integers (measure.py)
+            bits, femin, emax, nbits = narrow
+            self.narrow_fn(*args, bits, femin, 2 * emax + 1, nbits)
+        else:
+            self.fused_fn(*args)
 
     def run_dd(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
                flags: np.ndarray) -> None:  # fmt: skip

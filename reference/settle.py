@@ -35,8 +35,8 @@ def flagged(flags: np.ndarray) -> np.ndarray:
 def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
           in_dtypes: dict[str, str], buf: np.ndarray, flags: np.ndarray, out_dtype: dt.DType,
           check: Check) -> np.ndarray:  # fmt: skip
-    """Patch buf (the kernel's values: float32 rounded, or float64 before the rounding) at the
-    flagged elements that need it; returns the indices patched."""
+    """Patch buf (the kernel's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
+    before the rounding) at the flagged elements that need it; returns the indices patched."""
     from reference.engine import evaluate_formula
 
     idx = flagged(flags)
@@ -64,7 +64,10 @@ def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
         at = {nm: precise.exact_values(a[idx[rest]], in_dtypes[nm]) for nm, a in raw.items()}
         ys[rest] = precise.refine(spec, env, ys[rest], np.arange(rest.size), at, out_dtype.name,
                                   check)  # fmt: skip
-    buf[idx] = ys if buf.dtype == np.float64 else dt.round_to(ys, out_dtype)
+    if buf.dtype == np.float64:
+        buf[idx] = ys
+    else:  # float32, or the 16-bit format's bits
+        buf[idx] = dt.round_to(ys, out_dtype).view(buf.dtype)
     return idx
 
 
