@@ -268,22 +268,57 @@ def test_bad_option_values_are_usage_errors_before_any_results_file(tmp_path, ar
     no_file(results)
 
 
+def _terminal_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _signal_state(pid: int) -> str:
+    """Each thread's blocked, ignored and caught signal masks (SIGINT is bit 1), for a failure."""
+    out = []
+    for status in sorted(Path(f"/proc/{pid}/task").glob("*/status")):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        fields = dict(ln.split(":", 1) for ln in text.splitlines() if ln.startswith("Sig"))
+        out.append(
+            f"{status.parent.name}: "
+            + " ".join(
+                f"{k}={fields[k].strip()}" for k in ("SigBlk", "SigIgn", "SigCgt") if k in fields
+            )
+        )
+    return "; ".join(out)
+
+
 def test_ctrl_c_exits_130_and_says_how_to_resume(env, tmp_path):
     results = tmp_path / "r.jsonl"
     exe = Path(sys.executable).with_name("aclnn-conform")
     cmd = [str(exe), "run", "--backend", "slow", *LEAKY, "--results", str(results), "-j", "2"]
     # 1 s a case: the run cannot finish before the signal however loaded the machine, and the
     # chunks in flight when it comes (24 cases a worker, 24 s) must not be waited for
+    # The child starts as under a terminal: SIGINT at its default and unblocked. A child of a
+    # pytest-xdist worker once ran all its cases through the signal (1 run in 3 under load),
+    # as a process that inherits SIGINT ignored or blocked does; the state is reported below.
     p = subprocess.Popen(cmd, cwd=REPO, env={**env, "NO_COLOR": "1", "GATE_SLOW_S": "1.0"},
-                         stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL, preexec_fn=_terminal_sigint,
+                         start_new_session=True)  # fmt: skip
     deadline = time.time() + 120
     while time.time() < deadline and (not results.exists() or results.stat().st_size < 2000):
         time.sleep(0.1)
+    state = _signal_state(p.pid)
     p.send_signal(signal.SIGINT)
     sent = time.monotonic()
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 130, out + err
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # its workers too, which hold the pipes open
+        out, err = p.communicate()
+        raise AssertionError(
+            f"the run went on after SIGINT; its signal state then: {state}"
+        ) from None
+    assert p.returncode == 130, out + err + state
     assert time.monotonic() - sent < 12, "Ctrl-C waited for the cases in flight"
     assert "Traceback" not in out + err
     assert "interrupted after" in err and "--resume" in err and str(results) in err
