@@ -150,13 +150,12 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     if faithful and not wide and kernel.wanted(total):
         kdd = kernel.get_dd(spec, env)  # double-double, long double where it cannot certify
     fused = not values and mode == 1 and not wide  # one pass: no float64 copy, flags inline
-    direct = (into is not None and into.contiguous and not wide
-              and into.storage.dtype in (np.float32, np.float64)
-              and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values()))  # fmt: skip
+    writable = (into is not None and into.contiguous and not wide
+                and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values()))  # fmt: skip
+    direct = writable and into.storage.dtype in (np.float32, np.float64)  # type: ignore[union-attr]
     narrow = None  # FLOAT16 / BF16 written as bits by the fused kernel, straight into the output
-    if (k is not None and fused and into is not None and into.contiguous and not wide
-            and into.storage.dtype.itemsize == 2 and into.storage.dtype.kind in "fV"
-            and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values())):  # fmt: skip
+    if (writable and k is not None and fused and into.storage.dtype.itemsize == 2  # type: ignore[union-attr]
+            and into.storage.dtype.kind in "fV"):  # type: ignore[union-attr]  # fmt: skip
         from conformance.measure import FORMATS as NARROW  # numba's: k exists
 
         narrow = NARROW.get(out_dtype.name)
