@@ -41,11 +41,13 @@ from numba import njit, prange
 
 from conformance.measure import _round
 from reference.vecmath import _bits
+from reference.vecmath import half_to_double as _h2d
 from reference.vecmath import verfc as _verfc
 from reference.vecmath import vexp as _vexp
 
 _INF = math.inf
 _NAN = math.nan
+BLOCK = {block}
 
 
 @njit(inline="always", error_model="numpy")
@@ -108,6 +110,16 @@ def kernel_narrow({args}, out, flags, drop, guard, emin, p, femin, all_ones, nbi
 {body}
         out[k] = _narrow(r, p, femin, all_ones, nbits)
         flags[k] = _flag(r, drop, guard, emin)
+
+
+@njit(parallel=True, cache=True)
+def block_flags(flags, blocks):
+    n = flags.shape[0]
+    for blk in prange(blocks.shape[0]):
+        seen = np.uint8(0)
+        for k in range(np.uint64(blk * BLOCK), np.uint64(min(blk * BLOCK + BLOCK, n))):
+            seen |= flags[k]
+        blocks[blk] = seen
 """
 
 FLAGS = """\
@@ -137,6 +149,11 @@ def near_midpoint(yb, flags, drop, guard, emin):
 _VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
 
 
+# block_flags ORs each block of this many flags into one byte: the few flagged elements are
+# found by scanning the blocks, not the flags
+FLAG_BLOCK = 1024
+
+
 class Unsupported(ValueError):
     """A formula the compiled path cannot express (the numpy evaluator runs it instead)."""
 
@@ -146,11 +163,14 @@ class Source:
     text: str
     tensors: tuple[str, ...]  # argument order: the spec's tensor inputs, then the attributes
     attrs: tuple[str, ...]
+    half: frozenset[str] = frozenset()  # FLOAT16 tensors, passed as their bits (uint16)
 
 
-def generate(spec: OpSpec, env: dict[str, Any], approx: bool = False) -> Source:
+def generate(spec: OpSpec, env: dict[str, Any], approx: bool = False,
+             half: frozenset[str] = frozenset()) -> Source:  # fmt: skip
     """The kernel's source for `spec` with the string parameters of `env` decided; approx: exp
-    by vecmath's inlined, vectorizable form (for outputs whose midpoints mpmath settles)."""
+    by vecmath's inlined, vectorizable form (for outputs whose midpoints mpmath settles); half:
+    the FLOAT16 tensors, read from their bits in the loop."""
     tensors = tuple(p.name for p in spec.tensor_inputs)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
@@ -159,12 +179,16 @@ def generate(spec: OpSpec, env: dict[str, Any], approx: bool = False) -> Source:
     for i, n in enumerate(lets):
         names[n] = f"t{i}"
     gen = _Gen(names, strings, APPROX if approx else MATH)
-    lines = [f"        {names[n]} = np.float64(a{i}[k])" for i, n in enumerate(tensors)]
+    half = half & frozenset(tensors)
+    lines = [f"        {names[n]} = " + (f"_h2d(a{i}[k])" if n in half else f"np.float64(a{i}[k])")
+             for i, n in enumerate(tensors)]  # fmt: skip
     lines += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
     lines += _chain(gen, lets, list(spec.formula.branches), set(), 2)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    text = HEADER.format(args=", ".join(args), digest=_VECMATH, body="\n".join(lines)) + FLAGS
-    return Source(text, tensors, attrs)
+    body = "\n".join(lines)
+    text = HEADER.format(args=", ".join(args), digest=_VECMATH, body=body, block=FLAG_BLOCK)
+    text += FLAGS
+    return Source(text, tensors, attrs, half)
 
 
 def _chain(gen: _Gen, lets: dict, branches: list, done: set[str], depth: int) -> list[str]:

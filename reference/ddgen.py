@@ -24,6 +24,7 @@ from reference.codegen import CONSTANTS, Source, Unsupported, _number, string_te
 FUNCTIONS = {
     "exp": "dexp",
     "expm1": "dexpm1",
+    "erfc": "derfc",
     "sqrt": "dsqrt",
     "abs": "dabs",
     "minimum": "dmin",
@@ -38,8 +39,8 @@ HEADER = """\
 import numpy as np
 from numba import njit, prange
 
-from reference.ddmath import E, PI, dabs, dadd, ddiv, deq, dexp, dexpm1, dle, dlt, dmax, dmin
-from reference.ddmath import dmul, dneg, dresult, dsel, dsqrt, dsub
+from reference.ddmath import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlt, dmax
+from reference.ddmath import dmin, dmul, dneg, dresult, dsel, dsqrt, dsub
 
 _NAN = np.nan
 _INF = np.inf

@@ -7,7 +7,7 @@ exp within 2^-64 relative (a 32-entry table of 2^(j/32) as pairs, a degree-7 pol
 |r| <= ln2/64, the scale 2^m in the exponent bits) and expm1 within 2^-58: far more than the 11 extra bits of long
 double, so a formula's pair, rounded once to float64, is faithful wherever long double's is.
 
-The splitting of products (Veltkamp, Dekker) is exact only inside a range, exp only for a
+The error term of a product (an fma) is exact only inside a range, exp only for a
 normal result: an operation outside it makes its lo a NaN (poison), which every later
 operation carries, and the kernel sends the element to long double instead. So do non-finite
 values and results below 2^-969. IEEE specials therefore never take this path.
@@ -19,13 +19,11 @@ import math
 
 import mpmath
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
-from reference.vecmath import _bits, _double
+from reference.vecmath import _K, _XMAX, _bits, _double, _fma, _sel
 
-_SPLIT = 134217729.0  # 2^27 + 1
-BIG = 2.0**995  # beyond it a split overflows
+BIG = 2.0**995  # beyond it an operation's intermediate may overflow
 TINY = 2.0**-969  # below it a product's error term may underflow
 _NAN = math.nan
 
@@ -56,17 +54,53 @@ _EXPM1_POLY = tuple(1.0 / math.factorial(n) for n in range(11, 2, -1))
 PI = _pair(mpmath.pi)
 E = _pair(mpmath.e)
 
+# erfc: tests/support/erfc_fit.py made these (phi's series in powers of s, degree 28: the first 12
+# as pairs, the rest, whose magnitudes sum below 2^-14, as float64; within 2^-71 of phi)
+_ERFC_HEAD = (
+    (1.1283986268002375, 5.2706875612787114e-17),
+    (-0.13977607348618495, 1.4872814908699359e-18),
+    (0.010006130801230575, -6.10776416236786e-19),
+    (0.06377651925874193, -8.618927949944864e-19),
+    (-0.08203095077740585, 2.961404497625903e-18),
+    (0.0660254513327056, -4.7831149246535846e-18),
+    (-0.03985904792338132, 9.715681807244788e-19),
+    (0.018585475376552175, -1.2519744559599338e-18),
+    (-0.0064764273228471, -3.512921650742491e-19),
+    (0.0014652485155084627, -1.0099875827837871e-19),
+    (-7.321172349888178e-05, -5.132696264073529e-21),
+    (-8.603355797790824e-05, -5.036159130112405e-21),
+)
+_ERFC_TAIL = (
+    2.8768965643492976e-05,
+    5.442642161035979e-07,
+    -2.615256532028529e-06,
+    3.7738414532365246e-07,
+    1.9773858391105685e-07,
+    -5.8245041436415865e-08,
+    -1.5454412178297103e-08,
+    7.010556907293689e-09,
+    1.4350910057073408e-09,
+    -7.98164925352311e-10,
+    -1.6821157141190246e-10,
+    8.730649096195941e-11,
+    2.258183659795693e-11,
+    -8.3283980521183e-12,
+    -2.742015946557228e-12,
+    5.024211900526496e-13,
+    2.0035571715895426e-13,
+)
+_HEAD_DOWN, _TAIL_DOWN = _ERFC_HEAD[::-1], _ERFC_TAIL[::-1]  # Horner's order: highest first
 
-@intrinsic
-def _sel(typingctx, c, a, b):  # pragma: no cover - compiled
-    """c ? a : b as LLVM's select: numba's conditional expression is a branch, which stops the
-    loop vectorizer once a branch is as long as exp."""
 
-    def codegen(context, builder, signature, args):
-        cond = context.cast(builder, args[0], signature.args[0], types.boolean)
-        return builder.select(cond, args[1], args[2])
+def _erfc_mapping() -> tuple[tuple[float, float], tuple[float, float]]:
+    with mpmath.workprec(300):
+        tb = (mpmath.mpf(_XMAX) - _K) / (mpmath.mpf(_XMAX) + _K)
+        return _pair(2 / (tb + 1)), _pair((1 - tb) / (tb + 1))
 
-    return types.float64(types.boolean, types.float64, types.float64), codegen
+
+_ERFC_SA, _ERFC_SB = _erfc_mapping()
+with mpmath.workprec(300):
+    SQRT_PI = _pair(mpmath.sqrt(mpmath.pi))
 
 
 @njit(inline="always")
@@ -90,18 +124,11 @@ def _renorm(s, e):  # pragma: no cover - compiled
 
 
 @njit(inline="always")
-def _split(a):  # pragma: no cover - compiled
-    c = _SPLIT * a
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-@njit(inline="always")
 def two_prod(a, b):  # pragma: no cover - compiled
+    """a * b = p + e exactly (fma's e is exact wherever the product's error does not underflow:
+    dmul and ddiv poison those ranges)."""
     p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, _fma(a, b, -p)
 
 
 @njit(inline="always")
@@ -238,3 +265,21 @@ def dresult(a):  # pragma: no cover - compiled
     hi, lo = a
     bad = (lo != lo) | (abs(hi) == math.inf) | (hi != hi) | ((abs(hi) < TINY) & (hi != 0))
     return _sel(lo != 0, hi + lo, hi), bad
+
+
+@njit(inline="always")
+def derfc(a):  # pragma: no cover - compiled
+    """erfc(hi + lo) within 2^-62 relative: vecmath.verfc's form in pairs, erfc(|x|) =
+    exp(-x^2) phi(|x|) / (1 + sqrt(pi) |x|) and 2 - erfc(|x|) below zero; poisoned where a
+    product falls below TINY (|x| above about 25.9, where erfc is below 2^-969)."""
+    ax = dabs(a)
+    ax = dsel(ax[0] < 2.0**-300, (0.0, 0.0), ax)  # erfc is 1 within 2^-300: no tiny products
+    t = ddiv(dsub(ax, (_K, 0.0)), dadd(ax, (_K, 0.0)))
+    s = dadd(dmul(_ERFC_SA, t), _ERFC_SB)
+    tail = _horner(_TAIL_DOWN, s[0])  # the degrees from 12 up: their sum is below 2^-14
+    p = (tail, 0.0)
+    for c in _HEAD_DOWN:
+        p = dadd(dmul(p, s), c)
+    e = dexp(dneg(dmul(ax, ax)))
+    q = ddiv(dmul(e, p), dadd((1.0, 0.0), dmul(SQRT_PI, ax)))
+    return dsel(a[0] < 0, dsub((2.0, 0.0), q), q)

@@ -124,7 +124,9 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     into: the output's view, which the compiled kernel writes directly where it is contiguous
     and FLOAT or DOUBLE (the yielded result is then that slice of its storage).
     values: False when the caller wants the rounded results only; the compiled kernel then
-    keeps no float64 copy of the chunk (the float64 value yielded may be None)."""
+    keeps no float64 copy of the chunk (the float64 value yielded may be None). True: the
+    caller wants the values only (the judge's golden stream): a FLOAT, FLOAT16 or BF16 output's
+    rounded result yielded is None."""
     out = call.tensor(spec.formula.output)
     out_dtype = dt.get(out.dtype)
     shape = tuple(out.shape)
@@ -146,7 +148,8 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
                for d in in_dtypes.values())  # fmt: skip
     k = kdd = None
     if not complex_out and not faithful and kernel.wanted(total):
-        k = kernel.get(spec, env, approx=fmt is not None)
+        half = frozenset(n for n, d in in_dtypes.items() if d == "FLOAT16")
+        k = kernel.get(spec, env, approx=fmt is not None, half=half)
     if faithful and not wide and kernel.wanted(total):
         kdd = kernel.get_dd(spec, env)  # double-double, long double where it cannot certify
     fused = not values and mode == 1 and not wide  # one pass: no float64 copy, flags inline
@@ -166,6 +169,11 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
         or ((KERNEL_CHUNK_DIRECT if short else KERNEL_CHUNK) if k or kdd else CHUNK)
     )
     check = _deadline_check(deadline)
+
+    def rounded(y: np.ndarray) -> np.ndarray | None:
+        # the golden stream reads a float output's values only: rounding them would be waste
+        return None if values and fmt is not None else dt.round_to(y, out_dtype)
+
     for start, stop in ranges(total, size):
         n = stop - start
         raw = {name: f.get(start, stop) for name, f in flats.items()}
@@ -194,12 +202,12 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             buf = buf.view(np.uint16) if narrow else buf
             flags = np.empty(n, np.uint8)
             try:
-                k.run_fused(raw, env, buf, flags, fmt, narrow)  # type: ignore[arg-type]
+                blocks = k.run_fused(raw, env, buf, flags, fmt, narrow)  # type: ignore[arg-type]
             except Exception as exc:  # numba cannot type these arguments: numpy from now on
                 k.fail(exc)
                 k = target = None
         if k is not None and fused:
-            settle.patch(spec, env, raw, in_dtypes, buf, flags, out_dtype, check)
+            settle.patch(spec, env, raw, in_dtypes, buf, flags, out_dtype, check, blocks)
             result = target if target is not None else dt.round_to(buf, out_dtype)
             if check is not None:
                 check()
@@ -221,12 +229,7 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
                         target[done] = dt.round_to(y[done], out_dtype)
                     if check is not None:
                         check()
-                    yield (
-                        start,
-                        stop,
-                        (target if target is not None else dt.round_to(y, out_dtype)),
-                        y,
-                    )
+                    yield start, stop, (target if target is not None else rounded(y)), y
                     continue
                 mask = flags == 1
                 sub = np.flatnonzero(flags == 2)
@@ -264,7 +267,7 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             y = precise.refine(spec, env, y, idx, at, out_dtype.name, check)
             if target is not None:  # the kernel wrote float64's rounding: patch the refined
                 target[idx] = dt.round_to(y[idx], out_dtype)
-        result = target if target is not None else dt.round_to(y, out_dtype)
+        result = target if target is not None else rounded(y)
         if out_dtype.category == "int" and wide:
             beyond = precise.beyond_float64(exact_in, n)
             if beyond.any():

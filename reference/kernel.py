@@ -27,7 +27,7 @@ import numpy as np
 
 from conformance.spec import OpSpec
 from reference import ddgen
-from reference.codegen import Source, Unsupported, generate
+from reference.codegen import FLAG_BLOCK, Source, Unsupported, generate
 
 KERNEL_MIN = 1 << 21  # elements: smaller outputs (the default suite's included) keep the numpy path
 NATIVE = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -78,14 +78,15 @@ def cache_dir() -> Path:
 
 
 class Kernel:
-    def __init__(self, key: str, module: Any, tensors: tuple[str, ...], attrs: tuple[str, ...]):
-        self.key, self.tensors, self.attrs = key, tensors, attrs
+    def __init__(self, key: str, module: Any, src: Source):
+        self.key, self.tensors, self.attrs, self.half = key, src.tensors, src.attrs, src.half
         self.fn = module.kernel
         # the float64 kernels' companions (a double-double kernel has neither)
         self.flags_fn = getattr(module, "near_midpoint", None)
         self.fused_fn = getattr(module, "kernel_flags", None)
         self.pairs_fn = getattr(module, "pairs", None)  # a double-double kernel's
         self.narrow_fn = getattr(module, "kernel_narrow", None)
+        self.blocks_fn = getattr(module, "block_flags", None)
 
     def fail(self, exc: BaseException) -> None:
         """Numba could not compile this kernel for these argument types: numpy runs it."""
@@ -113,21 +114,26 @@ class Kernel:
 
     def run_fused(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
                   flags: np.ndarray, fmt: tuple[int, int],
-                  narrow: tuple[int, int, int, int] | None = None) -> None:  # fmt: skip
+                  narrow: tuple[int, int, int, int] | None = None) -> np.ndarray:  # fmt: skip
         """Fill out (float32 or float64: each value rounded once to its dtype; uint16: the bits
         of the narrow format narrow = measure.FORMATS's (bits, emin, emax, nbits)) and flags
         (as run's mode 1) in one pass that keeps no float64 copy: the evaluation's form, where
-        memory traffic, not arithmetic, bounds the cheap formulas."""
+        memory traffic, not arithmetic, bounds the cheap formulas. Returns the block flags:
+        each codegen.FLAG_BLOCK flags ORed into one byte (settle.flagged reads them), from a
+        pass of their own: ORing them in the kernel's loop, nested, cost it 15 %."""
         from reference.precise import GUARD
 
         p, emin = fmt
         drop = 53 - p
         args = [*self._args(inputs, env), out, flags, drop, int(GUARD * 2**drop), emin + 1023]
         if out.dtype == np.uint16:  # FLOAT16 or BF16 bits, rounded in integers (measure.py)
-            bits, femin, emax, nbits = narrow
+            bits, femin, emax, nbits = narrow  # type: ignore[misc]
             self.narrow_fn(*args, bits, femin, 2 * emax + 1, nbits)
         else:
             self.fused_fn(*args)
+        blocks = np.empty(-(-out.shape[0] // FLAG_BLOCK), np.uint8)
+        self.blocks_fn(flags, blocks)
+        return blocks
 
     def run_dd(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
                flags: np.ndarray) -> None:  # fmt: skip
@@ -144,18 +150,23 @@ class Kernel:
         arrays: list[Any] = []
         for n in self.tensors:
             a = inputs[n]
-            arrays.append(a if a.dtype in NATIVE else a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64))  # fmt: skip
+            if n in self.half:
+                arrays.append(a.view(np.uint16))  # its bits: half_to_double reads them
+            else:
+                arrays.append(a if a.dtype in NATIVE else a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64))  # fmt: skip
         return arrays + [
             float(env[n]) if not isinstance(env[n], bool | np.bool_) else bool(env[n])
             for n in self.attrs
         ]
 
 
-def get(spec: OpSpec, env: dict[str, Any], approx: bool = False) -> Kernel | None:
+def get(spec: OpSpec, env: dict[str, Any], approx: bool = False,
+        half: frozenset[str] = frozenset()) -> Kernel | None:  # fmt: skip
     """The compiled kernel of spec's formula for this call's string parameters, or None;
-    approx: vecmath's exp (FLOAT, FLOAT16 and BF16 outputs only: see vecmath's doc)."""
+    approx: vecmath's exp (FLOAT, FLOAT16 and BF16 outputs only: see vecmath's doc); half: the
+    FLOAT16 tensors (the kernel reads their bits)."""
     try:
-        return _compiled(generate(spec, env, approx))
+        return _compiled(generate(spec, env, approx, half))
     except Unsupported:
         return None
 
@@ -188,7 +199,7 @@ def _compiled(src: Source) -> Kernel | None:
                 _failed[key] = f"{type(exc).__name__}: {exc}"
                 return None
             _loaded[key] = fn
-    return Kernel(key, fn, src.tensors, src.attrs)
+    return Kernel(key, fn, src)
 
 
 def _load(key: str, text: str) -> Any:

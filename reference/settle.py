@@ -18,13 +18,22 @@ import numpy as np
 from conformance import dtypes as dt
 from conformance.spec import OpSpec
 from reference import ddtier, errbound, precise
+from reference.codegen import FLAG_BLOCK
 
 Check = Callable[[], None] | None
 
 
-def flagged(flags: np.ndarray) -> np.ndarray:
-    """np.flatnonzero of a uint8 array where nonzero is rare, eight times faster: the words of
-    eight flags that are nonzero first, then the flags inside them."""
+def flagged(flags: np.ndarray, blocks: np.ndarray | None = None) -> np.ndarray:
+    """np.flatnonzero of a uint8 array where nonzero is rare, fast: with the kernel's block
+    flags (each FLAG_BLOCK flags ORed), the flags of the nonzero blocks only; without them,
+    the words of eight flags that are nonzero first (eight times faster than flatnonzero)."""
+    if blocks is not None:
+        at = np.flatnonzero(blocks)
+        if at.size == 0:
+            return at
+        idx = (at[:, None] * FLAG_BLOCK + np.arange(FLAG_BLOCK)).ravel()
+        idx = idx[idx < flags.size]
+        return idx[flags[idx] != 0]
     whole = flags.size - flags.size % 8
     words = np.flatnonzero(flags[:whole].view(np.uint64))
     idx = (words[:, None] * 8 + np.arange(8)).ravel()
@@ -34,23 +43,30 @@ def flagged(flags: np.ndarray) -> np.ndarray:
 
 def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
           in_dtypes: dict[str, str], buf: np.ndarray, flags: np.ndarray, out_dtype: dt.DType,
-          check: Check) -> np.ndarray:  # fmt: skip
+          check: Check, blocks: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """Patch buf (the kernel's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
-    before the rounding) at the flagged elements that need it; returns the indices patched."""
+    before the rounding) at the flagged elements that need it; returns the indices patched.
+    blocks: the fused kernel's block flags."""
     from reference.engine import evaluate_formula
 
-    idx = flagged(flags)
+    idx = flagged(flags, blocks)
     if idx.size == 0:
         return idx
-    sub = {**env, **{nm: a[idx].astype(np.float64) for nm, a in raw.items()}}
-    ys = buf[idx] if buf.dtype == np.float64 else evaluate_formula(spec, dict(sub), idx.size)
+
+    def values(at: np.ndarray) -> np.ndarray:  # the float64 values of the elements idx[at]
+        if buf.dtype == np.float64:
+            return buf[idx[at]]
+        sub = {**env, **{nm: a[idx[at]].astype(np.float64) for nm, a in raw.items()}}
+        return evaluate_formula(spec, sub, at.size)
+
     keep = flags[idx] == 1
-    if not keep.all():
-        keep[~keep] = precise.near_midpoint(ys[~keep], out_dtype.name)
+    if not keep.all():  # in the subnormal range: the arithmetic test decides
+        sub = np.flatnonzero(~keep)
+        keep[sub] = precise.near_midpoint(values(sub), out_dtype.name)
     idx = idx[keep]
     if idx.size == 0:
         return idx
-    ys = ys[keep]
+    ys = np.empty(idx.size)
     decided = ddtier.decide(spec, env, {nm: a[idx].astype(np.float64) for nm, a in raw.items()},
                             out_dtype)  # fmt: skip
     rest = np.arange(idx.size)
@@ -58,6 +74,7 @@ def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
         ys[decided[0]] = decided[1][decided[0]]
         rest = np.flatnonzero(~decided[0])
     if rest.size:  # an exact float64 value needs no mpmath
+        ys[rest] = values(rest)
         at = {**env, **{nm: a[idx[rest]].astype(np.float64) for nm, a in raw.items()}}
         rest = rest[~errbound.exact_mask(spec, at, rest.size)]
     if rest.size:

@@ -2,16 +2,19 @@
 
 A call of libm's exp or erfc is opaque to the loop vectorizer: a kernel with one runs a scalar
 call per element. exp here is plain arithmetic (Cody-Waite reduction by ln 2, a degree-13 Taylor
-polynomial on |r| <= ln2/2, the scale 2^k built in the exponent bits), within 2 ulp of the
-exact value over the whole float64 range (tests/test_vecmath.py, against mpmath; the largest
-error measured is 1.09 ulp), where glibc's exp is within 1 ulp. erfc is exp(-x^2) (x^2 split
-exactly in two) times a Chebyshev series of a flat function (tests/support/erfc_fit.py made its
-coefficients), within 8 ulp (tests/test_vecmath.py). That is far inside precise.GUARD (2^-20 of a FLOAT ulp is
-2^9 float64 ulps), so codegen uses it only for FLOAT, FLOAT16 and BF16 outputs, whose elements
-near a rounding midpoint are recomputed in mpmath anyway: the rounded results do not change.
+polynomial on |r| <= ln2/2 in fused multiply-adds, the scale 2^k built in the exponent bits),
+within 2 ulp of the exact value over the whole float64 range (tests/test_vecmath.py, against
+mpmath; the largest error measured is 1.09 ulp), where glibc's exp is within 1 ulp. erfc is
+exp(-x^2) (x^2 split exactly in two) times a polynomial of a flat function, summed by Estrin's
+scheme (tests/support/erfc_fit.py made its coefficients), within 8 ulp (tests/test_vecmath.py).
+That is far inside precise.GUARD (2^-20 of a FLOAT ulp is 2^9 float64 ulps), so codegen uses
+them only for FLOAT, FLOAT16 and BF16 outputs, whose elements near a rounding midpoint are
+settled in double-double or mpmath anyway: the rounded results do not change.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from llvmlite import ir
@@ -43,6 +46,52 @@ def _double(typingctx, b):  # pragma: no cover - compiled
     return types.float64(types.int64), codegen
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):  # pragma: no cover - compiled
+    """a * b + c rounded once: LLVM's fma, one instruction on every x86 CPU since 2013 (a
+    correct, slow libm call on older ones), which the loop vectorizer keeps."""
+
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@intrinsic
+def _sel(typingctx, c, a, b):  # pragma: no cover - compiled
+    """c ? a : b as LLVM's select: numba's conditional expression is a branch, which stops the
+    loop vectorizer once a branch is as long as exp."""
+
+    def codegen(context, builder, signature, args):
+        cond = context.cast(builder, args[0], signature.args[0], types.boolean)
+        return builder.select(cond, args[1], args[2])
+
+    return types.float64(types.boolean, types.float64, types.float64), codegen
+
+
+_TWO_M24 = 2.0**-24  # FLOAT16's smallest subnormal
+
+
+@njit(inline="always")
+def half_to_double(h):  # pragma: no cover - compiled
+    """The FLOAT16 value of the bits h (uint16), exactly as numpy's cast gives it (NaN payloads
+    too), in integer arithmetic the loop vectorizer takes: numpy's own cast runs one thread at
+    about 2 ns an element, more than the cheap formulas' whole kernel."""
+    b = np.int64(h)
+    e = (b >> 10) & 31
+    m = b & 1023
+    sign = (b >> 15) << 63
+    normal = _double(sign | ((e + 1008) << 52) | (m << 42))  # rebias: 1023 - 15
+    special = _double(sign | (np.int64(2047) << 52) | (m << 42))
+    sub = _sel((b >> 15) != 0, -(m * _TWO_M24), m * _TWO_M24)
+    return _sel(e == 0, sub, _sel(e == 31, special, normal))
+
+
+_EXP_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(12, -1, -1))  # 1/12!, ..., 1/1, 1/0
+
+
 @njit(inline="always", error_model="numpy")
 def vexp(x):  # pragma: no cover - compiled
     """e^x for float64 x, within 2 ulp; NaN, +-inf, overflow and subnormal results as IEEE."""
@@ -52,19 +101,8 @@ def vexp(x):  # pragma: no cover - compiled
     kd = kd - _SHIFT
     r = (xc - kd * _LN2_HI) - kd * _LN2_LO
     p = 1.0 / 6227020800.0  # 1/13!
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
+    for c in _EXP_TAYLOR:  # constant trip count: unrolled, one fma a term
+        p = _fma(p, r, c)
     half = k >> 1  # 2^k in two factors: k reaches 1024 and -1075, past the normal exponents
     res = p * _double((half + 1023) << 52) * _double((k - half + 1023) << 52)
     res = 0.0 if x < _UNDER else res
@@ -72,41 +110,57 @@ def vexp(x):  # pragma: no cover - compiled
     return x if x != x else res
 
 
-# erfc: see tests/support/erfc_fit.py (K, XMAX and the coefficients of phi's Chebyshev series)
+# erfc: see tests/support/erfc_fit.py (K, XMAX and phi's series in powers of s, degree 24)
 _K, _XMAX = 4.0, 27.3
 _TB = (_XMAX - _K) / (_XMAX + _K)  # t's range is [-1, _TB]; s = _SA * t + _SB maps it on [-1, 1]
 _SA, _SB = 2.0 / (_TB + 1.0), (1.0 - _TB) / (_TB + 1.0)
 _SQRT_PI = 1.7724538509055159
 _SPLIT = 134217729.0  # 2^27 + 1: Dekker's split of a float64 into two 26-bit halves
 _ERFC = (
-    1.0884011963824496,
-    -0.03983112716954642,
-    -0.05754957280757091,
-    0.0431287723061917,
-    -0.01915495861810921,
-    0.00635171920716218,
-    -0.0016540113680898086,
-    0.00033735434341273087,
-    -5.120601859100245e-05,
-    4.818442185991033e-06,
-    -4.1900984351623833e-10,
-    -8.038550976954769e-08,
-    1.0217304307243815e-08,
-    3.794902234689718e-10,
-    -2.381019642542536e-10,
-    1.1645830762835961e-11,
-    4.332502817933464e-12,
-    -5.092896518322014e-13,
-    -7.731827639372437e-14,
-    1.5014139023626236e-14,
-    1.5336879550988437e-15,
-    -4.0945801481879955e-16,
-    -3.727056620909242e-17,
-    1.1033026693582543e-17,
-    1.1315508798617414e-18,
+    1.1283986268002375,
+    -0.13977607348618495,
+    0.010006130801230589,
+    0.06377651925874114,
+    -0.08203095077740664,
+    0.06602545133273004,
+    -0.03985904792336372,
+    0.018585475376200727,
+    -0.006476427323050092,
+    0.001465248518341411,
+    -7.321172210293173e-05,
+    -8.603357212027852e-05,
+    2.8768959466944205e-05,
+    5.443104557788378e-07,
+    -2.615238157560761e-06,
+    3.7728214985815424e-07,
+    1.9770098180061344e-07,
+    -5.809177598867143e-08,
+    -1.540116200433797e-08,
+    6.855158261178698e-09,
+    1.383486578189421e-09,
+    -6.954340883063878e-10,
+    -1.3511486304582204e-10,
+    4.6275867993000036e-11,
+    9.492136763215243e-12,
 )
-_NERFC = len(_ERFC)
-_ERFC_ARRAY = np.array(_ERFC)  # a global array: a constant table in the compiled code
+
+
+@njit(inline="always")
+def _estrin24(s):  # pragma: no cover - compiled
+    """Sum of _ERFC[k] s^k by Estrin's scheme: pairs, then pairs of pairs, ... (depth 6, not 24)."""
+    c = _ERFC
+    s2 = s * s
+    s4 = s2 * s2
+    s8 = s4 * s4
+    q0 = _fma(_fma(c[3], s, c[2]), s2, _fma(c[1], s, c[0]))
+    q1 = _fma(_fma(c[7], s, c[6]), s2, _fma(c[5], s, c[4]))
+    q2 = _fma(_fma(c[11], s, c[10]), s2, _fma(c[9], s, c[8]))
+    q3 = _fma(_fma(c[15], s, c[14]), s2, _fma(c[13], s, c[12]))
+    q4 = _fma(_fma(c[19], s, c[18]), s2, _fma(c[17], s, c[16]))
+    q5 = _fma(_fma(c[23], s, c[22]), s2, _fma(c[21], s, c[20]))
+    low = _fma(_fma(q3, s4, q2), s8, _fma(q1, s4, q0))  # degrees 0-15
+    high = _fma(c[24], s8, _fma(q5, s4, q4))  # degrees 16-24, over s^16
+    return _fma(high, s8 * s8, low)
 
 
 @njit(inline="always", error_model="numpy")
@@ -118,13 +172,7 @@ def verfc(x):  # pragma: no cover - compiled
     ax = min(abs(x), _XMAX)
     t = (ax - _K) / (ax + _K)
     s = _SA * t + _SB
-    b1 = 0.0
-    b2 = 0.0
-    for j in range(_NERFC - 1, 0, -1):  # Clenshaw's recurrence, constant trip count: unrolled
-        b0 = 2.0 * s * b1 - b2 + _ERFC_ARRAY[j]
-        b2 = b1
-        b1 = b0
-    phi = s * b1 - b2 + _ERFC_ARRAY[0]
+    phi = _estrin24(s)
     c = _SPLIT * ax  # ax * ax = hi + lo exactly
     ah = c - (c - ax)
     al = ax - ah
@@ -134,3 +182,6 @@ def verfc(x):  # pragma: no cover - compiled
     r = 0.0 if abs(x) >= _XMAX else r
     r = 2.0 - r if x < 0 else r
     return x if x != x else r
+
+
+assert len(_ERFC) == 25, "_estrin24 sums degrees 0 to 24"

@@ -1,7 +1,7 @@
 """reference/ddmath.py's double-double operations against mpmath at 400 bits.
 
 Each operation's (hi, lo) must be within its documented bound of the exact result of its exact
-operands (+ - * / sqrt: 2^-100 relative; exp: 2^-64; expm1: 2^-58), normalized (|lo| <= ulp(hi) / 2), poisoned
+operands (+ - * / sqrt: 2^-100 relative; exp: 2^-64; expm1: 2^-58; erfc: 2^-62), normalized (|lo| <= ulp(hi) / 2), poisoned
 (lo NaN) outside the range where the bound holds, and keep IEEE's sign of zero.
 """
 
@@ -45,13 +45,13 @@ def _kernels():
 
     return {"add": binary(d.dadd), "sub": binary(d.dsub), "mul": binary(d.dmul),
             "div": binary(d.ddiv), "sqrt": unary(d.dsqrt), "exp": unary(d.dexp),
-            "expm1": unary(d.dexpm1)}  # fmt: skip
+            "expm1": unary(d.dexpm1), "erfc": unary(d.derfc)}  # fmt: skip
 
 
 KERNELS = _kernels() if HAVE_NUMBA else {}
 EXACT = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
          "div": lambda a, b: a / b, "sqrt": mpmath.sqrt, "exp": mpmath.exp,
-         "expm1": mpmath.expm1}  # fmt: skip
+         "expm1": mpmath.expm1, "erfc": mpmath.erfc}  # fmt: skip
 
 
 def _pairs(rng, n: int, lo_exp: int, hi_exp: int, signed: bool = True):
@@ -116,6 +116,24 @@ def test_expm1_is_within_2_to_the_minus_58_near_zero_and_beyond():
     assert _check("expm1", [(hi, lo)], 2.0**-58) == hi.size
 
 
+def test_erfc_is_within_2_to_the_minus_62_from_2_down_to_2_to_the_minus_960():
+    rng = np.random.default_rng(5)
+    hi = np.concatenate([rng.uniform(-6, 25.8, N // 2), rng.standard_normal(N // 4),
+                         np.ldexp(rng.choice([-1.0, 1.0], N // 4), rng.integers(-1000, 0, N // 4)),
+                         [0.0, 4.0, -4.0, 25.8]])  # fmt: skip
+    lo = hi * rng.uniform(-1, 1, hi.size) * 2.0**-54
+    hi, lo = hi + lo, lo - ((hi + lo) - hi)
+    assert _check("erfc", [(hi, lo)], 2.0**-62) == hi.size
+
+
+def test_erfc_coefficients_are_what_the_fit_makes():
+    """ddmath's tables are tests/support/erfc_fit.py's output, not a hand-edited copy."""
+    from reference import ddmath
+    from tests.support import erfc_fit
+
+    assert erfc_fit.pairs() == (ddmath._ERFC_HEAD, ddmath._ERFC_TAIL)
+
+
 def _run(name: str, *pairs: tuple[float, float]) -> tuple[float, float]:
     oh, ol = np.empty(1), np.empty(1)
     KERNELS[name](*[np.array([x]) for p in pairs for x in p], oh, ol)
@@ -130,6 +148,8 @@ def _run(name: str, *pairs: tuple[float, float]) -> tuple[float, float]:
     ("exp", ((710.0, 0.0),)),                         # overflows
     ("exp", ((-720.0, 0.0),)),                        # subnormal result
     ("sqrt", ((-1.0, 0.0),)),                         # NaN
+    ("erfc", ((26.5, 0.0),)),                         # exp(-x^2) leaves its range
+    ("erfc", ((np.nan, 0.0),)),
 ])  # fmt: skip
 def test_outside_the_exact_range_the_result_is_poisoned(name, pairs):
     assert math.isnan(_run(name, *pairs)[1])

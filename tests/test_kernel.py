@@ -83,11 +83,14 @@ def test_generated_source_names_nothing_from_the_spec():
     """The kernel's text is made of generated names and the whitelist: no spec text is executed."""
     allowed = {"math", "np", "njit", "prange", "kernel", "y", "flags", "mode", "drop", "guard",
                "emin", "k", "r", "f", "e", "b", "low", "float", "bool", "abs", "a", "near_midpoint",
-               "yb", "mask", "half", "out", "near", "max", "_bits", "_flag", "kernel_flags", "kernel_narrow", "_narrow", "_round", "p", "femin", "all_ones", "nbits", "sign", "m", "mag", "_INF", "_NAN", "_minimum", "_maximum", "_pow", "_vexp", "_verfc"}  # fmt: skip
+               "yb", "mask", "half", "out", "near", "max", "_bits", "_flag", "kernel_flags", "kernel_narrow", "_narrow", "_round", "p", "femin", "all_ones", "nbits", "sign", "m", "mag", "_INF", "_NAN", "_minimum", "_maximum", "_pow", "_vexp", "_verfc", "_h2d",
+               "BLOCK", "blocks", "blk", "seen", "n", "min", "range"}  # fmt: skip
     for spec in REG:
         env = attribute_env(spec, _call_any(spec))
         try:
-            texts = [codegen.generate(spec, env, approx).text for approx in (False, True)]
+            half = frozenset(p.name for p in spec.tensor_inputs)
+            texts = [codegen.generate(spec, env, approx, h).text
+                     for approx in (False, True) for h in (frozenset(), half)]  # fmt: skip
         except codegen.Unsupported:
             continue
         tree = ast.parse("\n".join(texts))
@@ -209,7 +212,7 @@ def test_a_kernel_that_fails_to_compile_falls_back_to_numpy(monkeypatch):
         def fail(self, exc):
             Broken.failed = True
 
-    monkeypatch.setattr(kernel, "get", lambda spec, env, approx=False: Broken())
+    monkeypatch.setattr(kernel, "get", lambda spec, env, approx=False, half=frozenset(): Broken())
     old = kernel.set_mode("numba")
     try:
         from reference.engine import evaluate

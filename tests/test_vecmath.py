@@ -139,5 +139,29 @@ def test_erfc_coefficients_are_what_the_fit_makes():
     from reference import vecmath
     from tests.support import erfc_fit
 
-    assert erfc_fit.coefficients() == vecmath._ERFC
+    assert erfc_fit.coefficients() == vecmath._ERFC and erfc_fit.DEG_FLOAT == 24
     assert (vecmath._K, vecmath._XMAX) == (erfc_fit.K, erfc_fit.XMAX)
+
+
+def test_half_to_double_gives_numpys_value_for_every_float16_bit_pattern():
+    """The compiled kernels read FLOAT16 tensors as bits: every one of the 65536 patterns
+    must give numpy's float64 (its bits: signed zeros, subnormals, inf and NaN payloads)."""
+    from numba import njit
+
+    from reference.vecmath import half_to_double
+
+    @njit
+    def run(hs):
+        out = np.empty(hs.size)
+        for i in range(hs.size):
+            out[i] = half_to_double(hs[i])
+        return out
+
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    got = run(bits)
+    want = bits.view(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+    # and by hand: 1.0, the smallest subnormal, the largest finite, -0, +inf
+    hand = {0x3C00: 1.0, 0x0001: 2.0**-24, 0x7BFF: 65504.0, 0x8000: -0.0, 0x7C00: math.inf}
+    for b, v in hand.items():
+        assert got[b] == v and math.copysign(1, got[b]) == math.copysign(1, v)
