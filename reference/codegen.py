@@ -27,7 +27,8 @@ MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": 
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
         "abs": "abs", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
 # FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of reference/vecmath.py
-APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc"}
+APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
+          "tanh": "_vtanh"}  # fmt: skip
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -44,6 +45,9 @@ from reference.vecmath import _bits
 from reference.vecmath import half_to_double as _h2d
 from reference.vecmath import verfc as _verfc
 from reference.vecmath import vexp as _vexp
+from reference.vecmath import vexpm1 as _vexpm1
+from reference.vecmath import vlog1p as _vlog1p
+from reference.vecmath import vtanh as _vtanh
 
 _INF = math.inf
 _NAN = math.nan

@@ -25,6 +25,8 @@ FUNCTIONS = {
     "exp": "dexp",
     "expm1": "dexpm1",
     "erfc": "derfc",
+    "tanh": "dtanh",
+    "log1p": "dlog1p",
     "sqrt": "dsqrt",
     "abs": "dabs",
     "minimum": "dmin",
@@ -39,8 +41,8 @@ HEADER = """\
 import numpy as np
 from numba import njit, prange
 
-from reference.ddmath import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlt, dmax
-from reference.ddmath import dmin, dmul, dneg, dresult, dsel, dsqrt, dsub
+from reference.ddmath import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p, dlt
+from reference.ddmath import dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
 
 _NAN = np.nan
 _INF = np.inf

@@ -283,3 +283,26 @@ def derfc(a):  # pragma: no cover - compiled
     e = dexp(dneg(dmul(ax, ax)))
     q = ddiv(dmul(e, p), dadd((1.0, 0.0), dmul(SQRT_PI, ax)))
     return dsel(a[0] < 0, dsub((2.0, 0.0), q), q)
+
+
+@njit(inline="always")
+def dtanh(a):  # pragma: no cover - compiled
+    """tanh(hi + lo) within 2^-57 relative: t / (t + 2), t = expm1(2|x|) (no cancellation);
+    beyond |x| = 40, tanh(40) (1 within 2^-113)."""
+    ax = dabs(a)
+    ax = dsel(ax[0] > 40.0, (40.0, 0.0), ax)
+    t = dexpm1((2.0 * ax[0], 2.0 * ax[1]))
+    r = ddiv(t, dadd(t, (2.0, 0.0)))
+    return dsel(a[0] < 0, dneg(r), r)
+
+
+@njit(inline="always")
+def dlog1p(a):  # pragma: no cover - compiled
+    """log(1 + hi + lo) within 2^-56 relative: a Newton step from float64's y0 = log(1 + x),
+    y0 + (1 + x) e^-y0 - 1, written (1 + x) expm1(-y0) + x below x = 1 (no cancellation
+    against 1 for small x); poisoned where exp(-y0) leaves its range or x <= -1."""
+    w = dadd((1.0, 0.0), a)
+    y0 = math.log(w[0]) + w[1] / w[0]  # 1 + x's pair: within a few ulps, a's lo included
+    small = dadd(dmul(w, dexpm1((-y0, 0.0))), a)  # x < 1: (1 + x) expm1(-y0) + x
+    big = dsub(dmul(w, dexp((-y0, 0.0))), (1.0, 0.0))  # x >= 1: y >= log 2, no small terms
+    return dadd((y0, 0.0), dsel(a[0] < 1.0, small, big))

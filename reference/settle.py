@@ -31,6 +31,8 @@ def flagged(flags: np.ndarray, blocks: np.ndarray | None = None) -> np.ndarray:
         at = np.flatnonzero(blocks)
         if at.size == 0:
             return at
+        if at.size * 8 > blocks.size:  # not rare (exact ties of a rational formula)
+            return np.flatnonzero(flags)
         idx = (at[:, None] * FLAG_BLOCK + np.arange(FLAG_BLOCK)).ravel()
         idx = idx[idx < flags.size]
         return idx[flags[idx] != 0]

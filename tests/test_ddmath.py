@@ -1,7 +1,7 @@
 """reference/ddmath.py's double-double operations against mpmath at 400 bits.
 
 Each operation's (hi, lo) must be within its documented bound of the exact result of its exact
-operands (+ - * / sqrt: 2^-100 relative; exp: 2^-64; expm1: 2^-58; erfc: 2^-62), normalized (|lo| <= ulp(hi) / 2), poisoned
+operands (+ - * / sqrt: 2^-100 relative; exp: 2^-64; expm1: 2^-58; erfc: 2^-62; tanh: 2^-57; log1p: 2^-56), normalized (|lo| <= ulp(hi) / 2), poisoned
 (lo NaN) outside the range where the bound holds, and keep IEEE's sign of zero.
 """
 
@@ -45,13 +45,15 @@ def _kernels():
 
     return {"add": binary(d.dadd), "sub": binary(d.dsub), "mul": binary(d.dmul),
             "div": binary(d.ddiv), "sqrt": unary(d.dsqrt), "exp": unary(d.dexp),
-            "expm1": unary(d.dexpm1), "erfc": unary(d.derfc)}  # fmt: skip
+            "expm1": unary(d.dexpm1), "erfc": unary(d.derfc), "tanh": unary(d.dtanh),
+            "log1p": unary(d.dlog1p)}  # fmt: skip
 
 
 KERNELS = _kernels() if HAVE_NUMBA else {}
 EXACT = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
          "div": lambda a, b: a / b, "sqrt": mpmath.sqrt, "exp": mpmath.exp,
-         "expm1": mpmath.expm1, "erfc": mpmath.erfc}  # fmt: skip
+         "expm1": mpmath.expm1, "erfc": mpmath.erfc, "tanh": mpmath.tanh,
+         "log1p": mpmath.log1p}  # fmt: skip
 
 
 def _pairs(rng, n: int, lo_exp: int, hi_exp: int, signed: bool = True):
@@ -126,6 +128,20 @@ def test_erfc_is_within_2_to_the_minus_62_from_2_down_to_2_to_the_minus_960():
     assert _check("erfc", [(hi, lo)], 2.0**-62) == hi.size
 
 
+def test_tanh_and_log1p_are_within_2_to_the_minus_57_and_56():
+    rng = np.random.default_rng(6)
+    tiny = np.ldexp(rng.choice([-1.0, 1.0], N // 4), rng.integers(-900, -3, N // 4))
+    x = np.concatenate([rng.uniform(-45, 45, N // 2), rng.uniform(-0.1, 0.1, N // 4), tiny])
+    lo = x * rng.uniform(-1, 1, x.size) * 2.0**-54
+    hi, lo = x + lo, lo - ((x + lo) - x)
+    assert _check("tanh", [(hi, lo)], 2.0**-57) == hi.size
+    x = np.concatenate([-1 + 10.0 ** rng.uniform(-15, 0, N // 4), 10.0 ** rng.uniform(-3, 290, N // 4),
+                        rng.uniform(-0.5, 1, N // 4), tiny])  # fmt: skip
+    lo = x * rng.uniform(-1, 1, x.size) * 2.0**-54
+    hi, lo = x + lo, lo - ((x + lo) - x)
+    assert _check("log1p", [(hi, lo)], 2.0**-56) == hi.size
+
+
 def test_erfc_coefficients_are_what_the_fit_makes():
     """ddmath's tables are tests/support/erfc_fit.py's output, not a hand-edited copy."""
     from reference import ddmath
@@ -150,6 +166,8 @@ def _run(name: str, *pairs: tuple[float, float]) -> tuple[float, float]:
     ("sqrt", ((-1.0, 0.0),)),                         # NaN
     ("erfc", ((26.5, 0.0),)),                         # exp(-x^2) leaves its range
     ("erfc", ((np.nan, 0.0),)),
+    ("log1p", ((-1.0, 0.0),)),
+    ("log1p", ((1e308, 0.0),)),                       # exp(-y0) leaves its range
 ])  # fmt: skip
 def test_outside_the_exact_range_the_result_is_poisoned(name, pairs):
     assert math.isnan(_run(name, *pairs)[1])

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 def _elementwise(fn):
     from numba import njit
 
-    @njit
+    @njit(error_model="numpy")  # as the kernels: IEEE results, no exceptions
     def run(xs):
         out = np.empty_like(xs)
         for i in range(xs.size):
@@ -165,3 +165,49 @@ def test_half_to_double_gives_numpys_value_for_every_float16_bit_pattern():
     hand = {0x3C00: 1.0, 0x0001: 2.0**-24, 0x7BFF: 65504.0, 0x8000: -0.0, 0x7C00: math.inf}
     for b, v in hand.items():
         assert got[b] == v and math.copysign(1, got[b]) == math.copysign(1, v)
+
+
+@pytest.fixture(scope="module")
+def functions():
+    from reference import vecmath
+
+    return {"expm1": _elementwise(vecmath.vexpm1), "log1p": _elementwise(vecmath.vlog1p),
+            "tanh": _elementwise(vecmath.vtanh)}  # fmt: skip
+
+
+def _worst(fn, exact, xs) -> float:
+    got = fn(xs)
+    return max(_ulps(float(g), float(x), exact) for g, x in zip(got, xs, strict=True)
+               if exact(mpmath.mpf(float(x))) != 0)  # fmt: skip
+
+
+@pytest.mark.parametrize("name, bound", [("expm1", 3.0), ("log1p", 3.0), ("tanh", 4.0)])
+def test_expm1_log1p_tanh_within_their_bounds(functions, name, bound):
+    rng = np.random.default_rng(5)
+    tiny = rng.choice([-1.0, 1.0], 1000) * 10.0 ** rng.uniform(-300, 0, 1000)
+    xs = {
+        "expm1": [rng.uniform(-40, 709, 2000), rng.uniform(-0.6, 0.6, 2000), tiny,
+                  [0.5, -0.5, 0.4999999999999999, -0.5000000000000001]],
+        "log1p": [-1 + 10.0 ** rng.uniform(-16, 0, 1000), 10.0 ** rng.uniform(-300, 300, 2000),
+                  rng.uniform(-0.3, 0.5, 2000), tiny[tiny > -0.9],
+                  [np.sqrt(2) - 1, np.sqrt(0.5) - 1, 1e308, -0.5, 1.0]],
+        "tanh": [rng.uniform(-25, 25, 2000), rng.uniform(-0.7, 0.7, 2000), tiny, [19.9, -20.5]],
+    }[name]  # fmt: skip
+    exact = {"expm1": mpmath.expm1, "log1p": mpmath.log1p, "tanh": mpmath.tanh}[name]
+    assert _worst(functions[name], exact, np.concatenate(xs)) <= bound
+
+
+def test_expm1_log1p_tanh_ieee_edges(functions):
+    def run(name, xs):
+        return functions[name](np.array(xs, dtype=np.float64))
+
+    def same(got, want):
+        return all((g == w or (g != g and w != w)) and math.copysign(1, g) == math.copysign(1, w)
+                   for g, w in zip(got, want, strict=True))  # fmt: skip
+
+    nan, inf = math.nan, math.inf
+    assert same(run("expm1", [0.0, -0.0, nan, inf, -inf, 710.0, -800.0]),
+                [0.0, -0.0, nan, inf, -1.0, inf, -1.0])  # fmt: skip
+    assert same(run("log1p", [0.0, -0.0, nan, inf, -1.0, -2.0, -inf]),
+                [0.0, -0.0, nan, inf, -inf, nan, nan])  # fmt: skip
+    assert same(run("tanh", [0.0, -0.0, nan, inf, -inf, 1e300]), [0.0, -0.0, nan, 1.0, -1.0, 1.0])
