@@ -8,7 +8,7 @@ spec reaches the source: parameters and lets become v0, v1, ..., numbers are wri
 float values, string comparisons are decided here (a string parameter is one value per call).
 A second function of the module, near_midpoint, is precise.near_midpoint's bit test on the
 float64 values (1: within the guard of a rounding midpoint, 2: in the output's subnormal range,
-left to the arithmetic test); it reads the values' bits in a call of its own, after the kernel
+left to the arithmetic test; the fused kernels add 4: exactly on a midpoint, a likely tie); it reads the values' bits in a call of its own, after the kernel
 has written them, so no store and load of the same memory under two types meet in one loop.
 """
 
@@ -75,7 +75,9 @@ def _flag(r, drop, guard, emin):
     e = b >> 52
     low = (b & ((1 << drop) - 1)) - (1 << (drop - 1))
     near = (e >= emin) & (e < 2047) & (low < guard) & (low > -guard)
-    return np.uint8(near) | (np.uint8((e < emin) & (b != 0)) << np.uint8(1))
+    tie = near & (low == 0)
+    return (np.uint8(near) | (np.uint8((e < emin) & (b != 0)) << np.uint8(1))
+            | (np.uint8(tie) << np.uint8(2)))
 
 
 @njit(inline="always")
@@ -117,13 +119,25 @@ def kernel_narrow({args}, out, flags, drop, guard, emin, p, femin, all_ones, nbi
 
 
 @njit(parallel=True, cache=True)
-def block_flags(flags, blocks):
+def block_counts(flags, counts):
     n = flags.shape[0]
-    for blk in prange(blocks.shape[0]):
-        seen = np.uint8(0)
+    for blk in prange(counts.shape[0]):
+        c = 0
         for k in range(np.uint64(blk * BLOCK), np.uint64(min(blk * BLOCK + BLOCK, n))):
-            seen |= flags[k]
-        blocks[blk] = seen
+            c += flags[k] != 0
+        counts[blk] = c
+
+
+@njit(parallel=True, cache=True)
+def flag_indices(flags, starts, out):
+    n = flags.shape[0]
+    for blk in prange(starts.shape[0] - 1):
+        c = starts[blk]
+        if starts[blk + 1] > c:
+            for k in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
+                if flags[k] != 0:
+                    out[c] = k
+                    c += 1
 """
 
 FLAGS = """\
@@ -153,8 +167,8 @@ def near_midpoint(yb, flags, drop, guard, emin):
 _VECMATH = hashlib.sha256(Path(__file__).with_name("vecmath.py").read_bytes()).hexdigest()[:16]
 
 
-# block_flags ORs each block of this many flags into one byte: the few flagged elements are
-# found by scanning the blocks, not the flags
+# the flagged elements are found a block of this many flags at a time: counted in parallel, then
+# listed from the blocks that have any
 FLAG_BLOCK = 1024
 
 

@@ -34,15 +34,16 @@ FUNCTIONS = {
 }
 _BIN = {ast.Add: "dadd", ast.Sub: "dsub", ast.Mult: "dmul", ast.Div: "ddiv"}
 _DIGEST = hashlib.sha256(b"".join(Path(__file__).with_name(f).read_bytes()
-                                  for f in ("ddmath.py", "vecmath.py"))).hexdigest()[:16]  # fmt: skip
+                                  for f in ("ddmath.py", "vecmath.py", "exactmath.py"))
+                         ).hexdigest()[:16]  # fmt: skip
 
 HEADER = """\
 # ddmath {digest}
 import numpy as np
 from numba import njit, prange
 
-from reference.ddmath import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p, dlt
-from reference.ddmath import dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
+from reference.{module} import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p
+from reference.{module} import dlt, dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
 
 _NAN = np.nan
 _INF = np.inf
@@ -68,8 +69,9 @@ def pairs({args}, hi, lo):
 """
 
 
-def generate(spec: OpSpec, env: dict[str, Any]) -> Source:
-    """The double-double kernel's source for `spec`, string parameters of `env` decided."""
+def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
+    """The double-double kernel's source for `spec`, string parameters of `env` decided; exact:
+    the exactness kernel instead (exactmath.py: flags 0 where float64 makes no rounding)."""
     tensors = tuple(p.name for p in spec.tensor_inputs)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
@@ -106,7 +108,8 @@ def generate(spec: OpSpec, env: dict[str, Any]) -> Source:
     for cond, value in reversed(chosen[:-1]):
         lines.append(f"{pad}r = dsel({cond}, {value}, r)")
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    text = HEADER.format(args=", ".join(args), digest=_DIGEST, body="\n".join(lines))
+    text = HEADER.format(args=", ".join(args), digest=_DIGEST, body="\n".join(lines),
+                         module="exactmath" if exact else "ddmath")  # fmt: skip
     return Source(text, tensors, attrs)
 
 

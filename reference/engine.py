@@ -152,7 +152,7 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
         k = kernel.get(spec, env, approx=fmt is not None, half=half)
     if faithful and not wide and kernel.wanted(total):
         kdd = kernel.get_dd(spec, env)  # double-double, long double where it cannot certify
-    fused = not values and mode == 1 and not wide  # one pass: no float64 copy, flags inline
+    fused = mode == 1 and not wide  # one pass, flags inline (values: float64, unrounded)
     writable = (into is not None and into.contiguous and not wide
                 and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values()))  # fmt: skip
     direct = writable and into.storage.dtype in (np.float32, np.float64)  # type: ignore[union-attr]
@@ -202,13 +202,13 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             buf = buf.view(np.uint16) if narrow else buf
             flags = np.empty(n, np.uint8)
             try:
-                blocks = k.run_fused(raw, env, buf, flags, fmt, narrow)  # type: ignore[arg-type]
+                listed = k.run_fused(raw, env, buf, flags, fmt, narrow)  # type: ignore[arg-type]
             except Exception as exc:  # numba cannot type these arguments: numpy from now on
                 k.fail(exc)
                 k = target = None
         if k is not None and fused:
-            settle.patch(spec, env, raw, in_dtypes, buf, flags, out_dtype, check, blocks)
-            result = target if target is not None else dt.round_to(buf, out_dtype)
+            settle.patch(spec, env, raw, in_dtypes, buf, flags, out_dtype, check, listed)
+            result = target if target is not None else rounded(buf)
             if check is not None:
                 check()
             yield start, stop, result, (buf if target is None else None)
@@ -222,15 +222,7 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             except Exception as exc:  # numba cannot type these arguments: numpy from now on
                 k.fail(exc)
                 k = y = target = None
-            else:
-                if mode == 1 and not wide:  # the near-midpoint elements, settled in place
-                    done = settle.patch(spec, env, raw, in_dtypes, y, flags, out_dtype, check)
-                    if target is not None and done.size:
-                        target[done] = dt.round_to(y[done], out_dtype)
-                    if check is not None:
-                        check()
-                    yield start, stop, (target if target is not None else rounded(y)), y
-                    continue
+            else:  # (mode 1 without a wide input took the fused path above)
                 mask = flags == 1
                 sub = np.flatnonzero(flags == 2)
                 if sub.size:

@@ -36,7 +36,7 @@ NATIVE = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", 
 _lock = threading.Lock()
 _loaded: dict[str, Any] = {}
 _failed: dict[str, str] = {}
-_dd: dict[tuple, tuple[OpSpec, Kernel | None]] = {}  # (spec, its strings) -> its kernel
+_dd: dict[tuple, tuple[OpSpec, Kernel | None]] = {}  # (spec, kind, its strings) -> kernel
 _mode = {"value": os.environ.get("ACLNN_CONFORM_KERNEL", "auto")}
 
 
@@ -86,7 +86,8 @@ class Kernel:
         self.fused_fn = getattr(module, "kernel_flags", None)
         self.pairs_fn = getattr(module, "pairs", None)  # a double-double kernel's
         self.narrow_fn = getattr(module, "kernel_narrow", None)
-        self.blocks_fn = getattr(module, "block_flags", None)
+        self.counts_fn = getattr(module, "block_counts", None)
+        self.indices_fn = getattr(module, "flag_indices", None)
 
     def fail(self, exc: BaseException) -> None:
         """Numba could not compile this kernel for these argument types: numpy runs it."""
@@ -118,9 +119,10 @@ class Kernel:
         """Fill out (float32 or float64: each value rounded once to its dtype; uint16: the bits
         of the narrow format narrow = measure.FORMATS's (bits, emin, emax, nbits)) and flags
         (as run's mode 1) in one pass that keeps no float64 copy: the evaluation's form, where
-        memory traffic, not arithmetic, bounds the cheap formulas. Returns the block flags:
-        each codegen.FLAG_BLOCK flags ORed into one byte (settle.flagged reads them), from a
-        pass of their own: ORing them in the kernel's loop, nested, cost it 15 %."""
+        memory traffic, not arithmetic, bounds the cheap formulas. Returns the indices of the
+        flagged elements, found by compiled passes of their own (counting them in the kernel's
+        loop, nested by blocks, cost it 15 %; numpy's flatnonzero was a tenth of softplus's
+        time)."""
         from reference.precise import GUARD
 
         p, emin = fmt
@@ -131,9 +133,14 @@ class Kernel:
             self.narrow_fn(*args, bits, femin, 2 * emax + 1, nbits)
         else:
             self.fused_fn(*args)
-        blocks = np.empty(-(-out.shape[0] // FLAG_BLOCK), np.uint8)
-        self.blocks_fn(flags, blocks)
-        return blocks
+        counts = np.empty(-(-out.shape[0] // FLAG_BLOCK), np.int64)
+        self.counts_fn(flags, counts)
+        starts = np.zeros(counts.size + 1, np.int64)
+        np.cumsum(counts, out=starts[1:])
+        idx = np.empty(int(starts[-1]), np.int64)
+        if idx.size:
+            self.indices_fn(flags, starts, idx)
+        return idx
 
     def run_dd(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
                flags: np.ndarray) -> None:  # fmt: skip
@@ -173,13 +180,23 @@ def get(spec: OpSpec, env: dict[str, Any], approx: bool = False,
 
 def get_dd(spec: OpSpec, env: dict[str, Any]) -> Kernel | None:
     """The double-double kernel of spec's formula (DOUBLE outputs, faithful), or None."""
-    memo = (id(spec), tuple(sorted((p.name, env.get(p.name)) for p in spec.attributes
-                                   if p.kind == "string")))  # fmt: skip
+    return _memo(spec, env, False)
+
+
+def get_exact(spec: OpSpec, env: dict[str, Any]) -> Kernel | None:
+    """The exactness kernel of spec's formula (exactmath.py: its flags are 0 where float64
+    computes the element without rounding), or None."""
+    return _memo(spec, env, True)
+
+
+def _memo(spec: OpSpec, env: dict[str, Any], exact: bool) -> Kernel | None:
+    memo = (id(spec), exact, tuple(sorted((p.name, env.get(p.name)) for p in spec.attributes
+                                          if p.kind == "string")))  # fmt: skip
     if memo in _dd and _dd[memo][0] is spec:
         k = _dd[memo][1]
         return None if k is None or k.key in _failed else k
     try:
-        k = _compiled(ddgen.generate(spec, env))
+        k = _compiled(ddgen.generate(spec, env, exact))
     except Unsupported:
         k = None
     _dd[memo] = (spec, k)

@@ -4,7 +4,8 @@ A FLOAT, FLOAT16 or BF16 kernel flags the elements near a rounding midpoint of t
 those in its subnormal range (2, where the arithmetic test of precise.near_midpoint decides).
 They are settled in three tiers, cheapest first: the double-double pair (ddtier.py), an exact
 float64 value (errbound.exact_mask: its own rounding is right, tie or not), and mpmath
-(precise.refine). A DOUBLE kernel (ddgen.py) flags the elements it cannot certify; they are
+(precise.refine); a float64 value exactly on a midpoint (flag 4, a likely tie of a rational
+formula, which the pair never decides) is asked for exactness first. A DOUBLE kernel (ddgen.py) flags the elements it cannot certify; they are
 evaluated the numpy way (faithful_at).
 """
 
@@ -17,25 +18,14 @@ import numpy as np
 
 from conformance import dtypes as dt
 from conformance.spec import OpSpec
-from reference import ddtier, errbound, precise
-from reference.codegen import FLAG_BLOCK
+from reference import ddtier, errbound, kernel, precise
 
 Check = Callable[[], None] | None
 
 
-def flagged(flags: np.ndarray, blocks: np.ndarray | None = None) -> np.ndarray:
-    """np.flatnonzero of a uint8 array where nonzero is rare, fast: with the kernel's block
-    flags (each FLAG_BLOCK flags ORed), the flags of the nonzero blocks only; without them,
-    the words of eight flags that are nonzero first (eight times faster than flatnonzero)."""
-    if blocks is not None:
-        at = np.flatnonzero(blocks)
-        if at.size == 0:
-            return at
-        if at.size * 8 > blocks.size:  # not rare (exact ties of a rational formula)
-            return np.flatnonzero(flags)
-        idx = (at[:, None] * FLAG_BLOCK + np.arange(FLAG_BLOCK)).ravel()
-        idx = idx[idx < flags.size]
-        return idx[flags[idx] != 0]
+def flagged(flags: np.ndarray) -> np.ndarray:
+    """np.flatnonzero of a uint8 array where nonzero is rare, eight times faster: the words of
+    eight flags that are nonzero first, then the flags inside them."""
     whole = flags.size - flags.size % 8
     words = np.flatnonzero(flags[:whole].view(np.uint64))
     idx = (words[:, None] * 8 + np.arange(8)).ravel()
@@ -45,40 +35,48 @@ def flagged(flags: np.ndarray, blocks: np.ndarray | None = None) -> np.ndarray:
 
 def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
           in_dtypes: dict[str, str], buf: np.ndarray, flags: np.ndarray, out_dtype: dt.DType,
-          check: Check, blocks: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+          check: Check, idx: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """Patch buf (the kernel's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
     before the rounding) at the flagged elements that need it; returns the indices patched.
-    blocks: the fused kernel's block flags."""
+    idx: the flagged elements, where the fused kernel listed them."""
     from reference.engine import evaluate_formula
 
-    idx = flagged(flags, blocks)
+    idx = flagged(flags) if idx is None else idx
     if idx.size == 0:
         return idx
+
+    xs = {nm: a[idx].astype(np.float64) for nm, a in raw.items()}  # gathered once
 
     def values(at: np.ndarray) -> np.ndarray:  # the float64 values of the elements idx[at]
         if buf.dtype == np.float64:
             return buf[idx[at]]
-        sub = {**env, **{nm: a[idx[at]].astype(np.float64) for nm, a in raw.items()}}
-        return evaluate_formula(spec, sub, at.size)
+        return evaluate_formula(spec, {**env, **{nm: v[at] for nm, v in xs.items()}}, at.size)
 
-    keep = flags[idx] == 1
+    f = flags[idx]
+    keep = (f & 1) != 0
     if not keep.all():  # in the subnormal range: the arithmetic test decides
         sub = np.flatnonzero(~keep)
         keep[sub] = precise.near_midpoint(values(sub), out_dtype.name)
-    idx = idx[keep]
+        idx, f = idx[keep], f[keep]
+        xs = {nm: v[keep] for nm, v in xs.items()}
     if idx.size == 0:
         return idx
     ys = np.empty(idx.size)
-    decided = ddtier.decide(spec, env, {nm: a[idx].astype(np.float64) for nm, a in raw.items()},
-                            out_dtype)  # fmt: skip
-    rest = np.arange(idx.size)
+    todo = np.ones(idx.size, bool)
+    tie = np.flatnonzero(f & 4)  # float64 exactly on a midpoint: first, is it exact?
+    if tie.size:
+        tie = tie[_exact(spec, env, xs, tie)]
+        ys[tie] = values(tie)
+        todo[tie] = False
+    rest = np.flatnonzero(todo)
+    decided = ddtier.decide(spec, env, {nm: v[rest] for nm, v in xs.items()}, out_dtype)
     if decided is not None:
-        ys[decided[0]] = decided[1][decided[0]]
-        rest = np.flatnonzero(~decided[0])
-    if rest.size:  # an exact float64 value needs no mpmath
+        ys[rest[decided[0]]] = decided[1][decided[0]]
+        rest = rest[~decided[0]]
+    if rest.size:  # an exact float64 value needs no mpmath (the ties were asked already)
         ys[rest] = values(rest)
-        at = {**env, **{nm: a[idx[rest]].astype(np.float64) for nm, a in raw.items()}}
-        rest = rest[~errbound.exact_mask(spec, at, rest.size)]
+        again = rest[(f[rest] & 4) == 0]
+        rest = np.setdiff1d(rest, again[_exact(spec, env, xs, again)], assume_unique=True)
     if rest.size:
         at = {nm: precise.exact_values(a[idx[rest]], in_dtypes[nm]) for nm, a in raw.items()}
         ys[rest] = precise.refine(spec, env, ys[rest], np.arange(rest.size), at, out_dtype.name,
@@ -88,6 +86,25 @@ def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
     else:  # float32, or the 16-bit format's bits
         buf[idx] = dt.round_to(ys, out_dtype).view(buf.dtype)
     return idx
+
+
+def _exact(spec: OpSpec, env: dict[str, Any], xs: dict[str, np.ndarray], at: np.ndarray
+           ) -> np.ndarray:  # fmt: skip
+    """Mask over `at`: the elements whose float64 value is exact (the compiled exactness kernel,
+    else errbound.exact_mask)."""
+    if at.size == 0:
+        return np.zeros(0, bool)
+    sub = {nm: v[at] for nm, v in xs.items()}
+    k = kernel.get_exact(spec, env)
+    if k is not None:
+        out, flags = np.empty(at.size), np.empty(at.size, np.bool_)
+        try:
+            k.run_dd(sub, env, out, flags)
+        except Exception as exc:  # numba cannot type these arguments: numpy from now on
+            k.fail(exc)
+        else:
+            return ~flags
+    return errbound.exact_mask(spec, {**env, **sub}, at.size)
 
 
 def faithful_at(
