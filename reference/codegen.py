@@ -8,8 +8,10 @@ spec reaches the source: parameters and lets become v0, v1, ..., numbers are wri
 float values, string comparisons are decided here (a string parameter is one value per call).
 A second function of the module, near_midpoint, is precise.near_midpoint's bit test on the
 float64 values (1: within the guard of a rounding midpoint, 2: in the output's subnormal range,
-left to the arithmetic test; the fused kernels add 4: exactly on a midpoint, a likely tie); it reads the values' bits in a call of its own, after the kernel
+left to the arithmetic test); it reads the values' bits in a call of its own, after the kernel
 has written them, so no store and load of the same memory under two types meet in one loop.
+The fused kernels (kernel_flags, kernel_narrow) test in the loop itself, and add 4: exactly on
+a midpoint, a likely tie.
 """
 
 from __future__ import annotations
