@@ -65,7 +65,7 @@ def test_every_element_called_exact_is_the_exact_value(name):
     for i in np.flatnonzero(exact):
         v = precise._value_at(spec, attrs, {k: float(a[i]) for k, a in inputs.items()}, 300)
         assert v is not None and mpmath.mpf(float(out[i])) == v, (
-            f"{name}: {({k: float(a[i]) for k, a in inputs.items()})} called exact: "
+            f"{name}: { ({k: float(a[i]) for k, a in inputs.items()}) } called exact: "
             f"{float(out[i])!r}, exactly {v}"
         )
 
