@@ -353,9 +353,12 @@ def _result(fut: Future) -> list[dict[str, Any]]:
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
     """End the workers now, not after their chunks in flight (--resume reruns those)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in workers:
         proc.terminate()
+    if manager is not None:  # let it finish closing its pipes: at exit, Python 3.11 wakes it
+        manager.join(timeout=5)  # and, racing that close, printed "Bad file descriptor"
 
 
 class ResultsWriter:

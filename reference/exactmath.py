@@ -7,7 +7,7 @@ when its error term, computed exactly by an fma or by TwoSum, is zero, its opera
 and nothing underflowed; library functions and pi, e are never exact. The NaN propagates like
 ddmath's poison, a comparison of an inexact operand flags the element, and dresult turns the
 pair into (v, not exact). It is errbound.exact_mask's question, answered by one vectorized pass:
-a rational formula (hardsigmoid: x / 6 + 0.5) hits exact rounding ties on some percent of its
+a rational formula (x / 6 + 0.5) hits exact rounding ties on some percent of its
 elements, and numpy's error-free transformations cost more than the rest of the evaluation.
 """
 
