@@ -17,6 +17,7 @@ import math
 
 from numba import njit
 
+# the pair-generic operations are ddmath's own, re-exported for the generated kernels
 from reference.ddmath import TINY, dabs, deq, dle, dlt, dmax, dmin, dneg, dresult, dsel
 from reference.vecmath import _fma, _sel
 
@@ -75,4 +76,3 @@ def _never(a):  # pragma: no cover - compiled
 
 
 dexp = dexpm1 = derfc = dtanh = dlog1p = _never
-_ = (dabs, deq, dle, dlt, dmax, dmin, dresult, dsel)  # re-exported for the generated kernels

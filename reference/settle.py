@@ -3,10 +3,10 @@
 A FLOAT, FLOAT16 or BF16 kernel flags the elements near a rounding midpoint of the output (1) and
 those in its subnormal range (2, where the arithmetic test of precise.near_midpoint decides).
 They are settled in three tiers, cheapest first: the double-double pair (ddtier.py), an exact
-float64 value (errbound.exact_mask: its own rounding is right, tie or not), and mpmath
+float64 value (exactmath.py compiled, else errbound.exact_mask: its rounding is right), and mpmath
 (precise.refine); a float64 value exactly on a midpoint (flag 4, a likely tie of a rational
-formula, which the pair never decides) is asked for exactness first. A DOUBLE kernel (ddgen.py) flags the elements it cannot certify; they are
-evaluated the numpy way (faithful_at).
+formula, which the pair never decides) is asked for exactness first. A DOUBLE kernel (ddgen.py)
+flags the elements it cannot certify; they are evaluated the numpy way (faithful_at).
 """
 
 from __future__ import annotations
@@ -35,13 +35,12 @@ def flagged(flags: np.ndarray) -> np.ndarray:
 
 def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
           in_dtypes: dict[str, str], buf: np.ndarray, flags: np.ndarray, out_dtype: dt.DType,
-          check: Check, idx: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+          check: Check, idx: np.ndarray) -> np.ndarray:  # fmt: skip
     """Patch buf (the kernel's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
-    before the rounding) at the flagged elements that need it; returns the indices patched.
-    idx: the flagged elements, where the fused kernel listed them."""
+    before the rounding) at the flagged elements idx (as the fused kernel listed them) that need
+    it; returns the indices patched."""
     from reference.engine import evaluate_formula
 
-    idx = flagged(flags) if idx is None else idx
     if idx.size == 0:
         return idx
 
