@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from conformance.intrinsics import as_bits, as_double, select
+
 # output format -> (mantissa bits, minimum normal exponent, maximum exponent, storage bits)
 FORMATS = {
     "FLOAT": (23, -126, 127, 32),
@@ -26,6 +28,7 @@ FORMATS = {
     "DOUBLE": (52, -1022, 1023, 64),
 }
 _TINY = float(np.finfo(np.float64).tiny)
+_TWO52, _TWO52_BITS = 2.0**52, 0x4330000000000000  # 2^52 and its bits
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -59,7 +62,13 @@ def _round(mag64, p, emin, all_ones):  # pragma: no cover - compiled
 @njit(parallel=True, cache=True, error_model="numpy")
 def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, eps, block, k,
             nparts):  # fmt: skip  # pragma: no cover - compiled
-    """One pass over a chunk; see the module doc. Returns (counts, maxima, block sums, worst)."""
+    """One pass over a chunk; see the module doc. Returns (counts, maxima, block sums, worst).
+
+    Each block is measured in a loop without branches, which vectorizes: it assumes both values
+    are finite and normal in the output format (the common case), and keeps each element's
+    figures in block buffers. The elements that are not (zeros, subnormals, NaN, infinities),
+    and every element of a DOUBLE output, are measured by the general code; then the block's terms are summed in index order,
+    and its elements offered to the k worst only when its largest keys could enter."""
     m = g.size
     nblocks = (m + block - 1) // block
     bpp = (nblocks + nparts - 1) // nparts
@@ -71,129 +80,165 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
     bsum = np.zeros(nblocks)
     mag_mask = (np.int64(1) << (nbits - 1)) - 1
     all_ones = np.int64(emax - emin + 2)
+    top = all_ones << p  # the format's infinity, as magnitude bits
     mag64_mask = (np.int64(1) << 63) - 1
     inf64 = np.int64(2047) << 52
     mant = (np.int64(1) << p) - 1
     rebias = np.int64(1023 + emin - 1) << 52
     shift = 52 - p
     half = np.int64(1) << (shift - 1) if shift > 0 else np.int64(1)
+    expo = np.int64(1022 + emin)  # a normal's exponent field, format to float64
     for part in prange(nparts):
+        tb, k1, k2 = np.empty(block), np.empty(block), np.empty(block)
+        avb, rb = np.empty(block), np.empty(block)
+        slow = np.empty(block, np.bool_)
         compared = normal = mism = nan_mis = inf_mis = measured = 0
-        max_abs = max_rel = mare = max_ulp = 0.0
+        bab = brel = bmare = bulp = np.int64(0)  # bit maxima (of non-negative values) of the fast
+        max_abs = max_rel = mare = max_ulp = 0.0  # ... and plain maxima of the rest
         low1, low2 = -np.inf, -np.inf  # the k-th kept candidate's keys
         for blk in range(part * bpp, min((part + 1) * bpp, nblocks)):
-            s = 0.0
-            for i in range(blk * block, min((blk + 1) * block, m)):
+            lo = blk * block
+            n = min(block, m - lo)
+            nslow = 0
+            m1b = m2b = np.int64(0)  # the block's largest keys (bits) of the fast elements
+            if nbits == 64:  # DOUBLE: the general code for every element
+                slow[:n] = True
+                nslow = n
+            for j in range(np.uint64(n if nbits != 64 else 0)):  # unsigned: no negative-index
+                i = np.uint64(lo) + j  # test, which would make every load a lane of its own
                 gv = g[i]
                 ab = np.int64(abits[i])
-                aneg = np.int64(ab < 0)  # signs as numbers: random signs would defeat a branch
+                aneg = np.int64(ab < 0)
                 amag = ab & mag_mask
                 ae = amag >> p
-                gb = gbits[i]
+                gmag = gbits[i] & mag64_mask
+                ge = (gmag >> 52) - 1023
+                x = gmag - rebias  # a normal result: rebias the exponent, drop 52 - p bits (RNE)
+                gr = (x + half - 1 + ((x >> shift) & 1)) >> shift
+                fast = (ae > 0) & (ae < all_ones) & (ge >= emin) & (ge <= emax) & (gr < top)
+                av = as_double((aneg << 63) | ((ae + expo) << 52) | ((amag & mant) << shift))
+                # the distance in ulps (through zero for opposite signs), below 2^34: exactly
+                # a float64 through the bits of 2^52 + d
+                d = abs(amag - gr) if aneg == np.int64(gbits[i] < 0) else amag + gr
+                key1 = as_double(d | _TWO52_BITS) - _TWO52
+                abs_err = abs(av - gv)
+                buf = abs(gv)
+                rel_err = abs_err / max(buf, _TINY)
+                term = abs_err / (buf + eps)
+                small = buf < thr
+                large = not small
+                big = fast & large
+                bad = (exact & (av != gv)) | ((not exact) & ((small & (abs_err > atol)) |
+                                                           (large & (rel_err > rel))))  # fmt: skip
+                on = -np.int64(fast)  # all ones where fast
+                compared += np.int64(fast)
+                normal += np.int64(big)
+                measured += np.int64(big)
+                mism += np.int64(fast & bad)
+                brel = max(brel, as_bits(rel_err) & -np.int64(big))
+                bmare = max(bmare, as_bits(term) & -np.int64(big))
+                m1b = max(m1b, as_bits(key1) & on)
+                m2b = max(m2b, as_bits(abs_err) & on)
+                tb[j] = select(big, term, 0.0)
+                k1[j], k2[j], avb[j], rb[j] = key1, abs_err, av, rel_err
+                slow[j] = not fast
+                nslow += np.int64(not fast)
+            bulp, bab = max(bulp, m1b), max(bab, m2b)
+            m1, m2 = as_double(m1b), as_double(m2b)
+            for j in range(n if nslow else 0):
+                if not slow[j]:
+                    continue
+                gv = g[lo + j]
+                ab = np.int64(abits[lo + j])
+                aneg = np.int64(ab < 0)
+                amag = ab & mag_mask
+                gb = gbits[lo + j]
                 gneg = np.int64(gb < 0)
                 gmag = gb & mag64_mask
-                ge = (gmag >> 52) - 1023
-                fast = 0 < ae < all_ones and emin <= ge <= emax
-                if fast and nbits != 64:  # a normal result: rebias the exponent, drop 52 - p bits
-                    x = gmag - rebias
-                    gmag = (x + half - 1 + ((x >> shift) & 1)) >> shift
-                    fast = gmag < (all_ones << p)
-                if (
-                    fast
-                ):  # both finite and normal: the common case, without the special cases' tests
-                    av = float((amag & mant) + (mant + 1)) * pow2[ae] * (1.0 - 2.0 * aneg)
-                    same = aneg == gneg  # opposite signs: the distance through zero
-                    key1 = float(abs(amag - gmag)) if same else float(amag) + float(gmag)
+                av = _decode(amag, p, all_ones, pow2) * (1.0 - 2.0 * aneg)
+                if nbits == 64 or gv != gv:
+                    gs = gv
+                else:
+                    gmag = _round(gmag, p, emin, all_ones) if gmag < inf64 else all_ones << p
+                    gs = _decode(gmag, p, all_ones, pow2) * (1.0 - 2.0 * gneg)
+                g_nan, a_nan = gv != gv, av != av
+                g_inf, a_inf = math.isinf(gs), math.isinf(av)
+                finite = not (g_nan or g_inf)
+                a_bad = a_nan or a_inf
+                special = g_nan != a_nan
+                if special:
+                    nan_mis += 1
+                elif not (g_nan or a_nan) and (g_inf or a_inf) and av != gs:
+                    special = True
+                    inf_mis += 1
+                key1 = -1.0
+                if finite and not a_bad:
+                    if nbits == 64 and aneg != gneg:  # 2^63 apart or more: int64 would wrap
+                        key1 = float(amag) + float(gmag)
+                    else:
+                        key1 = float(abs(amag * (1 - 2 * aneg) - gmag * (1 - 2 * gneg)))
                     max_ulp = max(max_ulp, key1)
+                if not finite:
+                    abs_err = np.nan
+                elif a_nan:
+                    abs_err = np.inf
+                else:
                     abs_err = abs(av - gv)
-                    buf = abs(gv)
-                    rel_err = abs_err / max(buf, _TINY)
+                buf = abs(gv)
+                rel_err = abs_err / max(buf, _TINY)
+                tb[j] = 0.0
+                if finite:
                     compared += 1
                     max_abs = max(max_abs, abs_err)
-                    if buf < thr:
-                        bad = (av != gv) if exact else (abs_err > atol)
-                    else:
+                    small = buf < thr
+                    if not small:
                         normal += 1
-                        measured += 1
-                        term = abs_err / (buf + eps)
-                        s += term
-                        mare = max(mare, term)
-                        max_rel = max(max_rel, rel_err)
-                        bad = (av != gv) if exact else (rel_err > rel)
-                    mism += bad
-                    key2, special = abs_err, False
-                else:
-                    gmag = gb & mag64_mask
-                    av = _decode(amag, p, all_ones, pow2) * (1.0 - 2.0 * aneg)
-                    if nbits == 64 or gv != gv:
-                        gs = gv
-                    else:
-                        gmag = _round(gmag, p, emin, all_ones) if gmag < inf64 else all_ones << p
-                        gs = _decode(gmag, p, all_ones, pow2) * (1.0 - 2.0 * gneg)
-                    g_nan, a_nan = gv != gv, av != av
-                    g_inf, a_inf = math.isinf(gs), math.isinf(av)
-                    finite = not (g_nan or g_inf)
-                    a_bad = a_nan or a_inf
-                    special = g_nan != a_nan
-                    if special:
-                        nan_mis += 1
-                    elif not (g_nan or a_nan) and (g_inf or a_inf) and av != gs:
-                        special = True
-                        inf_mis += 1
-                    key1 = -1.0
-                    if finite and not a_bad:
-                        if nbits == 64 and aneg != gneg:  # 2^63 apart or more: int64 would wrap
-                            key1 = float(amag) + float(gmag)
-                        else:
-                            key1 = float(abs(amag * (1 - 2 * aneg) - gmag * (1 - 2 * gneg)))
-                        max_ulp = max(max_ulp, key1)
-                    if not finite:
-                        abs_err = np.nan
-                    elif a_nan:
-                        abs_err = np.inf
-                    else:
-                        abs_err = abs(av - gv)
-                    buf = abs(gv)
-                    rel_err = abs_err / max(buf, _TINY)
-                    if finite:
-                        compared += 1
-                        max_abs = max(max_abs, abs_err)
-                        small = buf < thr
-                        if not small:
-                            normal += 1
-                            if not a_bad:
-                                measured += 1
-                                term = abs_err / (buf + eps)
-                                s += term
-                                mare = max(mare, term)
-                                max_rel = max(max_rel, rel_err)
-                        if exact:
-                            if av != gv:
-                                mism += 1
-                        elif (abs_err > atol) if small else (rel_err > rel):
+                        if not a_bad:
+                            measured += 1
+                            term = abs_err / (buf + eps)
+                            tb[j] = term
+                            mare = max(mare, term)
+                            max_rel = max(max_rel, rel_err)
+                    if exact:
+                        if av != gv:
                             mism += 1
-                    key2 = -1.0 if abs_err != abs_err else abs_err
-                    if special:
-                        key1 = key2 = np.inf
+                    elif (abs_err > atol) if small else (rel_err > rel):
+                        mism += 1
+                key2 = -1.0 if abs_err != abs_err else abs_err
+                if special:
+                    key1 = key2 = np.inf
+                k1[j], k2[j], avb[j], rb[j] = key1, key2, av, rel_err
+                m1, m2 = max(m1, key1), max(m2, key2)
+            s = 0.0
+            for j in range(n):  # in index order, as the numpy pass adds them
+                s += tb[j]
+            bsum[blk] = s
+            if not (m1 > 0 or m2 > 0) or m1 < low1 or (m1 == low1 and m2 <= low2):
+                continue  # no element of the block can enter the k worst
+            for j in range(n):
+                key1, key2 = k1[j], k2[j]
                 if not (key1 > 0 or key2 > 0):
                     continue
                 if key1 < low1 or (key1 == low1 and key2 <= low2):
                     continue  # indices rise within a partition: a tie keeps the earlier one
-                j = k - 1
-                while j > 0 and (tk[part, j - 1, 0] < key1 or
-                                 (tk[part, j - 1, 0] == key1 and tk[part, j - 1, 1] < key2)):  # fmt: skip
-                    tk[part, j, 0], tk[part, j, 1] = tk[part, j - 1, 0], tk[part, j - 1, 1]
-                    tv[part, j, 0], tv[part, j, 1] = tv[part, j - 1, 0], tv[part, j - 1, 1]
-                    ti[part, j] = ti[part, j - 1]
-                    j -= 1
-                tk[part, j, 0], tk[part, j, 1] = key1, key2
-                ti[part, j] = i
-                tv[part, j, 0], tv[part, j, 1] = av, rel_err
+                i = lo + j
+                c = k - 1
+                while c > 0 and (tk[part, c - 1, 0] < key1 or
+                                 (tk[part, c - 1, 0] == key1 and tk[part, c - 1, 1] < key2)):  # fmt: skip
+                    tk[part, c, 0], tk[part, c, 1] = tk[part, c - 1, 0], tk[part, c - 1, 1]
+                    tv[part, c, 0], tv[part, c, 1] = tv[part, c - 1, 0], tv[part, c - 1, 1]
+                    ti[part, c] = ti[part, c - 1]
+                    c -= 1
+                tk[part, c, 0], tk[part, c, 1] = key1, key2
+                ti[part, c] = i
+                tv[part, c, 0], tv[part, c, 1] = avb[j], rb[j]
                 low1, low2 = tk[part, k - 1, 0], tk[part, k - 1, 1]
-            bsum[blk] = s
         cnt[part, 0], cnt[part, 1], cnt[part, 2] = compared, normal, mism
         cnt[part, 3], cnt[part, 4], cnt[part, 5] = nan_mis, inf_mis, measured
-        mx[part, 0], mx[part, 1], mx[part, 2], mx[part, 3] = max_abs, max_rel, mare, max_ulp
+        mx[part, 0] = max(max_abs, as_double(bab))
+        mx[part, 1] = max(max_rel, as_double(brel))
+        mx[part, 2] = max(mare, as_double(bmare))
+        mx[part, 3] = max(max_ulp, as_double(bulp))
     return cnt, mx, bsum, tk, ti, tv
 
 

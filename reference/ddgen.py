@@ -33,9 +33,10 @@ FUNCTIONS = {
     "maximum": "dmax",
 }
 _BIN = {ast.Add: "dadd", ast.Sub: "dsub", ast.Mult: "dmul", ast.Div: "ddiv"}
-_DIGEST = hashlib.sha256(b"".join(Path(__file__).with_name(f).read_bytes()
-                                  for f in ("ddmath.py", "vecmath.py", "exactmath.py"))
-                         ).hexdigest()[:16]  # fmt: skip
+_HERE = Path(__file__).parent
+_DIGEST = hashlib.sha256(b"".join(p.read_bytes() for p in (
+    _HERE / "ddmath.py", _HERE / "vecmath.py", _HERE / "exactmath.py",
+    _HERE.parent / "conformance" / "intrinsics.py"))).hexdigest()[:16]  # fmt: skip
 
 HEADER = """\
 # ddmath {digest}

@@ -135,6 +135,26 @@ def test_a_string_parameter_selects_its_branch_at_generation():
     assert '"tanh"' not in texts["tanh"] and "approximate" not in texts["tanh"]
 
 
+def test_approximate_kernels_multiply_by_the_reciprocal_of_an_irrational_divisor_only():
+    """x / sqrt(2) becomes x * (1 / sqrt(2)) where midpoints are settled anyway (FLOAT, FLOAT16,
+    BF16 outputs): never exact, within 1 ulp. x / 6 keeps its division (its quotient can be an
+    exact tie that the exactness tier finds), and so does every DOUBLE kernel."""
+    import ast
+
+    def irrational(text: str) -> bool:
+        return codegen._irrational(ast.parse(text, mode="eval").body)
+
+    assert all(map(irrational, ["sqrt(2)", "sqrt(2 * pi)", "pi", "2 * e", "exp(1)"]))
+    assert not any(map(irrational, ["6", "0.5", "2 * 3", "x", "sqrt(x)", "x * pi", "inf"]))
+    gelu = REG.get("gelu_backward_v2")
+    approx = codegen.generate(gelu, {"approximate": "none"}, approx=True).text
+    plain = codegen.generate(gelu, {"approximate": "none"}).text
+    assert "* (1.0 / math.sqrt(" in approx and ") / math.sqrt(" not in approx
+    assert "* (1.0 / math.sqrt(" not in plain and ") / math.sqrt(" in plain
+    hardsigmoid = codegen.generate(REG.get("hardsigmoid"), {}, approx=True).text
+    assert "(v0 / 6.0)" in hardsigmoid
+
+
 @needs_numba
 def test_the_kernel_is_compiled_once_and_then_loaded_from_the_cache(tmp_path):
     """A second process finds the machine code on disk: numba reports a cache hit, no miss."""

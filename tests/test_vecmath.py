@@ -1,5 +1,5 @@
-"""reference/vecmath.py against mpmath: exp within 2 ulp and erfc within 8 ulp everywhere,
-IEEE at the edges.
+"""reference/vecmath.py against mpmath: exp within 2 ulp, erfc within 8, expm1 and log1p within
+3, tanh and erfinv within 4, everywhere; IEEE at the edges.
 
 The compiled kernels of FLOAT, FLOAT16 and BF16 outputs inline it in place of libm's exp; its
 error must stay far inside precise.GUARD, which is what makes the rounded results unchanged.
@@ -106,6 +106,7 @@ def test_used_for_float_outputs_only():
     none = {"approximate": "none"}
     assert "_verfc(" in codegen.generate(gelu, none, approx=True).text
     assert "math.erfc(" in codegen.generate(gelu, none).text
+    assert "_verfinv(" in codegen.generate(reg.get("erfinv"), {}, approx=True).text
 
 
 def test_erfc_within_eight_ulp(verfc):
@@ -172,7 +173,7 @@ def functions():
     from reference import vecmath
 
     return {"expm1": _elementwise(vecmath.vexpm1), "log1p": _elementwise(vecmath.vlog1p),
-            "tanh": _elementwise(vecmath.vtanh)}  # fmt: skip
+            "tanh": _elementwise(vecmath.vtanh), "erfinv": _elementwise(vecmath.verfinv)}  # fmt: skip
 
 
 def _worst(fn, exact, xs) -> float:
@@ -211,3 +212,37 @@ def test_expm1_log1p_tanh_ieee_edges(functions):
     assert same(run("log1p", [0.0, -0.0, nan, inf, -1.0, -2.0, -inf]),
                 [0.0, -0.0, nan, inf, -inf, nan, nan])  # fmt: skip
     assert same(run("tanh", [0.0, -0.0, nan, inf, -inf, 1e300]), [0.0, -0.0, nan, 1.0, -1.0, 1.0])
+
+
+def test_erfinv_within_four_ulp(functions):
+    """Uniform over (-1, 1), the steep ends down to 1 - 2^-53, tiny values, and both sides of the
+    splits (a = 3/4 between erf's series and erfc, w = 5 between the two first guesses)."""
+    rng = np.random.default_rng(7)
+    w5 = math.sqrt(-math.expm1(-5.0))  # the a where w = 5
+    xs = np.concatenate([
+        rng.uniform(-1, 1, 3000),
+        rng.choice([-1.0, 1.0], 2000) * (1 - 10.0 ** rng.uniform(-16, -0.3, 2000)),
+        rng.choice([-1.0, 1.0], 500) * 10.0 ** rng.uniform(-300, -1, 500),
+        [1 - 2.0**-53, -(1 - 2.0**-53), 1 - 2.0**-52, 0.75, np.nextafter(0.75, 0), w5,
+         np.nextafter(w5, 0), np.nextafter(w5, 1), 0.5, 0.99951171875],
+    ])  # fmt: skip
+    assert _worst(functions["erfinv"], mpmath.erfinv, xs) <= 4.0
+
+
+def test_erfinv_ieee_edges(functions):
+    got = functions["erfinv"](np.array([0.0, -0.0, 1.0, -1.0, 1.0000000000000002, -2.0, math.inf,
+                                        -math.inf, math.nan, 5e-324, -5e-324]))  # fmt: skip
+    assert math.copysign(1, got[0]) == 1 and math.copysign(1, got[1]) == -1 and got[0] == 0
+    assert got[2] == math.inf and got[3] == -math.inf
+    assert np.isnan(got[4:9]).all()
+    # erfinv(x) = sqrt(pi)/2 x near 0: the smallest subnormal stays itself (0.886 rounds to 1 step)
+    assert got[9] == 5e-324 and got[10] == -5e-324
+
+
+def test_erfinv_first_guesses_are_what_the_fit_makes():
+    from reference import vecmath
+    from tests.support import erfinv_fit
+
+    assert erfinv_fit.coefficients() == (vecmath._ERFINV_CENTRAL, vecmath._ERFINV_TAIL)
+    assert (vecmath._W_SPLIT, vecmath._R_LOW, vecmath._R_MAX) == (
+        erfinv_fit.W_SPLIT, erfinv_fit.R_LOW, erfinv_fit.R_MAX)  # fmt: skip

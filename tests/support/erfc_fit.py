@@ -36,20 +36,27 @@ def mapping() -> tuple[mp.mpf, mp.mpf]:
     return 2 / (tb + 1), (1 - tb) / (tb + 1)
 
 
-def monomial(degree: int) -> list[mp.mpf]:
-    """The interpolant's Chebyshev series up to `degree`, in powers of s (at 60 digits)."""
+def in_powers(f, degree: int, nodes: int = NODES) -> list[mp.mpf]:
+    """f's Chebyshev interpolant on s in [-1, 1] (`nodes` nodes), truncated at `degree` and
+    rewritten in powers of s, at 60 digits."""
     with mp.workdps(60):
-        sa, sb = mapping()
-        nodes = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / NODES) for k in range(NODES)]
-        values = [phi(K * (1 + t) / (1 - t)) for t in ((s - sb) / sa for s in nodes)]
-        c = [2 * mp.fsum(values[k] * mp.cos(mp.pi * j * (k + mp.mpf(1) / 2) / NODES)
-                         for k in range(NODES)) / NODES for j in range(degree + 1)]  # fmt: skip
+        pts = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / nodes) for k in range(nodes)]
+        values = [f(s) for s in pts]
+        c = [2 * mp.fsum(values[k] * mp.cos(mp.pi * j * (k + mp.mpf(1) / 2) / nodes)
+                         for k in range(nodes)) / nodes for j in range(degree + 1)]  # fmt: skip
         c[0] /= 2
         cheb = [[mp.mpf(1)], [mp.mpf(0), mp.mpf(1)]]  # T_j's coefficients in powers of s
         for j in range(2, degree + 1):
             up = [mp.mpf(0)] + [2 * v for v in cheb[j - 1]]
             cheb.append([a - b for a, b in zip(up, cheb[j - 2] + [0, 0], strict=False)])
         return [mp.fsum(c[j] * cheb[j][k] for j in range(k, degree + 1)) for k in range(degree + 1)]
+
+
+def monomial(degree: int) -> list[mp.mpf]:
+    """phi's interpolant up to `degree`, in powers of s (at 60 digits)."""
+    with mp.workdps(60):
+        sa, sb = mapping()
+        return in_powers(lambda s: phi(K * (1 + (s - sb) / sa) / (1 - (s - sb) / sa)), degree)
 
 
 def coefficients() -> tuple[float, ...]:

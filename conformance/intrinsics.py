@@ -1,0 +1,54 @@
+"""Four LLVM operations that numba's Python-level code cannot spell, for the compiled loops.
+
+Bit casts between float64 and int64 (no memory round trip), fused multiply-add, and a select
+(numba's conditional expression is a branch). The compiled comparison pass (measure.py) and the
+reference's vectorizable functions (reference/vecmath.py) both build on them; only imported
+where numba is.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+
+@intrinsic
+def as_bits(typingctx, x):  # pragma: no cover - compiled
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def as_double(typingctx, b):  # pragma: no cover - compiled
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):  # pragma: no cover - compiled
+    """a * b + c rounded once: LLVM's fma, one instruction on every x86 CPU since 2013 (a
+    correct, slow libm call on older ones), which the loop vectorizer keeps."""
+
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@intrinsic
+def select(typingctx, c, a, b):  # pragma: no cover - compiled
+    """c ? a : b as LLVM's select: numba's conditional expression is a branch, which stops the
+    loop vectorizer once a branch is as long as exp."""
+
+    def codegen(context, builder, signature, args):
+        cond = context.cast(builder, args[0], signature.args[0], types.boolean)
+        return builder.select(cond, args[1], args[2])
+
+    return types.float64(types.boolean, types.float64, types.float64), codegen
