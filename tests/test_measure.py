@@ -7,6 +7,7 @@ figures it reports must be the numpy pass's, bit for bit, whatever the values an
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import ml_dtypes
@@ -135,6 +136,29 @@ def test_same_figures_as_the_numpy_pass(dtype, monkeypatch):
         got = _accumulate("numba", dtype, g, a, chunk, monkeypatch).to_dict()
         assert got == want
     assert want["stats"]["mismatches"] > 0 and want["stats"]["nan_mismatches"] > 0
+
+
+@pytest.mark.parametrize("dtype", sorted(NP))
+def test_outputs_of_zeros_and_infinities_give_the_numpy_pass_figures(dtype, monkeypatch):
+    """Whole blocks of zeros, infinities and NaN (the vendor's cases with an infinite input make
+    every element infinite), matched and not, and a zero threshold (a zero is then a normal)."""
+    rng = np.random.default_rng(5)
+    n = 3 * 1024 + 17
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
+    g = specials[rng.integers(0, 5, n)]
+    g[: 2 * 1024] = np.where(np.arange(2048) < 1024, np.inf, 0.0)  # one block each, matched
+    a = g.astype(NP[dtype])
+    flip = rng.integers(0, n, 40)
+    a[flip] = specials[rng.integers(0, 5, 40)].astype(NP[dtype])  # some mismatched
+    for pol in (policy_for(dtype), dataclasses.replace(policy_for(dtype), small_threshold=0.0)):
+        got, want = [], []
+        for mode, out in (("numba", got), ("numpy", want)):
+            monkeypatch.setenv("ACLNN_CONFORM_KERNEL", mode)
+            acc = Accumulator(dtype, pol, g.shape, None, 5)
+            acc.add(0, g, a)
+            out.append(acc.result().to_dict())
+        assert got == want
+    assert want[0]["stats"]["compared"] > 0 and want[0]["stats"]["nan_mismatches"] > 0
 
 
 def test_chunking_does_not_change_the_figures(monkeypatch):
