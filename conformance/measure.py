@@ -28,7 +28,7 @@ FORMATS = {
     "DOUBLE": (52, -1022, 1023, 64),
 }
 _TINY = float(np.finfo(np.float64).tiny)
-_TWO52, _TWO52_BITS = 2.0**52, 0x4330000000000000  # 2^52 and its bits
+_TWO52, _TWO52_BITS, _TWO52_INT = 2.0**52, 0x4330000000000000, 1 << 52  # 2^52, its bits
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -67,8 +67,9 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
     Each block is measured in a loop without branches, which vectorizes: it assumes both values
     are finite and normal in the output format (the common case), and keeps each element's
     figures in block buffers. The elements that are not (zeros, subnormals, NaN, infinities),
-    and every element of a DOUBLE output, are measured by the general code; then the block's terms are summed in index order,
-    and its elements offered to the k worst only when its largest keys could enter."""
+    and DOUBLE elements 2^52 ulps apart or more, are measured by the general code; then the
+    block's terms are summed in index order, and its elements offered to the k worst only when
+    its largest keys could enter."""
     m = g.size
     nblocks = (m + block - 1) // block
     bpp = (nblocks + nparts - 1) // nparts
@@ -101,10 +102,7 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
             n = min(block, m - lo)
             nslow = 0
             m1b = m2b = np.int64(0)  # the block's largest keys (bits) of the fast elements
-            if nbits == 64:  # DOUBLE: the general code for every element
-                slow[:n] = True
-                nslow = n
-            for j in range(np.uint64(n if nbits != 64 else 0)):  # unsigned: no negative-index
+            for j in range(np.uint64(n)):  # unsigned: no negative-index
                 i = np.uint64(lo) + j  # test, which would make every load a lane of its own
                 gv = g[i]
                 ab = np.int64(abits[i])
@@ -114,14 +112,15 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
                 gmag = gbits[i] & mag64_mask
                 ge = (gmag >> 52) - 1023
                 x = gmag - rebias  # a normal result: rebias the exponent, drop 52 - p bits (RNE)
-                gr = (x + half - 1 + ((x >> shift) & 1)) >> shift
-                fast = (ae > 0) & (ae < all_ones) & (ge >= emin) & (ge <= emax) & (gr < top)
+                gr = gmag if nbits == 64 else (x + half - 1 + ((x >> shift) & 1)) >> shift
                 av = as_double((aneg << 63) | ((ae + expo) << 52) | ((amag & mant) << shift))
-                # the distance in ulps (through zero for opposite signs), below 2^34: exactly
-                # a float64 through the bits of 2^52 + d
+                # the distance in ulps (through zero for opposite signs), exactly a float64
+                # through the bits of 2^52 + d where d < 2^52: always, but for DOUBLE
                 same = aneg == np.int64(gbits[i] < 0)
                 d = abs(amag - gr) if same else amag + gr
                 key1 = as_double(d | _TWO52_BITS) - _TWO52
+                fast = (ae > 0) & (ae < all_ones) & (ge >= emin) & (ge <= emax) & (gr < top)
+                fast = fast & (d >= 0) & (d < _TWO52_INT)
                 abs_err = abs(av - gv)
                 buf = abs(gv)
                 rel_err = abs_err / max(buf, _TINY)
