@@ -1,4 +1,5 @@
-"""Four LLVM operations that numba's Python-level code cannot spell, for the compiled loops.
+"""Four LLVM operations that numba's Python-level code cannot spell, for the compiled loops,
+and an int64-to-float64 conversion built on them.
 
 Bit casts between float64 and int64 (no memory round trip), fused multiply-add, and a select
 (numba's conditional expression is a branch). The compiled comparison pass (measure.py) and the
@@ -9,8 +10,10 @@ where numba is.
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.extending import intrinsic
+
+_TWO52, _TWO52_BITS = 2.0**52, 0x4330000000000000  # 2^52 and its bits
 
 
 @intrinsic
@@ -52,3 +55,10 @@ def select(typingctx, c, a, b):  # pragma: no cover - compiled
         return builder.select(cond, args[1], args[2])
 
     return types.float64(types.boolean, types.float64, types.float64), codegen
+
+
+@njit(inline="always")
+def small_to_double(d):  # pragma: no cover - compiled
+    """float(d) for an int64 0 <= d < 2^52, exactly, through the bits of 2^52 + d: AVX2 has no
+    vector int64-to-float64 conversion, so float(d) would make a loop scalar."""
+    return as_double(d | _TWO52_BITS) - _TWO52

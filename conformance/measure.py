@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from conformance.intrinsics import as_bits, as_double, select
+from conformance.intrinsics import as_bits, as_double, select, small_to_double
 
 # output format -> (mantissa bits, minimum normal exponent, maximum exponent, storage bits)
 FORMATS = {
@@ -28,7 +28,6 @@ FORMATS = {
     "DOUBLE": (52, -1022, 1023, 64),
 }
 _TINY = float(np.finfo(np.float64).tiny)
-_TWO52, _TWO52_BITS, _TWO52_INT = 2.0**52, 0x4330000000000000, 1 << 52  # 2^52, its bits
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -115,12 +114,12 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
                 gr = gmag if nbits == 64 else (x + half - 1 + ((x >> shift) & 1)) >> shift
                 av = as_double((aneg << 63) | ((ae + expo) << 52) | ((amag & mant) << shift))
                 # the distance in ulps (through zero for opposite signs), exactly a float64
-                # through the bits of 2^52 + d where d < 2^52: always, but for DOUBLE
+                # where d < 2^52: always, but for DOUBLE
                 same = aneg == np.int64(gbits[i] < 0)
                 d = abs(amag - gr) if same else amag + gr
-                key1 = as_double(d | _TWO52_BITS) - _TWO52
+                key1 = small_to_double(d)
                 fast = (ae > 0) & (ae < all_ones) & (ge >= emin) & (ge <= emax) & (gr < top)
-                fast = fast & (d >= 0) & (d < _TWO52_INT)
+                fast = fast & (d >= 0) & (d < (1 << 52))
                 abs_err = abs(av - gv)
                 buf = abs(gv)
                 rel_err = abs_err / max(buf, _TINY)
@@ -136,9 +135,10 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
                 zeros = (amag == 0) & (gmag == 0)
                 g_nan, a_nan = gv != gv, (ae == all_ones) & ((amag & mant) != 0)
                 alike = (ge == 1024) & (ae == all_ones) & (g_nan == a_nan) & (g_nan | same)
+                as_normal = big | (zeros & large)  # counted as normal, and measured
                 compared += np.int64(fast | zeros)
-                normal += np.int64(big | (zeros & large))
-                measured += np.int64(big | (zeros & large))
+                normal += np.int64(as_normal)
+                measured += np.int64(as_normal)
                 mism += np.int64(fast & bad)
                 brel = max(brel, as_bits(rel_err) & -np.int64(big))
                 bmare = max(bmare, as_bits(term) & -np.int64(big))
@@ -147,8 +147,9 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
                 tb[j] = select(big, term, 0.0)
                 k1[j], k2[j] = select(fast, key1, -1.0), select(fast, abs_err, -1.0)
                 avb[j], rb[j] = av, rel_err
-                slow[j] = not (fast | zeros | alike)
-                nslow += np.int64(not (fast | zeros | alike))
+                general = not (fast | zeros | alike)
+                slow[j] = general
+                nslow += np.int64(general)
             bulp, bab = max(bulp, m1b), max(bab, m2b)
             m1, m2 = as_double(m1b), as_double(m2b)
             for j in range(n if nslow else 0):

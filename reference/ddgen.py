@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.spec import OpSpec
-from reference.codegen import CONSTANTS, Source, Unsupported, _number, string_test
+from reference.codegen import _VECMATH, CONSTANTS, Source, Unsupported, _number, string_test
 
 FUNCTIONS = {
     "exp": "dexp",
@@ -33,10 +33,9 @@ FUNCTIONS = {
     "maximum": "dmax",
 }
 _BIN = {ast.Add: "dadd", ast.Sub: "dsub", ast.Mult: "dmul", ast.Div: "ddiv"}
-_HERE = Path(__file__).parent
-_DIGEST = hashlib.sha256(b"".join(p.read_bytes() for p in (
-    _HERE / "ddmath.py", _HERE / "vecmath.py", _HERE / "exactmath.py",
-    _HERE.parent / "conformance" / "intrinsics.py"))).hexdigest()[:16]  # fmt: skip
+_DIGEST = hashlib.sha256(b"".join(Path(__file__).with_name(f).read_bytes()
+                                  for f in ("ddmath.py", "exactmath.py"))
+                         + _VECMATH.encode()).hexdigest()[:16]  # fmt: skip
 
 HEADER = """\
 # ddmath {digest}

@@ -25,6 +25,7 @@ from conformance.intrinsics import as_bits as _bits
 from conformance.intrinsics import as_double as _double
 from conformance.intrinsics import fma as _fma
 from conformance.intrinsics import select as _sel
+from conformance.intrinsics import small_to_double
 
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 with 21 trailing zero bits: k * _LN2_HI is exact
@@ -173,7 +174,6 @@ def vexpm1(x):  # pragma: no cover - compiled
 
 
 _SQRT2 = 1.4142135623730951
-_TWO52, _SHIFT52_BITS = 2.0**52, 0x4330000000000000  # 2^52 and its bits
 # log(1 + f) = 2 atanh(s), s = f / (2 + f), |s| <= 0.1716: 2s + 2s^3 (1/3 + s^2/5 + ... + s^22/25)
 _ATANH = tuple(1.0 / (2 * j + 3) for j in range(11, -1, -1))
 
@@ -184,9 +184,7 @@ def _log(u, c):  # pragma: no cover - compiled
 
     u = 2^e m with m in [sqrt(2)/2, sqrt(2)): log(u) = e ln 2 + 2 atanh((m - 1) / (m + 1))."""
     b = _bits(u)
-    # the exponent as a float64 through the bits of 2^52 + e + 1023: AVX2 has no vector
-    # int64-to-float64 conversion, so float(e) would make the loop scalar
-    ed = _double(((b >> 52) & 2047) | _SHIFT52_BITS) - (_TWO52 + 1023.0)
+    ed = small_to_double((b >> 52) & 2047) - 1023.0  # not float(e): that stops the vectorizer
     m = _double((b & 0xFFFFFFFFFFFFF) | (np.int64(1023) << 52))  # [1, 2)
     big = m >= _SQRT2
     m = _sel(big, 0.5 * m, m)
