@@ -159,23 +159,28 @@ assert len(_ERFC) == 25, "_estrin24 sums degrees 0 to 24"
 
 
 # expm1: below |x| = 1/2 a Taylor series (degree 16: within 2^-59 of it), else exp(x) - 1
-_EXPM1_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(16, 1, -1))  # 1/16!, ..., 1/2!
+_EXPM1_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(2, 17))  # 1/2!, ..., 1/16!
 
 
 @njit(inline="always", error_model="numpy")
 def vexpm1(x):  # pragma: no cover - compiled
     """e^x - 1 for float64 x, within 3 ulp (measured: 1.2); -0, NaN, +-inf, overflow as IEEE."""
-    q = 0.0
-    for c in _EXPM1_TAYLOR:
-        q = _fma(q, x, c)
-    small = _fma(x * x, q, x)
+    c = _EXPM1_TAYLOR  # Estrin's scheme (depth 5, not Horner's 15: see _log)
+    x2 = x * x
+    x4 = x2 * x2
+    q0 = _fma(_fma(c[3], x, c[2]), x2, _fma(c[1], x, c[0]))
+    q1 = _fma(_fma(c[7], x, c[6]), x2, _fma(c[5], x, c[4]))
+    q2 = _fma(_fma(c[11], x, c[10]), x2, _fma(c[9], x, c[8]))
+    q3 = _fma(c[14], x2, _fma(c[13], x, c[12]))
+    q = _fma(_fma(q3, x4, q2), x4 * x4, _fma(q1, x4, q0))
+    small = _fma(x2, q, x)
     r = _sel(abs(x) < 0.5, small, vexp(x) - 1.0)
     return _sel(x == 0, x, r)  # keeps -0 (x != x: NaN from vexp)
 
 
 _SQRT2 = 1.4142135623730951
 # log(1 + f) = 2 atanh(s), s = f / (2 + f), |s| <= 0.1716: 2s + 2s^3 (1/3 + s^2/5 + ... + s^22/25)
-_ATANH = tuple(1.0 / (2 * j + 3) for j in range(11, -1, -1))
+_ATANH = tuple(1.0 / (2 * j + 3) for j in range(12))  # 1/3, 1/5, ..., 1/25
 
 
 @njit(inline="always", error_model="numpy")
@@ -191,12 +196,16 @@ def _log(u, c):  # pragma: no cover - compiled
     ed = ed + _sel(big, 1.0, 0.0)
     f = m - 1.0
     s = f / (2.0 + f)
-    s2 = s * s
-    p = 0.0
-    for k in _ATANH:
-        p = _fma(p, s2, k)
+    z = s * s
+    z2 = z * z
+    z4 = z2 * z2
+    a = _ATANH  # Estrin's scheme, depth 5: Horner's 12 dependent fmas made this latency-bound
+    q0 = _fma(_fma(a[3], z, a[2]), z2, _fma(a[1], z, a[0]))
+    q1 = _fma(_fma(a[7], z, a[6]), z2, _fma(a[5], z, a[4]))
+    q2 = _fma(_fma(a[11], z, a[10]), z2, _fma(a[9], z, a[8]))
+    p = _fma(_fma(q2, z4, q1), z4, q0)
     low = _fma(ed, _LN2_LO, c)
-    return _fma(ed, _LN2_HI, _fma(2.0 * s, s2 * p, low) + 2.0 * s)
+    return _fma(ed, _LN2_HI, _fma(2.0 * s, z * p, low) + 2.0 * s)
 
 
 @njit(inline="always", error_model="numpy")
