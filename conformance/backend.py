@@ -126,6 +126,18 @@ class Backend:
     def version(self) -> str:
         return "unknown"
 
+    def host_facts(self) -> dict[str, Any]:
+        """What a run on this host needs to be judged elsewhere (library versions and places,
+        the device, the environment), for `aclnn-conform backends` and the run's meta; a key
+        "diagnosis" holds one line when something a run needs is missing, "summary" one line
+        for a report's header. Empty for backends with nothing to say."""
+        return {}
+
+    def prepare(self) -> None:
+        """Start what the first case would otherwise pay for (a device, a context), so that a
+        per-case timeout measures the case only; the isolation worker calls it before it
+        reports ready. A BackendError here is a setup error of the run."""
+
     def expect(self, call: Call, deadline: float | None = None) -> Outcome:
         """What `call` should give, this backend being the oracle; an oracle may return its
         goldens as streams (Outcome.golden) and honour `deadline` (time.monotonic())."""

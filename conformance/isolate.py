@@ -30,6 +30,7 @@ START_TIMEOUT = 120.0
 def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] = ()) -> None:
     try:
         backend = load_backend(name, registry_for(spec_dirs), **options)
+        backend.prepare()  # device start-up is not charged to the first case's timeout
         conn.send(("ready", backend.version()))
     except Exception as exc:  # reported to the parent as a setup error
         conn.send(("setup-error", f"{type(exc).__name__}: {exc}"))
@@ -44,6 +45,12 @@ def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] 
         before = {n: a.storage.tobytes() for n, a in call.args.items() if isinstance(a, TensorArg)}
         try:
             outcome = backend.execute(call)
+        except BackendError as exc:  # the backend cannot go on: a setup error of the run
+            conn.send(("setup-error", str(exc)))
+            break
+        except (BackendCrash, BackendTimeout) as exc:  # a device fault: this worker's context
+            conn.send(("crash" if isinstance(exc, BackendCrash) else "timeout", str(exc)))
+            break  # is suspect, so the worker ends (the next case starts a fresh one)
         except Exception as exc:
             conn.send(("raised", f"{type(exc).__name__}: {exc}"))
             continue
@@ -165,6 +172,12 @@ class IsolatedBackend(Backend):
             raise BackendCrash(f"{why}; worker restarted") from None
         if kind == "raised":
             raise RuntimeError(payload)
+        if kind in ("setup-error", "crash", "timeout"):
+            self._stop()
+            if kind == "setup-error":
+                raise BackendError(payload)
+            error = BackendCrash if kind == "crash" else BackendTimeout
+            raise error(f"{payload}; worker restarted")
         outcome, changed = payload
         for name, storage in changed.items():
             target = call.args[name].storage  # type: ignore[union-attr]

@@ -8,7 +8,6 @@ the backend.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
@@ -26,7 +25,6 @@ from conformance import dtypes as dt
 from conformance.backend import BackendError, load_backend
 from conformance.backends.aclnn_backend import AclError, AclnnBackend
 from conformance.call import Call, TensorArg
-from tests.aclnn_double.build import build, compiler
 from tests.aclnn_double.calls import (
     INVALID,
     NULLPTR,
@@ -43,45 +41,10 @@ from tests.aclnn_double.calls import (
     softplus,
 )
 
+pytest_plugins = ["tests.aclnn_double.fixtures"]  # lib_dir, backend, counter, double_lib
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-
-
-@pytest.fixture(scope="session")
-def double_root(tmp_path_factory) -> Path:
-    """DIR with DIR/lib64/{libascendcl,libnnopbase,libopapi_nn}.so: the test double."""
-    if compiler() is None:
-        pytest.skip("no C compiler (cc/gcc/clang) to build the aclnn test double")
-    root = tmp_path_factory.mktemp("aclnn_double")
-    build(root)
-    return root
-
-
-@pytest.fixture(scope="session")
-def lib_dir(double_root) -> Path:
-    return double_root / "lib64"
-
-
-@pytest.fixture
-def backend(lib_dir):
-    b = AclnnBackend(lib_dir=str(lib_dir))
-    yield b
-    b.close()
-
-
-@pytest.fixture(scope="session")
-def counter(lib_dir):
-    """counter(name): a live-object / call counter of the double (same handle as the backend's)."""
-    rt = ctypes.CDLL(str(lib_dir / "libascendcl.so"), mode=ctypes.RTLD_GLOBAL)
-    fn = rt.aclnnTestDoubleCounter
-    fn.restype, fn.argtypes = ctypes.c_int64, [ctypes.c_char_p]
-
-    def get(name: str) -> int:
-        value = fn(name.encode())
-        assert value >= 0, f"unknown counter {name}"
-        return value
-
-    return get
 
 
 def live(counter) -> dict[str, int]:
@@ -571,6 +534,15 @@ def _kernel_precision_only(rec: dict) -> bool:
     return promote in ("FLOAT16", "BF16") and d["out"] != promote
 
 
+def _unrepresentable_scalar(rec: dict) -> bool:
+    """A skip because aclCreateScalar cannot hold the scalar's dtype (opbase's aclScalar has
+    no case for STRING, UNDEFINED, INT4, UINT1 and COMPLEX32)."""
+    m = re.search(r"/negativeSlope:(\w+)$", rec["id"])
+    return (rec["verdict"] == "skip" and m is not None
+            and m.group(1) in ("STRING", "UNDEFINED", "INT4", "UINT1", "COMPLEX32")
+            and rec["reason"].startswith(f"aclCreateScalar cannot make a {m.group(1)} scalar"))  # fmt: skip
+
+
 def test_generated_leaky_suite_through_the_double(lib_dir, tmp_path):
     out = tmp_path / "r.jsonl"
     res = run_cli("--backend", "aclnn", "--backend-opt", f"lib_dir={lib_dir}", "--op",
@@ -582,7 +554,7 @@ def test_generated_leaky_suite_through_the_double(lib_dir, tmp_path):
     odd = [
         (r["id"], r["verdict"], r.get("reason"))
         for r in recs
-        if r["verdict"] not in ("pass", "fail")
+        if r["verdict"] not in ("pass", "fail") and not _unrepresentable_scalar(r)
     ]
     assert not odd
     failed = [r for r in recs if r["verdict"] == "fail"]

@@ -1,21 +1,37 @@
 /*
- * TEST DOUBLE -- libnnopbase.so stand-in: aclCreateTensor / aclCreateScalar and their destroy
- * functions. Checks more than the real one (the data pointer must be a live device allocation
- * and the view must lie inside the storage) so that backend bugs show. Not the real CANN.
+ * TEST DOUBLE -- libnnopbase.so stand-in: aclCreateTensor / aclCreateScalar, their destroy
+ * functions and aclDestroyAclOpExecutor. Checks more than the real one (the data pointer must be
+ * a live device allocation large enough for the storage, the view must lie inside it) so that
+ * backend bugs show. As strict as the real one where it matters: storage bytes follow TypeSize
+ * (COMPLEX32 4 bytes, STRING/UNDEFINED 16, INT4 half a byte...) and aclCreateScalar returns
+ * NULL for the dtypes an aclScalar cannot hold. Not the real CANN.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "aclnn_double.h"
 
-size_t aclTestDoubleElemSize(int dtype) {
+#define BITS 1000 /* TypeSize of a sub-byte type: BITS + its width in bits */
+
+int aclTestDoubleTypeSize(int dtype) {
     switch (dtype) {
-    case DT_FLOAT: case DT_INT32: case DT_UINT32: return 4;
+    case DT_FLOAT: case DT_INT32: case DT_UINT32: case DT_COMPLEX32: return 4;
     case DT_FLOAT16: case DT_INT16: case DT_UINT16: case DT_BF16: return 2;
+    case DT_INT8: case DT_UINT8: case DT_BOOL: case DT_HIFLOAT8: case DT_FLOAT8_E5M2:
+    case DT_FLOAT8_E4M3FN: case DT_FLOAT8_E8M0: return 1;
     case DT_INT64: case DT_UINT64: case DT_DOUBLE: case DT_COMPLEX64: return 8;
     case DT_COMPLEX128: return 16;
-    default: return 1; /* int8, uint8, bool, and the opaque types stored as bytes */
+    case DT_INT4: case DT_FLOAT4_E2M1: case DT_FLOAT4_E1M2: return BITS + 4;
+    case DT_UINT1: return BITS + 1;
+    case DT_FLOAT6_E3M2: case DT_FLOAT6_E2M3: return BITS + 6;
+    default: return 16; /* STRING, UNDEFINED and anything unknown: sizeof(complex128) */
     }
+}
+
+int64_t aclTestDoubleShapeBytes(int dtype, int64_t numel) {
+    int size = aclTestDoubleTypeSize(dtype);
+    if (size > BITS) return (numel * (size - BITS) + 7) >> 3;
+    return numel * size;
 }
 
 aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, int dataType,
@@ -25,6 +41,7 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, int da
         aclTestDoubleSetError("aclCreateTensor: null dims or more than %d dims", MAX_DIMS);
         return NULL;
     }
+    aclTestDoubleSetCounter(C_LAST_FORMAT, format);
     aclTensor *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->magic = TENSOR_MAGIC;
@@ -44,12 +61,12 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, int da
     }
     t->storage_numel = 1;
     for (uint64_t i = 0; i < storageDimsNum; i++) t->storage_numel *= storageDims[i];
-    size_t bytes = (size_t)t->storage_numel * aclTestDoubleElemSize(dataType);
+    size_t bytes = (size_t)aclTestDoubleShapeBytes(dataType, t->storage_numel);
     const char *bad = NULL;
     if (negative) bad = "negative dims, strides or offset";
     else if (!empty && last >= t->storage_numel) bad = "the view reaches beyond the storage";
     else if (bytes && (!tensorData || !aclTestDoubleDeviceRange(tensorData, bytes)))
-        bad = "tensorData is not a device allocation large enough for the storage";
+        bad = "tensorData is not a device allocation large enough for the storage (TypeSize bytes)";
     if (bad) {
         aclTestDoubleSetError("aclCreateTensor: %s", bad);
         free(t);
@@ -68,13 +85,33 @@ int aclDestroyTensor(const aclTensor *tensor) {
     return 0;
 }
 
+/* Bytes an aclScalar reads from value for dtype, 0 for a dtype it has no case for (the real
+   constructor throws, aclCreateScalar catches and returns NULL). */
+static size_t scalar_bytes(int dtype) {
+    switch (dtype) {
+    case DT_FLOAT: case DT_INT32: case DT_UINT32: return 4;
+    case DT_FLOAT16: case DT_BF16: case DT_INT16: case DT_UINT16: return 2;
+    case DT_INT8: case DT_UINT8: case DT_BOOL: case DT_HIFLOAT8: case DT_FLOAT8_E5M2:
+    case DT_FLOAT8_E4M3FN: case DT_FLOAT8_E8M0: case DT_FLOAT6_E3M2: case DT_FLOAT6_E2M3:
+    case DT_FLOAT4_E2M1: case DT_FLOAT4_E1M2: return 1;
+    case DT_INT64: case DT_UINT64: case DT_DOUBLE: case DT_COMPLEX64: return 8;
+    case DT_COMPLEX128: return 16;
+    default: return 0; /* STRING, UNDEFINED, INT4, UINT1, COMPLEX32, ... */
+    }
+}
+
 aclScalar *aclCreateScalar(void *value, int dataType) {
     if (!value) return NULL;
+    size_t n = scalar_bytes(dataType);
+    if (!n) {
+        aclTestDoubleSetError("aclCreateScalar: dataType %d not supported", dataType);
+        return NULL;
+    }
     aclScalar *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->magic = SCALAR_MAGIC;
     s->dtype = dataType;
-    memcpy(s->bytes, value, aclTestDoubleElemSize(dataType));
+    memcpy(s->bytes, value, n);
     aclTestDoubleBump(C_SCALARS_LIVE, 1);
     return s;
 }
@@ -85,5 +122,20 @@ int aclDestroyScalar(const aclScalar *scalar) {
     ((aclScalar *)scalar)->magic = 0;
     free((void *)scalar);
     aclTestDoubleBump(C_SCALARS_LIVE, -1);
+    return 0;
+}
+
+/* An executor phase 1 made and phase 2 never ran (its first member is the magic). */
+int aclDestroyAclOpExecutor(void *executor) {
+    if (!executor) return ACLNN_ERR_INNER_NULLPTR;
+    int *magic = executor;
+    if (*magic != EXECUTOR_MAGIC) {
+        aclTestDoubleSetError("aclDestroyAclOpExecutor: %p is not a live executor", executor);
+        return ACLNN_ERR_INNER;
+    }
+    *magic = 0;
+    free(executor);
+    aclTestDoubleBump(C_EXECUTORS_LIVE, -1);
+    aclTestDoubleBump(C_EXECUTORS_DESTROYED, 1);
     return 0;
 }

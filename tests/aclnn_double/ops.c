@@ -5,12 +5,18 @@
  * computes in float32 like the kernels (DOUBLE LeakyRelu in double with a float slope), rounds
  * to the kernel's dtype, then casts to the output dtype with round-to-nearest-even, writing only
  * the output view. A non-contiguous input makes phase 1 ask for a workspace, and phase 2 checks
- * that it got exactly that. Not the real CANN operators.
+ * that it got exactly that. Like the real library, an operator that would launch a kernel needs
+ * the op package (ASCEND_OPP_PATH, or ASCEND_HOME_PATH/opp_latest): 561107 without it, after the
+ * parameter checks. Phase 2 launches through the runtime (current device, stream, injected
+ * faults) and, in saturation mode, clamps overflows to the dtype's largest finite value and NaN
+ * to 0. Not the real CANN operators.
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "aclnn_double.h"
 
@@ -18,7 +24,8 @@ enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU };
 #define UNDEF (-2)
 
 typedef struct aclOpExecutor {
-    int op, nothing, kdt, flag;
+    int magic; /* first: aclDestroyAclOpExecutor (libnnopbase) checks it */
+    int op, nothing, kdt, flag, saturate;
     const aclTensor *a, *b, *out; /* gradOutput, self (or selfOrResult), output */
     float s1, s2, s3;
     uint64_t ws;
@@ -119,8 +126,8 @@ static double load_bytes(int d, const unsigned char *p) {
     }
 }
 
-static const unsigned char *at(const aclTensor *t, int64_t elem) {
-    return (const unsigned char *)t->data + elem * (int64_t)aclTestDoubleElemSize(t->dtype);
+static const unsigned char *at(const aclTensor *t, int64_t elem) { /* kernel dtypes only */
+    return (const unsigned char *)t->data + elem * (int64_t)aclTestDoubleTypeSize(t->dtype);
 }
 
 static double load(const aclTensor *t, int64_t elem) { return load_bytes(t->dtype, at(t, elem)); }
@@ -137,10 +144,20 @@ static double round_to(double v, int d) {
     }
 }
 
-static void store(const aclTensor *t, int64_t elem, double v) {
+/* Saturation mode: an overflow gives the dtype's largest finite value, NaN gives 0. */
+static double saturate(double v, int d) {
+    double max = d == DT_FLOAT ? 3.4028234663852886e38 : d == DT_FLOAT16 ? 65504.0
+               : d == DT_BF16 ? 3.3895313892515355e38 : 0.0;
+    if (max == 0.0) return v;
+    if (isnan(v)) return 0.0;
+    return v > max ? max : v < -max ? -max : v;
+}
+
+static void store(const aclTensor *t, int64_t elem, double v, int sat) {
     unsigned char *p = (unsigned char *)at(t, elem);
     uint16_t h;
     float f;
+    if (sat) v = saturate(v, t->dtype);
     switch (t->dtype) {
     case DT_FLOAT: f = (float)v; memcpy(p, &f, 4); break;
     case DT_DOUBLE: memcpy(p, &v, 8); break;
@@ -206,10 +223,28 @@ static int broadcast_is(const aclTensor *a, const aclTensor *b, const aclTensor 
 #define PROLOGUE() do { aclTestDoubleBump(C_PHASE1, 1); if (!workspaceSize || !executor) \
     FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize or executor is null", OP); } while (0)
 
+static int is_dir(const char *path) {
+    struct stat st;
+    return path && path[0] && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Where the real library looks for kernels: $ASCEND_HOME_PATH/opp_latest, else $ASCEND_OPP_PATH. */
+static int opp_found(void) {
+    const char *home = getenv("ASCEND_HOME_PATH");
+    char path[4096];
+    if (home && snprintf(path, sizeof path, "%s/opp_latest", home) < (int)sizeof path && is_dir(path))
+        return 1;
+    return is_dir(getenv("ASCEND_OPP_PATH"));
+}
+
 static int finish(int op, int nothing, const aclTensor *a, const aclTensor *b, const aclTensor *out,
                   int kdt, uint64_t *workspaceSize, aclOpExecutor **executor, aclOpExecutor **made) {
+    if (!nothing && !opp_found()) /* a kernel is needed: its package is found through the env */
+        FAIL(ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND, "Get opp kernel path failed: environment variable "
+             "ASCEND_OPP_PATH is not set or not a directory");
     aclOpExecutor *e = calloc(1, sizeof *e);
     if (!e) FAIL(ACLNN_ERR_INNER, "out of memory");
+    e->magic = EXECUTOR_MAGIC;
     e->op = op; e->nothing = nothing; e->a = a; e->b = b; e->out = out; e->kdt = kdt;
     if (!nothing && (!contiguous(a) || !contiguous(b))) /* room for contiguous fp32 copies */
         e->ws = (uint64_t)((4 * (numel(a) + numel(b)) + 31) / 32 * 32);
@@ -265,7 +300,7 @@ static void compute(const aclOpExecutor *e) {
             if (d >= ra && a->dims[d - ra] != 1) ao += idx[d] * a->strides[d - ra];
             if (d >= rb && b->dims[d - rb] != 1) bo += idx[d] * b->strides[d - rb];
         }
-        store(o, oo, round_to(kernel(e, load(a, ao), load(b, bo)), e->kdt));
+        store(o, oo, round_to(kernel(e, load(a, ao), load(b, bo)), e->kdt), e->saturate);
         for (int d = r - 1; d >= 0; d--) {
             if (++idx[d] < o->dims[d]) break;
             idx[d] = 0;
@@ -273,10 +308,17 @@ static void compute(const aclOpExecutor *e) {
     }
 }
 
+/* 1 when the tensor's storage lives on device dev (or has no bytes) */
+static int on_device(const aclTensor *t, int dev) {
+    return aclTestDoubleShapeBytes(t->dtype, t->storage_numel) == 0 ||
+           aclTestDoubleDeviceOf(t->data) == dev;
+}
+
 static int run(int op, const char *OP, void *workspace, uint64_t size, aclOpExecutor *e, void *stream) {
     aclTestDoubleBump(C_PHASE2, 1);
     if (!e) FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor is null", OP);
-    int rc = ACLNN_SUCCESS;
+    if (e->magic != EXECUTOR_MAGIC) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: the executor is not live", OP);
+    int rc = ACLNN_SUCCESS, launched, dev = aclnnTestDoubleCurrentDevice();
     if (e->op != op) {
         aclTestDoubleSetError("%s: the executor belongs to another operator", OP);
         rc = ACLNN_ERR_PARAM_INVALID;
@@ -287,13 +329,20 @@ static int run(int op, const char *OP, void *workspace, uint64_t size, aclOpExec
         aclTestDoubleSetError("%s: workspace of %llu bytes at %p, phase 1 asked for %llu", OP,
                               (unsigned long long)size, workspace, (unsigned long long)e->ws);
         rc = ACLNN_ERR_PARAM_INVALID;
+    } else if (dev >= 0 && (!on_device(e->a, dev) || !on_device(e->b, dev) || !on_device(e->out, dev) ||
+                            (e->ws && aclTestDoubleDeviceOf(workspace) != dev))) {
+        aclTestDoubleSetError("%s: a tensor or the workspace is not in device %d's memory", OP, dev);
+        rc = ACLNN_ERR_RUNTIME_ERROR;
+    } else if ((launched = aclTestDoubleLaunch(stream, &e->saturate)) > 1) {
+        rc = ACLNN_ERR_RUNTIME_ERROR; /* the runtime said why */
     } else {
         if (e->ws) {
             memset(workspace, 0, e->ws);
             aclTestDoubleBump(C_WORKSPACE_RUNS, 1);
         }
-        if (!e->nothing) compute(e);
+        if (!e->nothing && !launched) compute(e); /* launched == 1: it faults or hangs */
     }
+    e->magic = 0;
     free(e); /* an executor runs once */
     aclTestDoubleBump(C_EXECUTORS_LIVE, -1);
     return rc;
