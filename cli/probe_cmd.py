@@ -41,6 +41,8 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
         raise InfrastructureError(str(exc)) from None
     try:
         rows = probe(reg, b, ops_n or None, list(products) or None)
+    except BackendError as exc:  # e.g. no operator package (561107): one setup error
+        raise InfrastructureError(str(exc)) from None
     finally:
         b.close()
     if not rows:

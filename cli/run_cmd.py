@@ -37,14 +37,17 @@ from conformance.runner import (
 from conformance.verdicts import BROKEN
 
 
-def backend_version(name: str, options: dict, reg) -> str:
+def backend_version(name: str, options: dict, reg, facts: dict | None = None) -> str:
     """The version string of the backend, which is started once for it: a backend that cannot
-    start stops the run here, before a results file is touched (exit code 3)."""
+    start stops the run here, before a results file is touched (exit code 3). With `facts`,
+    the backend's host facts (CANN version, device, ASCEND_OPP_PATH, ...) are added to it."""
     try:
         b = load_backend(name, reg, **options)
     except BackendError as exc:
         raise InfrastructureError(f"--backend {name}: {exc}") from None
     try:
+        if facts is not None:
+            facts.update(b.host_facts())
         return b.version()
     finally:
         b.close()
@@ -255,7 +258,10 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     else:
         items = generated_items(reg, sel, seed)
     config.require_cases(len(items), sel, allow_empty, f"--cases {cases_dir}" if cases_dir else "")
-    version = backend_version(backend, options, reg)
+    host: dict = {}
+    version = backend_version(backend, options, reg, host)
+    if host.get("diagnosis"):  # recorded in the meta; a missing ASCEND_OPP_PATH stops the run
+        click.echo(f"warning: {backend}: {host['diagnosis']}", err=True)  # at its first 561107
     oracle_opts = config.oracle_options(oracle, exact)
     oracle_version = (version if oracle == backend and oracle_opts.items() <= options.items()
                       else backend_version(oracle, oracle_opts, reg))  # fmt: skip
@@ -264,6 +270,8 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
             "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
             "expectations": (expect.path or "spec deviations") if expect is not None else None,
             "max_case_bytes": budget, "jobs": jobs}  # fmt: skip
+    if host:
+        meta["backend_host"] = host  # what this host is, for judging the run elsewhere
     meta_path = Path(str(results) + ".meta.json")
     if resume:
         now = {**meta, "seed": None if cases_dir else seed,

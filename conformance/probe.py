@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from conformance import dtypes as dt
-from conformance.backend import Backend
+from conformance.backend import Backend, BackendError
 from conformance.build import build
 from conformance.checks_dtype import partners
 from conformance.generate import dtype_combos
@@ -64,6 +64,8 @@ def probe_op(spec: OpSpec, backend: Backend, product: str) -> list[ProbeRow]:
                 continue
             try:
                 actual = backend.execute(call).status == 0
+            except BackendError:
+                raise  # the backend cannot run at all (setup): not a rejection
             except Exception:
                 actual = False
             if claimed == actual:

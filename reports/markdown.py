@@ -98,6 +98,8 @@ def render_markdown(
     if info["host"]:
         facts.append(f"on {esc(info['host'])}")
     out += [" · ".join(facts), ""]
+    if info.get("setup"):
+        out += [f"setup: {esc(info['setup'])}", ""]
     out += op_dtype_table(records)
     failing_clauses: Counter = Counter()
     for r in failures:

@@ -235,12 +235,24 @@ def run_info(records: list[dict[str, Any]], meta: dict[str, Any] | None) -> dict
         "tool_version": common("tool_version") or meta.get("tool_version", ""),
         "date": fmt_date(meta.get("date", "")),
         "host": meta.get("host", ""),
+        "setup": setup_line(meta.get("backend_host")),
         "seconds": seconds,
         "seconds_from_meta": "seconds" in meta,
         "jobs": meta.get("jobs"),
         "planned": meta.get("cases"),
         "cases": len(records),
     }
+
+
+def setup_line(host: Any) -> str:
+    """The backend's host facts of the meta (CANN, SoC, devices, overflow mode, ASCEND_OPP_PATH)
+    in one line, with the diagnosis of what was missing."""
+    if not isinstance(host, dict):
+        return ""
+    line = str(host.get("summary") or "")
+    if host.get("diagnosis"):
+        line += f" — missing: {host['diagnosis']}" if line else str(host["diagnosis"])
+    return line
 
 
 def fmt(x: Any, digits: int = 3) -> str:

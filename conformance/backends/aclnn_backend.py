@@ -49,13 +49,19 @@ from conformance.backend import (
     BackendTimeout,
     Capabilities,
 )
+from conformance.backends.ascend_host import (
+    SET_ENV,
+    cann_version,
+    diagnose,
+    opp_state,
+    summary_line,
+)
 from conformance.call import Call, CallError, Outcome, ScalarArg, TensorArg
 from conformance.loader import products
 
 RUNTIME, META, OPS = "libascendcl.so", "libnnopbase.so", ("libopapi_nn.so", "libopapi.so")
 DEFAULT_DIRS = ("/usr/local/Ascend/ascend-toolkit/latest/lib64", "/usr/local/Ascend/cann/lib64")
 ENV_VARS = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
-SET_ENV = "source the CANN toolkit's set_env.sh (e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh)"
 H2D, D2H = 1, 2
 ACL_ERROR_REPEAT_INITIALIZE = 100002
 ACL_ERROR_RT_STREAM_SYNC_TIMEOUT = 507046
@@ -68,7 +74,9 @@ FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "HWCN": 16, "NDHWC": 27, "NCDHW": 30, 
 # private formats: their storage shape is not the view's (blocks of 16, C0 splits), so the 1-D
 # storage this adapter passes cannot describe them
 PRIVATE_FORMATS = {"NC1HWC0": 3, "FRACTAL_Z": 4, "NC1HWC0_C04": 12, "FRACTAL_NZ": 29,
-                   "NDC1HWC0": 32, "FRACTAL_Z_3D": 33}  # fmt: skip
+                   "NDC1HWC0": 32, "FRACTAL_Z_3D": 33, "FRACTAL_NZ_C0_16": 50,
+                   "FRACTAL_NZ_C0_32": 51, "FRACTAL_NZ_C0_2": 52, "FRACTAL_NZ_C0_4": 53,
+                   "FRACTAL_NZ_C0_8": 54}  # fmt: skip
 # The dtypes aclScalar's constructor has a case for (opbase common_types.cpp); for any other
 # aclCreateScalar returns NULL.
 SCALAR_DTYPES = frozenset({
@@ -282,32 +290,6 @@ def _what(a: Any) -> str:
     return "null" if a is None else f"{type(a).__name__} {a!r}"[:80]
 
 
-# -- what a run on this host needs to be judged elsewhere --------------------------------------
-
-
-def _cann_version(lib_dir: Path) -> tuple[str | None, str | None]:
-    """(version, file it was read from) from the toolkit's version files, if any."""
-    roots = dict.fromkeys((lib_dir.parent, lib_dir.resolve().parent))  # lib64 is often a link
-    names = ("version.cfg", "ascend_toolkit_install.info", "share/info/runtime/version.info",
-             "runtime/version.info")  # fmt: skip
-    for f in (r / n for r in roots for n in names):
-        try:
-            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-                if line.strip().lower().startswith("version="):
-                    return line.split("=", 1)[1].strip(), str(f)
-        except OSError:
-            continue
-    return None, None
-
-
-def opp_state() -> tuple[str | None, bool]:
-    """($ASCEND_OPP_PATH, whether the library would find its operator package): the library
-    looks in $ASCEND_HOME_PATH/opp_latest, then $ASCEND_OPP_PATH (a directory)."""
-    home, opp = os.environ.get("ASCEND_HOME_PATH"), os.environ.get("ASCEND_OPP_PATH")
-    found = bool(home and (Path(home) / "opp_latest").is_dir()) or bool(opp and Path(opp).is_dir())
-    return opp, found
-
-
 def _device_facts(lib: _Lib, device_id: int, started: bool) -> dict[str, Any]:
     """SoC, device count and overflow mode; the device must be current when `started`."""
     facts: dict[str, Any] = {}
@@ -369,40 +351,6 @@ def probe_device(paths: tuple[Path, Path, Path], device_id: int) -> dict[str, An
             proc.join(5)
 
 
-def diagnose(facts: dict[str, Any]) -> str:
-    """One line naming what a run needs and this host lacks ("" when nothing is missing)."""
-    problems = []
-    if not facts.get("opp_found"):
-        opp = facts.get("ascend_opp_path")
-        what = f"ASCEND_OPP_PATH={opp} is not a directory" if opp else "ASCEND_OPP_PATH is not set"
-        problems.append(f"{what}: every operator would fail with 561107 "
-                        f"(ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND); {SET_ENV}")  # fmt: skip
-    if facts.get("device_error"):
-        problems.append(f"device {facts.get('device_id')} cannot be started "
-                        f"({facts['device_error']}); check the driver with npu-smi info")  # fmt: skip
-    elif facts.get("device_count") == 0:
-        problems.append("no NPU visible (aclrtGetDeviceCount is 0); check the driver with "
-                        "npu-smi info")  # fmt: skip
-    if facts.get("overflow_mode") == "saturation":
-        problems.append("the device computes in saturation mode: overflows give the largest "
-                        "finite value and NaN gives 0, where the specs (IEEE) expect inf and "
-                        "NaN; pass --backend-opt overflow_mode=inf-nan where the SoC has it")  # fmt: skip
-    return "; ".join(problems)
-
-
-def summary_line(facts: dict[str, Any]) -> str:
-    """The facts a report's header shows, in one line."""
-    parts = [facts.get("library") or f"CANN {facts.get('cann_version') or '(version unknown)'}"]
-    if facts.get("soc"):
-        parts.append(f"SoC {facts['soc']}")
-    if facts.get("device_count") is not None:
-        parts.append(f"{facts['device_count']} device(s), device {facts.get('device_id')} used")
-    if facts.get("overflow_mode"):
-        parts.append(f"overflow {facts['overflow_mode']}")
-    parts.append(f"ASCEND_OPP_PATH {facts.get('ascend_opp_path') or 'not set'}")
-    return " · ".join(parts)
-
-
 class AclnnBackend(Backend):
     name = "aclnn"
     capabilities = Capabilities(status="exact")
@@ -461,7 +409,7 @@ class AclnnBackend(Backend):
         where = self.lib.paths[2].parent
         if self.lib.double_info:
             return f"{self.lib.double_info} at {where}"
-        version, _ = _cann_version(where)
+        version, _ = cann_version(where)
         return f"CANN {version} at {where}" if version else f"CANN at {where}"
 
     def host_facts(self) -> dict[str, Any]:
@@ -469,12 +417,12 @@ class AclnnBackend(Backend):
         the device count, the overflow mode, and a one-line diagnosis of what is missing. The
         device facts come from this backend's device when it runs, else from a spawned probe."""
         where = self.lib.paths[2].parent
-        version, version_file = _cann_version(where)
+        version, version_file = cann_version(where)
         opp, found = opp_state()
         facts: dict[str, Any] = {
             "library": self.lib.double_info or "CANN", "cann_version": version,
             "cann_version_file": version_file,
-            "libraries": {p.name: str(p) for p in self.lib.paths},
+            "libraries": [str(p) for p in self.lib.paths],
             "libraries_from": self._found_via, "ascend_opp_path": opp, "opp_found": found,
             "device_id": self.device_id,
         }  # fmt: skip
@@ -493,9 +441,6 @@ class AclnnBackend(Backend):
             return why
         if self.products and call.product not in self.products:
             return f"the device under test is {', '.join(self.products)}, not {call.product}"
-        op = self.spec(call).op
-        if not hasattr(self.lib.ops, op) or not hasattr(self.lib.ops, op + "GetWorkspaceSize"):
-            return f"{self.lib.paths[2].name} has no {op}"
         for name, a in call.args.items():
             if isinstance(a, ScalarArg) and dt.get(a.dtype).name not in SCALAR_DTYPES:
                 return (f"aclCreateScalar cannot make a {dt.get(a.dtype).name} scalar ({name}): "
@@ -508,6 +453,9 @@ class AclnnBackend(Backend):
                 if fmt not in FORMATS:
                     return (f"{name} has the format {a.format!r}, which aclFormat does not "
                             f"name (known: {', '.join(FORMATS)})")  # fmt: skip
+        op = self.spec(call).op
+        if not hasattr(self.lib.ops, op) or not hasattr(self.lib.ops, op + "GetWorkspaceSize"):
+            return f"{self.lib.paths[2].name} has no {op}"
         return None
 
     # -- device lifetime ------------------------------------------------------------------------
@@ -663,7 +611,7 @@ class AclnnBackend(Backend):
                 a = call.args.get(p.name)
                 if p.is_tensor and not p.is_output and isinstance(a, TensorArg):
                     back = self._fetch(p.name, devmem, a.storage)
-                    if back.tobytes() != a.storage.tobytes():
+                    if not np.array_equal(back.view(np.uint8), a.storage.view(np.uint8)):
                         a.storage = back
             return Outcome(int(status), outputs, message)
         finally:

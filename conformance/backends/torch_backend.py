@@ -10,11 +10,13 @@ result is stored the way an out= variant stores it: `torch.can_cast(result, out 
 shapes, then a copy through an as_strided view of a copy of the output storage, so nothing
 outside the view changes. PyTorch has no aclnn status codes: any exception is a rejection
 (ACLNN_ERR_PARAM_INVALID with `raised` set and the exception text as message), so the backend declares "accept_reject".
-Null pointers and dtypes torch lacks are skipped.
+Null pointers and dtypes torch lacks are skipped. Every input tensor is read back from the device
+after the call, so that an op writing an input fails "inputs are unchanged".
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +26,13 @@ import numpy as np
 from conformance import dtypes as dt
 from conformance.backend import (
     Backend,
+    BackendCrash,
     BackendError,
     BackendOptionError,
     Capabilities,
     module_available,
 )
+from conformance.backends import ascend_host
 from conformance.bindings import Binding, BindingCache, BindingError
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
 from conformance.loader import status_codes
@@ -216,14 +220,21 @@ class TorchBackend(Backend):
         b = self.binding(spec)
         if b is None:
             raise BackendError(f"{spec.path} has no bindings.aten section")
+        self._ready()
         outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs}
         # An in-place op's tensor is handed over as a view of its own device storage, which is
-        # then read back as it is: a result that does not land there is not in place.
+        # then read back as it is: a result that does not land there is not in place. Every
+        # other tensor input has its own device storage too, read back after the call.
         bases = {p.name: self._tensor(call.tensor(p.name).storage, call.tensor(p.name).dtype)
                  for p in spec.params if p.is_inout}  # fmt: skip
+        outs = {p.name for p in spec.outputs}
+        inputs = {n: self._tensor(a.storage, a.dtype) for n in (*b.args, *(n for _, n in b.kwargs))
+                  if n not in bases and n not in outs
+                  and isinstance(a := call.args[n], TensorArg)}  # fmt: skip
+        bases.update(inputs)
         args = [self._value(call.args[n], bases.get(n)) for n in b.args]
         kwargs = {k: self._value(call.args[n], bases.get(n)) for k, n in b.kwargs}
-        overload = getattr(self.torch.ops.aten, b.op).default
+        overload = self._overload(b)
         try:
             result = overload(*args, **kwargs)
             results = result if isinstance(result, tuple | list) else (result,)
@@ -232,13 +243,34 @@ class TorchBackend(Backend):
         except Exception as exc:  # torch rejects by raising; the text says why
             text = str(exc).strip().splitlines()
             message = text[0][:500] if text else type(exc).__name__
+            self._sync()
+            self._read_back(call, inputs)
             return Outcome(status_codes()["ACLNN_ERR_PARAM_INVALID"], outputs,
                            f"{type(exc).__name__}: {message}", raised=True)  # fmt: skip
+        self._sync()
         for name, r in pairs:
             t = call.tensor(name)
             outputs[name] = (self._host(bases[name], t) if name in bases
                              else self._store(t, r))  # fmt: skip
+        self._read_back(call, inputs)
         return Outcome(0, outputs, "")
+
+    def _overload(self, b: AtenBinding) -> Any:
+        return getattr(self.torch.ops.aten, b.op).default
+
+    def _ready(self) -> None:
+        """Raise BackendError when this process cannot run cases (torch_npu: see there)."""
+
+    def _sync(self) -> None:
+        """Wait for the device (torch_npu: a failure there is a device fault, not a rejection)."""
+
+    def _read_back(self, call: Call, inputs: dict[str, Any]) -> None:
+        """Each input's device storage back into the call, where the op wrote it."""
+        for name, base in inputs.items():
+            t = call.tensor(name)
+            host = self._host(base, t)
+            if not np.array_equal(host.view(np.uint8), t.storage.view(np.uint8)):
+                t.storage = host
 
     def _value(self, arg: Any, base: Any = None) -> Any:
         if isinstance(arg, TensorArg):
@@ -291,7 +323,16 @@ class TorchBackend(Backend):
 
 
 class TorchNpuBackend(TorchBackend):
-    """The same adapter on an Ascend NPU through torch_npu (which calls aclnn underneath)."""
+    """The same adapter on an Ascend NPU through torch_npu (which calls aclnn underneath).
+
+    It follows the aclnn adapter's rules where they apply: the device is started before the
+    isolation worker reports ready (prepare); a failure of the device sync after the op is a
+    device fault (a `crash`, and the worker ends), never a rejection, and since torch_npu cannot
+    reset the device in-process, later calls in the same process refuse; a process forked after
+    the backend was made refuses (NPU state does not survive fork). It never finalizes ACL:
+    torch_npu owns its initialisation, and the aclnn adapter in the same process gives back only
+    its own reference (aclFinalizeReference after aclInit's 100002).
+    """
 
     name = "torch_npu"
     default_device = "npu"
@@ -300,6 +341,52 @@ class TorchNpuBackend(TorchBackend):
         import torch_npu  # noqa: F401  registers the "npu" device with torch
 
         super().__init__(**options)
+        self._pid = os.getpid()
+        self._fault: str | None = None
+
+    def _ready(self) -> None:
+        if os.getpid() != self._pid:
+            raise BackendError("torch_npu: this process was forked from the one that started the "
+                               "NPU; its state does not survive fork(): run the backend in a "
+                               "spawned worker (--isolate)")  # fmt: skip
+        if self._fault is not None:
+            raise BackendError(f"torch_npu: the NPU had a device fault in an earlier case "
+                               f"({self._fault}) and torch_npu cannot reset it in this process; "
+                               "rerun with --isolate so that a fault costs one worker")  # fmt: skip
+
+    def _sync(self) -> None:
+        try:
+            self.torch.npu.synchronize()
+        except Exception as exc:  # the kernel failed on the device, asynchronously
+            self._fault = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
+            raise BackendCrash(
+                f"device fault: torch.npu.synchronize() raised {self._fault}"
+            ) from None
+
+    def prepare(self) -> None:
+        """Start the NPU (context, first allocation) before the first case's timeout runs."""
+        self._ready()
+        self.torch.zeros(1, device=self.device)
+        self._sync()
+
+    def host_facts(self) -> dict[str, Any]:
+        """torch_npu and CANN versions, SoC, device count, ASCEND_OPP_PATH and a diagnosis."""
+        import torch_npu
+
+        torch = self.torch
+        npu = getattr(torch, "npu", None)
+        opp, found = ascend_host.opp_state()
+        facts: dict[str, Any] = {"library": f"torch_npu {torch_npu.__version__}",
+                                 "cann_version": _attr(torch_npu, "version.cann"),
+                                 "ascend_opp_path": opp, "opp_found": found,
+                                 "device_id": torch.device(self.device).index or 0}  # fmt: skip
+        facts["soc"] = _call(npu, "get_device_name", facts["device_id"])
+        facts["device_count"] = _call(npu, "device_count")
+        inf_nan = _call(_attr(torch_npu, "npu.utils"), "is_support_inf_nan")
+        facts["overflow_mode"] = None if inf_nan is None else "inf-nan" if inf_nan else "saturation"
+        facts["diagnosis"] = ascend_host.diagnose(facts)
+        facts["summary"] = ascend_host.summary_line(facts)
+        return facts
 
     @classmethod
     def availability(cls, **options: Any) -> tuple[bool, str]:
@@ -319,3 +406,19 @@ class TorchNpuBackend(TorchBackend):
         import torch_npu
 
         return f"torch {self.torch.__version__} + torch_npu {torch_npu.__version__} ({self.device})"
+
+
+def _attr(obj: Any, dotted: str) -> Any:
+    """obj.a.b, or None where any part is missing."""
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _call(obj: Any, name: str, *args: Any) -> Any:
+    """obj.name(*args), or None where it is missing or raises (a fact we cannot learn)."""
+    fn = getattr(obj, name, None)
+    try:
+        return fn(*args) if callable(fn) else None
+    except Exception:
+        return None

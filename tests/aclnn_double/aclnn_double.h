@@ -16,7 +16,9 @@
  * Injection (for tests): ACLNN_TEST_DOUBLE_DEVICE_FAULT=FILE / ACLNN_TEST_DOUBLE_SYNC_TIMEOUT=FILE
  * make the next launch fault / hang once, if FILE exists (it is removed: one shot, across
  * processes); ACLNN_TEST_DOUBLE_SETDEVICE_MS=N makes a device's first aclrtSetDevice take N ms;
- * ACLNN_TEST_DOUBLE_SAT_MODE=0 starts devices in saturation mode; aclnnTestDoubleInject().
+ * ACLNN_TEST_DOUBLE_SAT_MODE=0 starts devices in saturation mode (read by aclInit);
+ * ACLNN_TEST_DOUBLE_WRITES_INPUT=1 makes every kernel also write its second input (a bug the
+ * "inputs are unchanged" check must see); aclnnTestDoubleInject("malloc_fail_in", N).
  */
 #ifndef ACLNN_TEST_DOUBLE_H
 #define ACLNN_TEST_DOUBLE_H

@@ -341,6 +341,9 @@ static int run(int op, const char *OP, void *workspace, uint64_t size, aclOpExec
             aclTestDoubleBump(C_WORKSPACE_RUNS, 1);
         }
         if (!e->nothing && !launched) compute(e); /* launched == 1: it faults or hangs */
+        /* injected bug: the kernel also writes its second input (self / selfOrResult) */
+        if (!e->nothing && !launched && getenv("ACLNN_TEST_DOUBLE_WRITES_INPUT") && numel(e->b))
+            store(e->b, e->b->offset, -12345.0, 0);
     }
     e->magic = 0;
     free(e); /* an executor runs once */
