@@ -408,6 +408,7 @@ def test_a_call_from_another_thread(backend, double_lib):
 def test_device_fault_is_a_crash_and_the_context_starts_afresh(backend, counter, tmp_path,
                                                                monkeypatch):  # fmt: skip
     assert backend.execute(ok_call()).status == 0
+    inits = counter("inits")
     token = tmp_path / "fault"
     token.touch()
     monkeypatch.setenv("ACLNN_TEST_DOUBLE_DEVICE_FAULT", str(token))
@@ -419,6 +420,7 @@ def test_device_fault_is_a_crash_and_the_context_starts_afresh(backend, counter,
     call = ok_call()
     got = backend.execute(call)  # a fresh context (the double's device is usable after reset)
     assert got.status == 0 and result(call, got, "out").tolist() == [1.0, -1.0]
+    assert counter("inits") == inits  # only the device was restarted, not ACL
 
 
 def test_sync_timeout_is_a_timeout(lib_dir, counter, tmp_path, monkeypatch):
@@ -622,9 +624,10 @@ def test_backends_unknown_name_is_a_usage_error():
 
 
 def test_run_meta_and_report_record_the_host(lib_dir, double_root, tmp_path):
-    out, md = tmp_path / "r.jsonl", tmp_path / "r.md"
+    out, md, html = tmp_path / "r.jsonl", tmp_path / "r.md", tmp_path / "r.html"
     cli("run", "--backend", "aclnn", "--backend-opt", f"lib_dir={lib_dir}", "--op",
-        "elu_backward", "--max-cases", "3", "--results", str(out), "--markdown", str(md), "-q")  # fmt: skip
+        "elu_backward", "--max-cases", "3", "--results", str(out), "--markdown", str(md),
+        "--html", str(html), "-q")  # fmt: skip
     host = json.loads(Path(str(out) + ".meta.json").read_text(encoding="utf-8"))["backend_host"]
     assert host["soc"] == "TEST-DOUBLE-SoC (aclnn TEST DOUBLE, no NPU)"
     assert (host["device_count"], host["device_id"], host["overflow_mode"]) == (8, 0, "inf-nan")
@@ -635,3 +638,6 @@ def test_run_meta_and_report_record_the_host(lib_dir, double_root, tmp_path):
                            "NPU) · SoC TEST-DOUBLE-SoC (aclnn TEST DOUBLE, no NPU) · 8 device(s), "
                            f"device 0 used · overflow inf-nan · ASCEND_OPP_PATH "
                            f"{double_root / 'opp'}") in text  # fmt: skip
+    page = html.read_text(encoding="utf-8")
+    assert '<dd id="backend-setup">aclnn TEST DOUBLE' in page
+    assert f"· overflow inf-nan · ASCEND_OPP_PATH {double_root / 'opp'}</dd>" in page

@@ -497,11 +497,12 @@ class AclnnBackend(Backend):
         if self.stream is not None:
             return self.stream
         lib = self.lib
-        try:
-            _acquire_acl(lib)
-        except AclError as exc:
-            raise BackendError(f"aclnn: cannot initialise ACL: {exc}") from None
-        self._holds_acl = True
+        if not self._holds_acl:  # (kept over a device fault: only the device is restarted)
+            try:
+                _acquire_acl(lib)
+            except AclError as exc:
+                raise BackendError(f"aclnn: cannot initialise ACL: {exc}") from None
+            self._holds_acl = True
         prev = self._current_context()
         try:
             lib.check(lib.aclrtSetDevice(self.device_id), f"aclrtSetDevice({self.device_id})")
@@ -532,16 +533,17 @@ class AclnnBackend(Backend):
             self._holds_acl = False
             _release_acl(self.lib)
 
-    def _teardown(self) -> None:
-        """Stream, device and ACL reference given back (close, or after a device fault: the
-        next call starts a fresh context)."""
+    def _teardown(self, keep_acl: bool = False) -> None:
+        """Stream and device given back, and the ACL reference unless `keep_acl` (after a device
+        fault: the next call starts a fresh device context)."""
         lib = self.lib
         if self.stream is not None:
             with contextlib.suppress(AclError), self._on_device():
                 lib.aclrtDestroyStream(self.stream)
             lib.aclrtResetDevice(self.device_id)
         self.stream, self._ctx = None, None
-        self._release()
+        if not keep_acl:
+            self._release()
 
     def close(self) -> None:
         if self._pid != os.getpid():  # never touch the parent's ACL from a fork()ed child
@@ -622,7 +624,7 @@ class AclnnBackend(Backend):
             for b in buffers:
                 lib.aclrtFree(b)
             if fault is not None:  # the context may be broken: start afresh next time
-                self._teardown()
+                self._teardown(keep_acl=True)
 
     def _sync(self, stream: Any) -> Exception | None:
         """None when the stream finished; else the case's crash or timeout (a device fault)."""
