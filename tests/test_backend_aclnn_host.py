@@ -609,6 +609,14 @@ def test_backends_shows_what_a_real_host_needs(lib_dir, double_root, monkeypatch
                             "with 561107") for x in lines)  # fmt: skip
 
 
+def test_backends_diagnoses_a_device_that_does_not_start(lib_dir):
+    lines = block(cli("backends", "aclnn", "--lib-dir", str(lib_dir), "--device-id", "9").stdout,
+                  "aclnn")  # fmt: skip
+    assert "  device count: 8" in lines and "  overflow mode: —" in lines
+    assert ("  diagnosis: device 9 cannot be started (aclrtSetDevice(9) returned 107001: "
+            "[TEST DOUBLE] aclrtSetDevice: invalid device id 9") in "\n".join(lines)  # fmt: skip
+
+
 def test_backends_reads_the_cann_version_file(tmp_path, lib_dir):
     root = tmp_path / "toolkit"
     shutil.copytree(lib_dir, root / "lib64")

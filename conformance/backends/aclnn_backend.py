@@ -292,7 +292,7 @@ def _what(a: Any) -> str:
 
 def _device_facts(lib: _Lib, device_id: int, started: bool) -> dict[str, Any]:
     """SoC, device count and overflow mode; the device must be current when `started`."""
-    facts: dict[str, Any] = {}
+    facts: dict[str, Any] = dict.fromkeys(("device_count", "soc", "overflow_mode"))
     if lib.aclrtGetDeviceCount is not None:
         n = C.c_uint32(0)
         rc = lib.aclrtGetDeviceCount(C.byref(n))
@@ -301,7 +301,11 @@ def _device_facts(lib: _Lib, device_id: int, started: bool) -> dict[str, Any]:
         soc = lib.aclrtGetSocName()
         facts["soc"] = soc.decode("utf-8", "replace") if soc else None
     if not started:
-        lib.check(lib.aclrtSetDevice(device_id), f"aclrtSetDevice({device_id})")
+        rc = lib.aclrtSetDevice(device_id)
+        if rc != 0:
+            said = lib.recent_error() or "no message"
+            facts["device_error"] = f"aclrtSetDevice({device_id}) returned {rc}: {said}"
+            return facts
     try:
         if lib.aclrtGetDeviceSatMode is not None:
             mode = C.c_int(-1)
