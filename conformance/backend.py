@@ -150,6 +150,16 @@ class Backend:
     def execute(self, call: Call) -> Outcome:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def warm_up(self) -> None:
+        """Start what a call needs (a worker process): the judge calls it before a case's clock
+        starts, so a (re)start is not charged to the case."""
+
+    def execute_by(self, call: Call, deadline: float | None) -> Outcome:
+        """execute, within a case's deadline (time.monotonic(), None: none): the judge's entry.
+        A backend that can stop early overrides it and raises BackendTimeout; this one cannot
+        (the judge then rules a call that returns past the deadline a `timeout`)."""
+        return self.execute(call)
+
     def close(self) -> None:
         """Release whatever the backend holds (devices, worker processes)."""
 
