@@ -152,6 +152,9 @@ def judge(
         return done("error", f"the oracle {oracle_name} returned {want.status} but the case expects "
                              f"{case.expected_status}: {want.message}")  # fmt: skip
     call = backend_call(spec, case.call, backend)
+    if clock.passed():
+        return done("timeout", f"--timeout {timeout:g} s spent before the backend ran "
+                               f"(oracle {oracle_name}: {rec['durations']['oracle']:.1f} s)")  # fmt: skip
     t0 = time.perf_counter()
     try:
         got = backend.execute_by(call, clock.at)

@@ -47,6 +47,15 @@ def _digest(a: np.ndarray) -> bytes:
     return hashlib.blake2b(np.ascontiguousarray(a).reshape(-1).view(np.uint8)).digest()
 
 
+def _answer(conn, msg: tuple) -> None:
+    """Send msg to the parent; a parent gone (its end of the pipe closed) ends the child quietly,
+    never with a BrokenPipeError traceback on the terminal they share."""
+    try:
+        conn.send(msg)
+    except (BrokenPipeError, ConnectionError, OSError):
+        os._exit(0)
+
+
 def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] = (),
            max_memory: int | None = None, scratch: str | None = None,
            parent: int | None = None) -> None:  # fmt: skip
@@ -57,9 +66,9 @@ def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] 
     try:
         limits.limit_memory(max_memory)
         backend = load_backend(name, registry_for(spec_dirs), **options)
-        conn.send(("ready", backend.version()))
+        _answer(conn, ("ready", backend.version()))
     except Exception as exc:  # reported to the parent as a setup error
-        conn.send(("setup-error", f"{type(exc).__name__}: {exc}"))
+        _answer(conn, ("setup-error", f"{type(exc).__name__}: {exc}"))
         return
     while True:
         try:
@@ -69,22 +78,25 @@ def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] 
         if msg is None:
             break
         call, deadline = msg
+        if time.monotonic() > deadline:  # the call took its time to arrive: nothing is run
+            _answer(conn, ("timeout", "no time left within --timeout when the call arrived"))
+            continue
         before = {n: _digest(a.storage) for n, a in call.args.items() if isinstance(a, TensorArg)}
         try:
             outcome = backend.execute_by(call, deadline)
         except BackendCrash as exc:
-            conn.send(("crash", str(exc)))
+            _answer(conn, ("crash", str(exc)))
             continue
         except (BackendTimeout, OracleTimeout) as exc:
-            conn.send(("timeout", str(exc)))
+            _answer(conn, ("timeout", str(exc)))
             continue
         except Exception as exc:
-            conn.send(("raised", f"{type(exc).__name__}: {exc}"))
+            _answer(conn, ("raised", f"{type(exc).__name__}: {exc}"))
             continue
         # inputs the backend wrote to travel back, so the parent's mutation check sees them
         changed = {n: call.args[n].storage for n, digest in before.items()
                    if _digest(call.args[n].storage) != digest}  # fmt: skip
-        conn.send(("ok", (outcome, changed)))
+        _answer(conn, ("ok", (outcome, changed)))
     backend.close()
 
 
@@ -199,16 +211,18 @@ class IsolatedBackend(Backend):
     def execute_by(self, call: Call, deadline: float | None) -> Outcome:
         self.warm_up()
         conn = self._conn
-        limit = self.timeout if deadline is None else max(0.0, deadline - time.monotonic())
-        deadline = time.monotonic() + limit
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout
+        limit = deadline - time.monotonic()
         try:
             conn.send((call, deadline))  # type: ignore[union-attr]
-            ready = conn.poll(limit + GRACE)  # type: ignore[union-attr]
+            ready = conn.poll(max(0.0, deadline - time.monotonic()) + GRACE)  # type: ignore[union-attr]
         except (BrokenPipeError, EOFError, OSError):
             ready = True
         if not ready:
             self._stop(kill=True)
-            raise BackendTimeout(f"no answer within {limit:g} s; worker killed and restarted")
+            raise BackendTimeout(f"no answer within the {max(0.0, limit):.3g} s left of the case; "
+                                 "worker killed and restarted")  # fmt: skip
         try:
             kind, payload = conn.recv()  # type: ignore[union-attr]
         except (EOFError, OSError):

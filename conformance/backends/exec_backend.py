@@ -232,7 +232,7 @@ class ExecBackend(Backend):
             for f in (proc.stdout, proc.stderr):
                 f.close()  # type: ignore[union-attr]
         if late:
-            raise BackendTimeout(f"harness timed out after {timeout:g} s (killed): {self.cmd}")
+            raise BackendTimeout(f"harness timed out after {timeout:.3g} s (killed): {self.cmd}")
         said = _tail(err) or "(empty)"
         if proc.returncode < 0:
             raise BackendCrash(f"harness killed by signal {_signal_name(-proc.returncode)}: "
