@@ -221,8 +221,8 @@ class IsolatedBackend(Backend):
             ready = True
         if not ready:
             self._stop(kill=True)
-            raise BackendTimeout(f"no answer within the {max(0.0, limit):.3g} s left of the case; "
-                                 "worker killed and restarted")  # fmt: skip
+            raise BackendTimeout(f"no answer within {max(0.0, limit):.3g} s (what --timeout left "
+                                 "of the case); worker killed and restarted")  # fmt: skip
         try:
             kind, payload = conn.recv()  # type: ignore[union-attr]
         except (EOFError, OSError):

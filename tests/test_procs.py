@@ -31,11 +31,19 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _as_under_a_terminal() -> None:
+    """SIGINT at its default and unblocked, whatever the test runner left (an xdist worker may
+    ignore it: a child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def _start(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     """A run in a session of its own: a signal to its group reaches it as a terminal's would."""
     return subprocess.Popen([*_exe(), "run", *args], cwd=cwd, env=env or _env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # fmt: skip
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_as_under_a_terminal)  # fmt: skip
 
 
 def _wait_for_records(results: Path, proc: subprocess.Popen, n: int = 1, limit: float = 120):
