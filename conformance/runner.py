@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError, backend_class, load_backend
+from conformance import limits
+from conformance.backend import Backend, BackendError, backend_class, load_backend, takes_option
 from conformance.call import Outcome, TensorArg
 from conformance.casefile import CaseFileError, find_cases, read_case
 from conformance.execute import DEFAULT_ORACLE, judge
@@ -67,7 +68,7 @@ class RunConfig:
     fail_fast: bool = False
     keep_outputs: str | None = None
     isolate: bool | None = None  # None: the backend's own default (aclnn and exec isolate)
-    timeout: float = 60.0  # per case, for the backend (when isolated) and the oracle
+    timeout: float = 60.0  # per case: the oracle, the backend and the comparison together
     exact: bool = False  # the reference's DOUBLE outputs correctly rounded, not faithful
     max_case_bytes: int | None = None  # a case needing more memory is an error, not run
     max_memory: int | None = None  # RLIMIT_DATA of an isolated worker / exec harness (limits.py)
@@ -161,8 +162,6 @@ _STATE: dict[str, Any] = {}
 
 def make_backend(cfg: RunConfig, registry: Registry | None = None) -> Backend:
     """The backend under test, in a worker process when isolation is on."""
-    from conformance.backend import takes_option
-
     registry = registry or registry_for(cfg.spec_dirs)
     cls = backend_class(cfg.backend)
     isolate = cls.isolate_by_default if cfg.isolate is None else cfg.isolate
@@ -190,8 +189,6 @@ def _init_worker(cfg: RunConfig, parent: int | None = None) -> None:
     """A worker process: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool and
     reports; the worker keeps SIGTERM's default, by which the parent ends it), and it dies with
     the parent, were that killed outright."""
-    from conformance import limits
-
     limits.die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork

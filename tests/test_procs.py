@@ -372,8 +372,8 @@ def numpy_path(monkeypatch):
 
 
 def test_a_large_case_over_the_timeout_is_a_timeout_in_bounded_time(numpy_path):
-    """2^24 elements through the numpy path take a minute here (84 s measured on 2 busy cores);
-    under --timeout 0.2 the reference as the backend stops between chunks."""
+    """2^24 elements through the numpy path take 2.1 s to judge here (10^8: 14 s), on 2 busy
+    cores; under --timeout 0.2 the reference as the backend stops between chunks (0.21 s)."""
     from conformance.execute import judge
     from reference.backend import ReferenceBackend
 
@@ -384,11 +384,12 @@ def test_a_large_case_over_the_timeout_is_a_timeout_in_bounded_time(numpy_path):
     took = time.monotonic() - t0
     assert judged.verdict == "timeout", judged.reason
     assert "did not finish within 0.2 s" in judged.reason
-    assert took < 0.2 + 3
+    assert took < 0.2 + 1.0, took
 
 
 def test_the_comparison_stops_at_the_timeout_too(numpy_path):
-    """A backend that answers at once leaves the whole budget to the oracle's golden stream."""
+    """A backend that answers at once leaves the whole budget to the oracle's golden stream
+    (the comparison alone takes 1.6 s unbounded here)."""
     import numpy as np
 
     from conformance.backend import Backend, Capabilities
@@ -409,8 +410,9 @@ def test_the_comparison_stops_at_the_timeout_too(numpy_path):
     t0 = time.monotonic()
     judged = judge(spec, case, Instant(registry=reg), ReferenceBackend(registry=reg),
                    "reference", timeout=0.3)  # fmt: skip
+    took = time.monotonic() - t0
     assert judged.verdict == "timeout", judged.reason
-    assert time.monotonic() - t0 < 0.3 + 5
+    assert took < 0.3 + 1.0, took
 
 
 def test_a_backend_call_that_cannot_be_stopped_is_a_timeout_when_it_returns():
