@@ -3,6 +3,7 @@ checks. The checks themselves live in `conformance.config`, shared with the pyte
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -35,6 +36,21 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     return i, n
 
 
+class Seconds(click.ParamType):
+    """A positive, finite number of seconds (nan, inf, 0 and negatives are usage errors)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds > 0):
+            self.fail(f"{value!r} is not a positive, finite number of seconds", param, ctx)
+        return seconds
+
+
 def backend_options(f):
     """Options that configure the backend under test (shared by run, replay and probe)."""
     opts = [
@@ -46,8 +62,13 @@ def backend_options(f):
         click.option("--exec-cmd", default=None, help="exec: the harness command line."),
         click.option("--isolate/--no-isolate", default=None,
                      help="Run the backend in a worker process (default: on for aclnn and exec)."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-                     help="Per-case time limit in seconds for an isolated backend."),
+        click.option("--timeout", type=Seconds(), default=60.0, show_default=True,
+                     help="Per-case time limit in seconds: the oracle, the backend and the "
+                          "comparison; over it the case is a timeout."),
+        click.option("--max-memory", default=None, metavar="SIZE",
+                     help="Memory limit (RLIMIT_DATA) of an isolated backend's worker and of "
+                          "an exec harness, e.g. 8G; none: no limit. Default: three quarters "
+                          "of physical memory divided by --jobs, at least 2G."),
     ]  # fmt: skip
     for o in reversed(opts):
         f = o(f)

@@ -9,6 +9,7 @@ import click
 from cli.console import heading
 from cli.errors import InfrastructureError, UserError
 from cli.options import backend_options, checked_backend, registry
+from conformance import config
 from conformance import dtypes as dt
 from conformance.backend import BackendError
 from conformance.probe import probe, to_json
@@ -25,7 +26,7 @@ SYMBOL = {"agree-accept": "+", "agree-reject": ".", "listed-but-rejected": "L",
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
 @backend_options
 def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, device_id, exec_cmd,
-              isolate, timeout):  # fmt: skip
+              isolate, timeout, max_memory):  # fmt: skip
     """Try every aclDataType on each tensor and scalar parameter; print claimed vs actual.
 
     Legend: + accepted as listed, . rejected as not listed, L listed but rejected,
@@ -36,7 +37,8 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
     ops_n = [reg.get(o).name for o in ops]
     try:
         b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
-                                   timeout=timeout, spec_dirs=reg.dirs), reg)  # fmt: skip
+                                   timeout=timeout, spec_dirs=reg.dirs,
+                                   max_memory=config.max_memory(max_memory)), reg)  # fmt: skip
     except BackendError as exc:
         raise InfrastructureError(str(exc)) from None
     try:

@@ -52,7 +52,7 @@ def _show_array(name: str, a: np.ndarray, limit: int = 24) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
 @backend_options
 def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_dir, device_id,
-           exec_cmd, isolate, timeout):  # fmt: skip
+           exec_cmd, isolate, timeout, max_memory):  # fmt: skip
     """Rebuild CASE-ID from its id and seed, run it, print inputs, expected, actual and verdict."""
     spec, case = find_case(case_id, seed)
     reg = registry()
@@ -61,12 +61,13 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
         config.check_backend(oracle, {}, "--oracle")
     try:
         b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
-                                   timeout=timeout, spec_dirs=reg.dirs), reg)  # fmt: skip
+                                   timeout=timeout, spec_dirs=reg.dirs,
+                                   max_memory=config.max_memory(max_memory)), reg)  # fmt: skip
         o = load_backend(oracle, reg)
     except BackendError as exc:
         raise InfrastructureError(str(exc)) from None
     try:
-        judged = judge(spec, case, b, o, oracle)
+        judged = judge(spec, case, b, o, oracle, timeout)
     finally:
         b.close()
     rec = judged.record

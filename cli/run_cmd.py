@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import shlex
+import signal
 import sys
 import time
 from datetime import datetime, timezone
@@ -91,6 +93,32 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
             click.echo(failure_line(rec))
             if rec.get("replay"):
                 click.echo(f"    {rec['replay']}")
+
+
+EXIT_TERMINATED = 143  # SIGTERM, as shells report it
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: the workers stopped, the meta written, the hint shown."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """While running: SIGTERM raises Terminated in the main thread; afterwards the handler is
+    restored (a worker restores the default itself: runner._init_worker)."""
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (click's test runner): nothing to install
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def resume_hint() -> str:
@@ -222,7 +250,7 @@ def resume_hint() -> str:
 def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fast, keep_outputs,
         max_case_bytes, quiet, expectations_file, no_expectations, strict, update_expectations,
         html, junit, markdown, json_report,
-        backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout,
+        backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout, max_memory,
         ops, products, dtypes, clauses, keyword, max_cases, shard, profile, allow_empty,
         exact):  # fmt: skip
     """Run the conformance suite against a backend.
@@ -231,7 +259,8 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     Exit codes: 0 everything passed (or failed as the expectations say);
     1 conformance failures (fail, error, crash, timeout; xpass under --strict);
     2 usage or setup error; 3 infrastructure failure (backend missing, worker not starting);
-    130 interrupted (Ctrl-C; the results so far are kept: rerun with --resume).
+    130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the results so far are kept, with
+    their meta: rerun with --resume.
     """
     # Everything the user can get wrong is checked before a results file is touched.
     reg = registry()
@@ -245,6 +274,10 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         config.check_backend(oracle, config.oracle_options(oracle, exact), "--oracle")
     if force and not resume:
         raise UserError("--force applies only with --resume")
+    jobs, capped = config.checked_jobs(jobs)
+    if capped:
+        click.echo(f"warning: {capped}", err=True)
+    memory = config.max_memory(max_memory, jobs)
     budget = (config.parse_bytes(max_case_bytes) if max_case_bytes is not None
               else config.default_case_bytes(jobs))  # fmt: skip
     expect = config.load_expectations(backend, expectations_file, no_expectations,
@@ -269,7 +302,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
             "oracle_version": oracle_version, "exact": exact, "seed": seed,
             "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
             "expectations": (expect.path or "spec deviations") if expect is not None else None,
-            "max_case_bytes": budget, "jobs": jobs}  # fmt: skip
+            "max_case_bytes": budget, "max_memory": memory, "jobs": jobs}  # fmt: skip
     if host:
         meta["backend_host"] = host  # what this host is, for judging the run elsewhere
     meta_path = Path(str(results) + ".meta.json")
@@ -300,7 +333,8 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         todo = [it for it in todo if it.id not in skip_ids]
     cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
                     fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
-                    timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs, exact=exact)  # fmt: skip
+                    timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs, exact=exact,
+                    max_memory=memory)  # fmt: skip
     progress = Progress(len(todo), enabled=not quiet)
     writer = ResultsWriter(results)
     t0 = time.perf_counter()
@@ -325,23 +359,29 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
                     date=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
         meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
-    interrupted = False
+    interrupted = 0
     try:
-        execute(todo, cfg, sink)
+        with _terminate_as_interrupt():
+            execute(todo, cfg, sink)
     except BackendError as exc:
         raise InfrastructureError(
             f"{exc} (results so far are in {results}; rerun with --resume)"
         ) from None
+    except Terminated:
+        interrupted = EXIT_TERMINATED
     except KeyboardInterrupt:
-        interrupted = True
+        interrupted = EXIT_INTERRUPTED
     finally:
         writer.close()
         progress.close()
     if interrupted:
-        write_meta()
-        click.echo(f"\ninterrupted after {state['ran']} of {len(todo)} cases; the results so far "
-                   f"are in {results}. Resume with: {resume_hint()}", err=True)  # fmt: skip
-        raise SystemExit(EXIT_INTERRUPTED)
+        with _terminate_as_interrupt():  # a second signal must not cut the meta short
+            write_meta()
+        how = "terminated (SIGTERM)" if interrupted == EXIT_TERMINATED else "interrupted"
+        with contextlib.suppress(OSError):  # stderr itself may be gone with the terminal
+            click.echo(f"\n{how} after {state['ran']} of {len(todo)} cases; the results so far "
+                       f"are in {results}. Resume with: {resume_hint()}", err=True)  # fmt: skip
+        raise SystemExit(interrupted)
     seconds = time.perf_counter() - t0
     write_meta()
     records = res.load(results)

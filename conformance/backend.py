@@ -31,11 +31,23 @@ class BackendOptionError(ValueError):
 
 
 class BackendCrash(RuntimeError):
-    """The backend's worker process died while running a case (segfault, abort, exit)."""
+    """The backend's worker process died while running a case (segfault, abort, exit).
+
+    `device_fault`: the backend's own state (a device context) may be broken, so an isolated
+    worker ends after reporting it instead of running the next case."""
+
+    def __init__(self, message: str = "", *, device_fault: bool = False):
+        super().__init__(message)
+        self.device_fault = device_fault
 
 
 class BackendTimeout(RuntimeError):
-    """The backend did not finish a case within the per-case time limit."""
+    """The backend did not finish a case within the per-case time limit (`device_fault`: as for
+    BackendCrash, a device that did not finish leaves the worker's state suspect)."""
+
+    def __init__(self, message: str = "", *, device_fault: bool = False):
+        super().__init__(message)
+        self.device_fault = device_fault
 
 
 class OracleTimeout(RuntimeError):
@@ -161,6 +173,16 @@ class Backend:
 
     def execute(self, call: Call) -> Outcome:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """Start what a call needs (a worker process): the judge calls it before a case's clock
+        starts, so a (re)start is not charged to the case."""
+
+    def execute_by(self, call: Call, deadline: float | None) -> Outcome:
+        """execute, within a case's deadline (time.monotonic(), None: none): the judge's entry.
+        A backend that can stop early overrides it and raises BackendTimeout; this one cannot
+        (the judge then rules a call that returns past the deadline a `timeout`)."""
+        return self.execute(call)
 
     def close(self) -> None:
         """Release whatever the backend holds (devices, worker processes)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import dtypes as dt
-from conformance import expectations
+from conformance import expectations, limits
 from conformance.backend import (
     Backend,
     BackendError,
@@ -22,6 +22,7 @@ from conformance.backend import (
     backend_class,
     takes_option,
 )
+from conformance.limits import physical_memory
 from conformance.registry import Registry, UnknownOp
 from conformance.runner import Selection
 
@@ -187,14 +188,6 @@ def load_expectations(backend: str, path: Path | None, disabled: bool, update: b
     return expect
 
 
-def physical_memory() -> int:
-    """Bytes of physical memory (0 when it cannot be told)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
 def exact_options(backend: str, oracle: str, options: dict[str, Any]) -> dict[str, Any]:
     """The backend's options under --exact (the reference takes exact=1); a ConfigError when
     neither the backend nor the oracle has an exact mode, so the flag is never ignored."""
@@ -216,6 +209,37 @@ def default_case_bytes(jobs: int = 1) -> int:
     """The default budget of one case: a share of physical memory, split between workers."""
     total = physical_memory() or (8 << 30)
     return int(total * CASE_MEMORY_SHARE) // max(1, jobs)
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+JOBS_PER_CPU = 4  # more workers than this only share the CPUs and multiply the memory
+
+
+def checked_jobs(jobs: int, label: str = "-j") -> tuple[int, str]:
+    """(the worker count to use, a warning or ''): -j above JOBS_PER_CPU x the CPUs is capped."""
+    cap = JOBS_PER_CPU * cpu_count()
+    if jobs <= cap:
+        return jobs, ""
+    return cap, (f"{label} {jobs}: capped to {cap} workers ({JOBS_PER_CPU} x {cpu_count()} "
+                 "CPUs); more would only share the CPUs and multiply the memory")  # fmt: skip
+
+
+def max_memory(text: str | None, jobs: int = 1, label: str = "--max-memory") -> int | None:
+    """The memory limit of an isolated worker or exec harness: the option's value (none: no
+    limit) or the default, a share of physical memory split between the workers."""
+    if text is None:
+        return limits.default_memory(jobs)
+    try:
+        return limits.parse_memory(text)
+    except ValueError as exc:
+        raise ConfigError(f"{label} {exc}") from None
 
 
 def parse_bytes(text: str, label: str = "--max-case-bytes") -> int:

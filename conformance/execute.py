@@ -32,6 +32,21 @@ DEFAULT_ORACLE = "reference"  # the backend name of the reference engine, the CL
 
 
 @dataclass
+class Clock:
+    """A case's deadline (time.monotonic(); None: no limit), checked between chunks of work;
+    work not charged to the case (compiling kernels) pushes it back."""
+
+    at: float | None
+
+    def passed(self) -> bool:
+        return self.at is not None and time.monotonic() > self.at
+
+    def credit(self, seconds: float) -> None:
+        if self.at is not None:
+            self.at += seconds
+
+
+@dataclass
 class Judged:
     verdict: str
     reason: str
@@ -105,7 +120,9 @@ def judge(
     oracle_name: str = DEFAULT_ORACLE,
     timeout: float | None = None,
 ) -> Judged:
-    """The verdict of one case; `timeout` (seconds) bounds the oracle's work too."""
+    """The verdict of one case; `timeout` (seconds) bounds the whole case: the oracle, the
+    backend (stopped where it can be, else ruled `timeout` when it returns late) and the
+    comparison, each checked between chunks; over it is `timeout`, never `error`."""
     rec = base_record(spec, case, backend, oracle_name)
     rec["durations"] = {}
 
@@ -118,12 +135,14 @@ def judge(
     why = backend.supports(case.call)
     if why:
         return done("skip", why)
+    for b in (oracle, backend) if oracle is not backend else (backend,):
+        b.warm_up()  # a worker's start is not the case's time
     t0 = time.perf_counter()
+    clock = Clock(None if timeout is None else time.monotonic() + timeout)
     own = case.call if oracle.capabilities.reads_inputs_only else copy.deepcopy(case.call)
-    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        want = oracle.expect(own, deadline)
-    except OracleTimeout:
+        want = oracle.expect(own, clock.at)
+    except (OracleTimeout, BackendTimeout):
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     except Exception as exc:  # an oracle that cannot run the case: the case is in error
         return done("error", f"oracle {oracle_name} failed: {type(exc).__name__}: {exc}")
@@ -133,19 +152,27 @@ def judge(
         return done("error", f"the oracle {oracle_name} returned {want.status} but the case expects "
                              f"{case.expected_status}: {want.message}")  # fmt: skip
     call = backend_call(spec, case.call, backend)
+    if clock.passed():
+        return done("timeout", f"--timeout {timeout:g} s spent before the backend ran "
+                               f"(oracle {oracle_name}: {rec['durations']['oracle']:.1f} s)")  # fmt: skip
     t0 = time.perf_counter()
     try:
-        got = backend.execute(call)
+        got = backend.execute_by(call, clock.at)
     except BackendCrash as exc:
         return done("crash", str(exc))
     except BackendTimeout as exc:
         return done("timeout", str(exc))
+    except OracleTimeout:  # the reference as the backend, stopped at the deadline
+        return done("timeout", f"backend {backend.name} did not finish within {timeout:g} s")
     except BackendError:
         raise  # the backend cannot run at all: the run stops (exit code 3)
     except Exception as exc:
         return done("error", f"backend raised {type(exc).__name__}: {exc}")
     rec["durations"]["backend"] = time.perf_counter() - t0
     ran.append(got)
+    if clock.passed():  # a call that could not be interrupted, ruled when it returned
+        return done("timeout", f"backend {backend.name} took {time.perf_counter() - t0:.1f} s, "
+                               f"over --timeout {timeout:g} s")  # fmt: skip
     rec["actual_status"] = None if got.raised else got.status
     rec["message"] = got.message
     if got.raised:
@@ -165,7 +192,7 @@ def judge(
         return done("fail", status_reason(got, want, mode))
     t0 = time.perf_counter()
     try:
-        verdict = _judge_outputs(spec, case, want, got, rec, timeout)
+        verdict = _judge_outputs(spec, case, want, got, rec, clock)
     except OracleTimeout:
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     rec["durations"]["compare"] = time.perf_counter() - t0
@@ -193,7 +220,8 @@ def status_reason(got: Outcome, want: Outcome, mode: str) -> str:
     return f"{text}; backend said: {said}" if said else text
 
 
-def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec, timeout) -> tuple[str, str]:
+def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec, clock: Clock
+                   ) -> tuple[str, str]:  # fmt: skip
     reasons: list[str] = []
     for p in spec.outputs:
         t = case.call.args.get(p.name)
@@ -222,7 +250,7 @@ def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec, timeout) -> tup
         tol = tolerance_dtype(spec, case.call, t.dtype)
         rec["tolerance_dtype"] = tol
         policy = policy_for(tol, spec.tolerance)
-        cmp = _stream_compare(t, out, want, p.name, policy, inputs, timeout)
+        cmp = _stream_compare(t, out, want, p.name, policy, inputs, clock)
         rec.setdefault("comparisons", {})[p.name] = cmp.to_dict()
         # what judged it, so that a report needs no spec to explain the figures
         rec["comparisons"][p.name]["policy"] = {
@@ -248,15 +276,18 @@ def _outside_changed(t: TensorArg, out: np.ndarray, original: np.ndarray) -> int
 
 
 def _stream_compare(t: TensorArg, out: np.ndarray, want: Outcome, name: str, policy: Any,
-                    inputs: dict[str, np.ndarray], timeout: float | None) -> Any:  # fmt: skip
-    """Compare the backend's output view with the oracle's golden, a chunk at a time."""
+                    inputs: dict[str, np.ndarray], clock: Clock | None = None) -> Any:  # fmt: skip
+    """Compare the backend's output view with the oracle's golden, a chunk at a time, the
+    case's clock checked between chunks (OracleTimeout)."""
+    clock = clock or Clock(None)
     actual = FlatView(TensorArg(t.dtype, t.shape, t.strides, t.offset, out), t.shape)
     acc = Accumulator(t.dtype, policy, tuple(t.shape), inputs)
     golden = want.golden.get(name)
     if hasattr(golden, "chunks"):
-        golden.prepare()  # kernels compiled before the clock starts
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for start, stop, g in golden.chunks(deadline=deadline):
+        t0 = time.monotonic()
+        golden.prepare()  # kernels compiled: not charged to the case
+        clock.credit(time.monotonic() - t0)
+        for start, stop, g in golden.chunks(deadline=clock.at):
             acc.add(start, g, actual.get(start, stop))
         return acc.result()
     if golden is None or golden.shape != tuple(t.shape):
@@ -267,6 +298,8 @@ def _stream_compare(t: TensorArg, out: np.ndarray, want: Outcome, name: str, pol
         flat = np.asarray(golden).reshape(-1)
         get = lambda a, b: flat[a:b]  # noqa: E731
     for start, stop in ranges(actual.size, acc.chunk):
+        if clock.passed():
+            raise OracleTimeout("the comparison did not finish within --timeout")
         acc.add(start, get(start, stop), actual.get(start, stop))
     return acc.result()
 

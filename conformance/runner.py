@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError, backend_class, load_backend
+from conformance import limits
+from conformance.backend import Backend, BackendError, backend_class, load_backend, takes_option
 from conformance.call import Outcome, TensorArg
 from conformance.casefile import CaseFileError, find_cases, read_case
 from conformance.execute import DEFAULT_ORACLE, judge
@@ -67,9 +68,10 @@ class RunConfig:
     fail_fast: bool = False
     keep_outputs: str | None = None
     isolate: bool | None = None  # None: the backend's own default (aclnn and exec isolate)
-    timeout: float = 60.0  # per case, for the backend (when isolated) and the oracle
+    timeout: float = 60.0  # per case: the oracle, the backend and the comparison together
     exact: bool = False  # the reference's DOUBLE outputs correctly rounded, not faithful
     max_case_bytes: int | None = None  # a case needing more memory is an error, not run
+    max_memory: int | None = None  # RLIMIT_DATA of an isolated worker / exec harness (limits.py)
     spec_dirs: tuple[str, ...] = ()  # extra spec folders: worker processes load the same specs
 
 
@@ -163,14 +165,17 @@ def make_backend(cfg: RunConfig, registry: Registry | None = None) -> Backend:
     registry = registry or registry_for(cfg.spec_dirs)
     cls = backend_class(cfg.backend)
     isolate = cls.isolate_by_default if cfg.isolate is None else cfg.isolate
+    options = dict(cfg.backend_options)
+    if cfg.max_memory and "max_memory" not in options and takes_option(cfg.backend, "max_memory"):
+        options["max_memory"] = cfg.max_memory  # a backend that starts programs bounds them
     if isolate:
         from conformance.isolate import IsolatedBackend
 
-        ok, reason = cls.availability(**cfg.backend_options)
+        ok, reason = cls.availability(**options)
         if not ok:
             raise BackendError(f"backend {cfg.backend!r} is not available: {reason}")
-        return IsolatedBackend(cfg.backend, cfg.backend_options, cfg.timeout, registry)
-    return load_backend(cfg.backend, registry, **cfg.backend_options)
+        return IsolatedBackend(cfg.backend, options, cfg.timeout, registry, cfg.max_memory)
+    return load_backend(cfg.backend, registry, **options)
 
 
 def oracle_options(cfg: RunConfig) -> dict[str, Any]:
@@ -180,9 +185,13 @@ def oracle_options(cfg: RunConfig) -> dict[str, Any]:
     return {"exact": True} if cfg.exact and takes_option(cfg.oracle, "exact") else {}
 
 
-def _init_worker(cfg: RunConfig) -> None:
-    """A worker process: Ctrl-C is the parent's to handle (it stops the pool and reports)."""
+def _init_worker(cfg: RunConfig, parent: int | None = None) -> None:
+    """A worker process: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool and
+    reports; the worker keeps SIGTERM's default, by which the parent ends it), and it dies with
+    the parent, were that killed outright."""
+    limits.die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork
     _init(cfg)
 
 
@@ -318,9 +327,10 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[dict[str, Any]], 
         finally:
             _STATE["backend"].close()
         return
-    with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_init_worker,
-                             initargs=(cfg,)) as pool:  # fmt: skip
-        size = max(1, min(64, len(items) // (cfg.jobs * 8) or 1))
+    jobs = min(cfg.jobs, len(items))
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                             initargs=(cfg, os.getpid())) as pool:  # fmt: skip
+        size = max(1, min(64, len(items) // (jobs * 8) or 1))
         futures = [pool.submit(run_chunk, items[i : i + size]) for i in range(0, len(items), size)]
         try:
             for fut in futures:

@@ -36,6 +36,10 @@ class ReferenceBackend(Backend):
     def execute(self, call: Call) -> Outcome:
         return evaluate(call, self.registry, exact=self.exact, in_place=True)
 
+    def execute_by(self, call: Call, deadline: float | None) -> Outcome:
+        """execute, stopped between chunks past the deadline (OracleTimeout)."""
+        return evaluate(call, self.registry, exact=self.exact, deadline=deadline, in_place=True)
+
     def expect(self, call: Call, deadline: float | None = None) -> Outcome:
         return evaluate(call, self.registry, exact=self.exact, deadline=deadline, lazy=True)
 

@@ -10,16 +10,27 @@ runs, with the same near-midpoint test and mpmath refinement, so results are the
 
 ACLNN_CONFORM_KERNEL=numpy|numba|auto picks the path (auto: numba where installed);
 ACLNN_CONFORM_CACHE names the folder of generated sources and numba's cache.
+
+The cache holds code this process imports (the sources) and unpickles (numba's index files),
+so it must be the user's alone: every level of it this module creates is made 0700, and every
+level it uses is checked with lstat (no symbolic link, owned by this user, not writable by group
+or others; our own levels are tightened to 0700). The folder is ACLNN_CONFORM_CACHE, else
+$XDG_CACHE_HOME (or ~/.cache)/aclnn-conformance/kernels-numba-X; when the home cache cannot be
+created, $TMPDIR/aclnn-conformance-<uid>/kernels-numba-X, checked alike. A folder that fails a
+check is refused: kernels are then compiled in memory, without a cache, with one warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
+import stat
 import sys
 import tempfile
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +81,8 @@ def wanted(total: int) -> bool:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("ACLNN_CONFORM_CACHE")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "aclnn-conformance" / f"kernels-numba-{numba_version()}"
+    """The folder the kernel cache is wanted in (private_cache: the one actually used)."""
+    return _candidates()[0][0]
 
 
 class Kernel:
@@ -220,23 +228,106 @@ def _compiled(src: Source) -> Kernel | None:
 
 
 def _load(key: str, text: str) -> Any:
-    folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        folder = Path(tempfile.gettempdir()) / "aclnn-conformance-kernels"
-        folder.mkdir(parents=True, exist_ok=True)
+    module_name = f"_aclnn_kernel_{key}"
+    folder = private_cache()
+    if folder is None:  # no private folder: compiled in this process only
+        module = types.ModuleType(module_name)
+        code = compile(text.replace("cache=True", "cache=False"), f"<kernel {key}>", "exec")
+        sys.modules[module_name] = module
+        exec(code, module.__dict__)  # the generated source (codegen/ddgen), never spec text
+        return module
     path = folder / f"k_{key}.py"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
-    module_name = f"_aclnn_kernel_{key}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[module_name] = module
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+class CacheRefused(OSError):
+    """A cache folder that is not this user's alone (owner, mode, a symbolic link)."""
+
+
+def _uid() -> int:
+    """This user's id (the tests stand in another owner through it)."""
+    return os.getuid()
+
+
+def _check_private(path: Path) -> None:
+    """Raise CacheRefused unless path is a real directory of this user, not group/world-
+    writable (lstat: a symbolic link is refused, never followed); tighten it to 0700."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise CacheRefused(f"{path} is a symbolic link")
+    if not stat.S_ISDIR(st.st_mode):
+        raise CacheRefused(f"{path} is not a directory")
+    if st.st_uid != _uid():
+        raise CacheRefused(f"{path} is owned by uid {st.st_uid}, not by this user ({_uid()})")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022:
+        raise CacheRefused(f"{path} is writable by group or others (mode {mode:o})")
+    if mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+def make_private(path: Path, top: Path) -> Path:
+    """path, created where missing with mode 0700 at every level, each level from `top` (an
+    ancestor of path, or path) down, and every level this call creates, checked; OSError
+    (CacheRefused for a folder not ours alone) when it cannot be had."""
+    path, top = Path(os.path.abspath(path)), Path(os.path.abspath(top))
+    levels = [path, *path.parents]
+    start = levels.index(top)  # ValueError: top is not an ancestor of path
+    while start + 1 < len(levels) and not os.path.lexists(levels[start + 1]):
+        start += 1  # a missing level above top: created here, so checked too
+    for p in reversed(levels[: start + 1]):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(p, 0o700)
+        _check_private(p)
+    return path
+
+
+def _candidates() -> list[tuple[Path, Path]]:
+    """(folder, the top level checked) in the order they are tried."""
+    root = os.environ.get("ACLNN_CONFORM_CACHE")
+    if root:
+        return [(Path(root), Path(root))]
+    leaf = f"kernels-numba-{numba_version()}"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
+    tmp = Path(tempfile.gettempdir()) / f"aclnn-conformance-{_uid()}"
+    return [(base / "aclnn-conformance" / leaf, base / "aclnn-conformance"), (tmp / leaf, tmp)]
+
+
+_cache: dict[str, Any] = {}
+
+
+def private_cache() -> Path | None:
+    """The kernel cache folder, private to this user; None (after one warning on stderr) when
+    none can be had: kernels are then compiled in memory."""
+    if "folder" in _cache:
+        return _cache["folder"]
+    folder, why = None, ""
+    for path, top in _candidates():
+        try:
+            folder = make_private(path, top)
+            pycache = folder / "__pycache__"  # numba's index files, unpickled when loaded
+            if os.path.lexists(pycache):
+                _check_private(pycache)
+            break
+        except CacheRefused as exc:
+            folder, why = None, str(exc)
+            break
+        except OSError as exc:  # cannot be created here: the next candidate
+            folder, why = None, f"{path}: {exc.strerror or exc}"
+    if folder is None:
+        print(f"warning: kernel cache refused ({why}); kernels are compiled in memory for this "
+              "run, without a cache (set ACLNN_CONFORM_CACHE to a folder of your own)",
+              file=sys.stderr)  # fmt: skip
+    _cache["folder"] = folder
+    return folder
 
 
 def failures() -> dict[str, str]:

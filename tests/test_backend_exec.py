@@ -160,6 +160,18 @@ if mode == "wrong-dtype":
     result(0); np.save(os.path.join(out_dir, "out.npy"), np.zeros(n, np.float64))
 if mode == "2d":
     result(0); np.save(os.path.join(out_dir, "out.npy"), np.zeros((n, 1), np.float32))
+if mode in ("modify-input", "remove-input"):
+    path = os.path.join(case_dir, case["args"]["self"]["storage"])
+    if mode == "modify-input":
+        x = np.load(path)
+        np.save(path, x + np.ones_like(x))
+    else:
+        os.remove(path)
+    out_storage = np.load(os.path.join(case_dir, out["storage"]))
+    result(0); np.save(os.path.join(out_dir, "out.npy"), out_storage)
+if mode == "segv":
+    import signal
+    os.kill(os.getpid(), signal.SIGSEGV)
 """
 
 CASES = {  # mode: what the error reason must say
@@ -173,6 +185,7 @@ CASES = {  # mode: what the error reason must say
     "wrong-dtype": "out.npy holds float64, FLOAT storage needs float32",
     "2d": "(a 1-D array)",
 }
+VERDICT = {"hang": "timeout"}  # a harness past its time is a timeout; the others errors
 
 
 def _dead(pid: int, wait: float = 5.0) -> bool:
@@ -203,13 +216,52 @@ def test_broken_harness_is_an_error_verdict_and_the_run_goes_on(tmp_path, mode):
     recs = records(out)
     assert len(recs) == 3 and res.exit_code == 1  # the run completed and reports the errors
     for r in recs:
-        assert r["verdict"] == "error", r
+        assert r["verdict"] == VERDICT.get(mode, "error"), r
         assert CASES[mode] in r["reason"], r["reason"]
     if mode == "exit1":
         assert "cannot open device 0" in recs[0]["reason"]  # the harness's stderr is shown
     if mode == "hang":
         assert _dead(int(pidfile.read_text())), "the harness's own child survived the timeout"
-    assert "error 3" in res.stdout
+    assert f"{VERDICT.get(mode, 'error')} 3" in res.stdout
+
+
+OTHER = {  # mode: (verdict, what the reason says)
+    "modify-input": ("fail", "input self was modified by the call"),
+    "remove-input": ("fail", "input self was modified by the call"),
+    "segv": ("crash", "harness killed by signal SIGSEGV"),
+}
+
+
+@pytest.mark.parametrize("mode", list(OTHER))
+def test_changed_inputs_fail_and_a_signal_is_a_crash(tmp_path, mode):
+    """The comparison rules forbid writing an input: a harness that rewrites (or removes) an
+    input file fails the case; one killed by a signal crashed (both were `pass`/`error`)."""
+    script = tmp_path / "bad.py"
+    script.write_text(textwrap.dedent(BAD), encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    res = run_cli("--backend", "exec", "--exec-cmd", f"{PY} {shlex.quote(str(script))} {mode}",
+                  "--op", "leaky_relu_backward", "--product", "atlas-a2", "-k", "/f32/",
+                  "--max-cases", "2", "--results", str(out))  # fmt: skip
+    recs = records(out)
+    verdict, reason = OTHER[mode]
+    assert len(recs) == 2 and res.exit_code == 1
+    for r in recs:
+        assert r["verdict"] == verdict and reason in r["reason"], r
+
+
+def test_an_unchanged_input_is_left_alone():
+    """The input check does not invent a change: the example harness passes in-process too."""
+    from conformance.execute import judge
+    from conformance.generate import build, plan_op
+    from conformance.registry import default_registry
+    from reference.backend import ReferenceBackend
+
+    reg = default_registry()
+    spec = reg.get("leaky_relu_backward")
+    plan = next(p for p in plan_op(spec) if p.kind == "positive" and "/f32/" in p.id)
+    case = build(spec, plan, 0)
+    judged = judge(spec, case, ExecBackend(cmd=EXAMPLE_CMD), ReferenceBackend(registry=reg))
+    assert judged.verdict == "pass", judged.reason
 
 
 def test_failed_status_without_outputs_means_untouched(tmp_path):

@@ -644,8 +644,11 @@ class AclnnBackend(Backend):
         said = lib.recent_error() or "no message"
         if rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT:
             return BackendTimeout(f"the device did not finish within {self.sync_timeout:g} s "
-                                  f"({what} returned {rc}: {said}); device context reset")  # fmt: skip
-        return BackendCrash(f"device fault: {what} returned {rc}: {said}; device context reset")
+                                  f"({what} returned {rc}: {said}); device context reset",
+                                  device_fault=True)  # fmt: skip
+        return BackendCrash(
+            f"device fault: {what} returned {rc}: {said}; device context reset", device_fault=True
+        )
 
     def _no_opp(self, op: str, said: str) -> str:
         opp, _ = opp_state()

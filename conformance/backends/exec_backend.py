@@ -6,35 +6,56 @@ write OUT_DIR/result.json, {"status": <int>, "message": <str>}, and for a zero s
 OUT_DIR/<output param>.npy per output tensor holding that output's WHOLE storage after the call,
 encoded as casefile does (native numpy dtypes as-is, BF16 and other dtypes numpy lacks as
 unsigned integers of the same width). For a non-zero status the .npy files are optional; a
-missing one means the storage was not touched. A program that exits non-zero, times out, or
-writes anything else makes the call raise ExecHarnessError, which the runner records as `error`.
-The protocol is documented for harness authors in tests/data/exec_harness/README.md.
+missing one means the storage was not touched. A program that exits non-zero or writes anything
+else makes the call raise ExecHarnessError, which the runner records as `error`; one killed by a
+signal is a BackendCrash (`crash`), one past its time a BackendTimeout (`timeout`). An input file
+the program changed is copied into the call's input, so the judge fails the case ("input X was
+modified").
+
+The program is bounded: it runs in a session of its own (on a timeout or when it ends, the whole
+process group is killed), with the case's deadline as its time limit when that is shorter than
+`timeout`, under the memory limit `max_memory` (RLIMIT_DATA) and killed when the process running
+it dies (Linux); of its stdout and stderr only the first and last OUTPUT_KEEP bytes are kept,
+the rest is read and dropped. The protocol is documented for harness authors in
+tests/data/exec_harness/README.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import selectors
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendOptionError, Capabilities
+from conformance import limits
+from conformance.backend import (
+    Backend,
+    BackendCrash,
+    BackendOptionError,
+    BackendTimeout,
+    Capabilities,
+)
 from conformance.call import Call, Outcome, TensorArg
 from conformance.casefile import write_case
 from conformance.generate import Case
 
-OPTIONS = ("cmd", "timeout")
-DEFAULT_TIMEOUT = 50.0  # below run --timeout (60 s), so the harness is stopped by us, not orphaned
+OPTIONS = ("cmd", "timeout", "max_memory")
+DEFAULT_TIMEOUT = 50.0  # and never past the case's deadline (run --timeout)
 MAX_RESULT_JSON = 1_000_000
+OUTPUT_KEEP = 64 << 10  # bytes of a harness's stdout/stderr kept at each end
 # The harness is not told the expected status: case.json carries this value instead.
 UNKNOWN_STATUS = -1
 
@@ -48,6 +69,76 @@ def _tail(text: bytes, limit: int = 400) -> str:
     return ("..." + s[-limit:]) if len(s) > limit else s
 
 
+class Bounded:
+    """The first and last `keep` bytes of a stream of any length (the middle is dropped)."""
+
+    def __init__(self, keep: int = OUTPUT_KEEP):
+        self.keep, self.head, self.tail, self.dropped = keep, bytearray(), bytearray(), 0
+
+    def add(self, data: bytes) -> None:
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.keep:
+                cut = len(self.tail) - self.keep
+                self.dropped += cut
+                del self.tail[:cut]
+
+    def value(self) -> bytes:
+        gap = f"\n[... {self.dropped} bytes dropped ...]\n".encode() if self.dropped else b""
+        return bytes(self.head) + gap + bytes(self.tail)
+
+
+def _exited(proc: subprocess.Popen) -> bool:
+    """Whether proc has ended, without reaping it: until it is reaped its pid (and so its
+    process group's id) cannot be given to another process, so killpg stays safe."""
+    return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+DRAIN_S = 0.5  # seconds a harness's output is still read after it ended
+
+
+def _read_bounded(proc: subprocess.Popen, timeout: float, keep: int = OUTPUT_KEEP
+                  ) -> tuple[bytes, bytes, bool]:  # fmt: skip
+    """Read proc's stdout and stderr, keeping `keep` bytes at each end of each, until proc has
+    ended and its pipes are drained (or DRAIN_S after it ended: a process it left running may
+    hold them), or `timeout` seconds pass; (stdout, stderr, timed out). proc is not reaped."""
+    end = time.monotonic() + timeout
+    kept = {proc.stdout: Bounded(keep), proc.stderr: Bounded(keep)}
+    ended: float | None = None
+    with selectors.DefaultSelector() as sel:
+        for f in kept:
+            sel.register(f, selectors.EVENT_READ)  # type: ignore[arg-type]
+        while True:
+            now = time.monotonic()
+            if ended is None and _exited(proc):
+                ended = now
+            if ended is not None and (not sel.get_map() or now - ended > DRAIN_S):
+                break
+            if now >= end:
+                return kept[proc.stdout].value(), kept[proc.stderr].value(), True
+            if not sel.get_map():
+                time.sleep(min(end - now, 0.02))
+                continue
+            for key, _ in sel.select(min(end - now, 0.1)):
+                data = os.read(key.fd, 1 << 16)
+                if data:
+                    kept[key.fileobj].add(data)  # type: ignore[index]
+                else:
+                    sel.unregister(key.fileobj)
+    return kept[proc.stdout].value(), kept[proc.stderr].value(), False
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
 class ExecBackend(Backend):
     name = "exec"
     capabilities = Capabilities(status="exact")
@@ -59,6 +150,7 @@ class ExecBackend(Backend):
         self.argv = shlex.split(str(options["cmd"]))  # checked by validate_options
         self.timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
         self.cmd = str(options["cmd"])
+        self.max_memory = limits.parse_memory(options.get("max_memory"))
 
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
@@ -79,24 +171,41 @@ class ExecBackend(Backend):
             timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
         except (TypeError, ValueError):
             timeout = -1.0
-        if not timeout > 0:
-            raise BackendOptionError(f"exec: timeout must be a positive number of seconds, "
-                                     f"got {options.get('timeout')!r}")  # fmt: skip
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise BackendOptionError(f"exec: timeout must be a positive, finite number of "
+                                     f"seconds, got {options.get('timeout')!r}")  # fmt: skip
+        try:
+            limits.parse_memory(options.get("max_memory"))
+        except ValueError as exc:
+            raise BackendOptionError(f"exec: max_memory: {exc}") from None
 
     def version(self) -> str:
         return f"exec: {self.cmd}"
 
     def execute(self, call: Call) -> Outcome:
+        return self.execute_by(call, None)
+
+    def execute_by(self, call: Call, deadline: float | None) -> Outcome:
         spec = self.spec(call)
+        timeout = self.timeout
+        if deadline is not None:
+            timeout = min(timeout, deadline - time.monotonic())
+            if timeout <= 0:
+                raise BackendTimeout("no time left for the harness within --timeout")
         tmp = Path(tempfile.mkdtemp(prefix="aclnn-exec-"))
         try:
             case = Case(id=f"{spec.name}/exec", op=spec.name, product=call.product, kind="exec",
                         call=call, clauses=(), expected_status=UNKNOWN_STATUS, seed=0)  # fmt: skip
             case_dir = write_case(tmp / "case", case, spec.sha256)
             args = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))["args"]
+            inputs = {n: (case_dir / a["storage"], os.stat(case_dir / a["storage"]).st_size)
+                      for n, a in args.items() if a.get("kind") == "tensor"
+                      and not spec.param(n).is_output}  # fmt: skip
             out_dir = tmp / "out"
             out_dir.mkdir()
-            self._run([*self.argv, str(case_dir), str(out_dir)])
+            self._run([*self.argv, str(case_dir), str(out_dir)], timeout)
+            for name, (path, size) in inputs.items():
+                self._check_input(path, size, call.args[name])  # type: ignore[arg-type]
             status, message = self._result(out_dir)
             outputs = {}
             for p in spec.outputs:
@@ -108,23 +217,51 @@ class ExecBackend(Backend):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def _run(self, argv: list[str]) -> None:
+    def _run(self, argv: list[str], timeout: float) -> None:
         # A session of its own, so that a timeout kills the program and everything it started.
+        limit = limits.child_limits(self.max_memory)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=limit)  # fmt: skip
         try:
-            _, err = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise ExecHarnessError(
-                f"harness timed out after {self.timeout:g} s (killed): {self.cmd}"
-            ) from None
+            _, err, late = _read_bounded(proc, timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what it left running, or all on a timeout
+            proc.wait()
+            for f in (proc.stdout, proc.stderr):
+                f.close()  # type: ignore[union-attr]
+        if late:
+            raise BackendTimeout(f"harness timed out after {timeout:.3g} s (killed): {self.cmd}")
+        said = _tail(err) or "(empty)"
+        if proc.returncode < 0:
+            raise BackendCrash(f"harness killed by signal {_signal_name(-proc.returncode)}: "
+                               f"{self.cmd}; stderr: {said}")  # fmt: skip
         if proc.returncode != 0:
-            how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
-                   else f"exited with status {proc.returncode}")  # fmt: skip
-            raise ExecHarnessError(f"harness {how}: {self.cmd}; stderr: {_tail(err) or '(empty)'}")
+            raise ExecHarnessError(
+                f"harness exited with status {proc.returncode}: {self.cmd}; stderr: {said}"
+            )
+
+    @staticmethod
+    def _check_input(path: Path, size: int, t: TensorArg) -> None:
+        """Copy an input file the harness changed into the call's input storage, so that the
+        judge sees the modification; a file replaced by something that is no longer this
+        storage (another size, dtype, kind of file, or gone) is recorded as one byte flipped."""
+        raw = t.storage.reshape(-1).view(np.uint8)
+        data = None
+        try:
+            st = os.lstat(path)
+            same = stat.S_ISREG(st.st_mode) and st.st_size == size
+            if same and raw.size:
+                data = np.load(path, allow_pickle=False, mmap_mode="r")
+        except (OSError, ValueError):
+            same = False
+        if data is not None and data.nbytes == raw.size:
+            got = np.asarray(data).reshape(-1).view(np.uint8)
+            if not np.array_equal(got, raw):
+                raw[...] = got
+        elif raw.size and (data is not None or not same):
+            raw[0] ^= 0xFF
 
     @staticmethod
     def _result(out_dir: Path) -> tuple[int, str]:

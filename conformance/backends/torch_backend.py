@@ -360,7 +360,7 @@ class TorchNpuBackend(TorchBackend):
         except Exception as exc:  # the kernel failed on the device, asynchronously
             self._fault = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
             raise BackendCrash(
-                f"device fault: torch.npu.synchronize() raised {self._fault}"
+                f"device fault: torch.npu.synchronize() raised {self._fault}", device_fault=True
             ) from None
 
     def prepare(self) -> None:
