@@ -24,7 +24,7 @@ def registry() -> Registry:
 
 
 def parse_shard(value: str | None) -> tuple[int, int] | None:
-    if not value:
+    if value is None:
         return None
     try:
         i, n = (int(x) for x in value.split("/"))

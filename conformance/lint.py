@@ -391,8 +391,8 @@ def lint_file(path: str | Path, text: str | None = None) -> tuple[OpSpec | None,
     except RecursionError:
         return None, [Problem(str(path), 1, "spec nests too deeply")]
     if spec is not None:
-        raw = text.encode("utf-8") if text is not None else Path(path).read_bytes()
-        spec.sha256 = hashlib.sha256(raw).hexdigest()
+        # the text parsed, not the file read again (it may have changed, or be a FIFO by now)
+        spec.sha256 = hashlib.sha256(doc.source.encode("utf-8")).hexdigest()
         for v in spec.variants:
             v.sha256 = spec.sha256
     return spec, linter.problems

@@ -17,6 +17,7 @@ the CLI's one-line OSError message ("PATH: not a regular file (a FIFO)") and the
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -166,3 +167,46 @@ def iter_lines(f: BinaryIO, max_line: int) -> Iterator[bytes | None]:
         while line and not line.endswith(b"\n"):  # the rest of the long line, dropped
             line = f.readline(1 << 20)
         yield None
+
+
+# -- writing under a folder the user named ------------------------------------------------------
+
+
+def make_dirs(root: str | Path, parts: list[str] | tuple[str, ...]) -> Path:
+    """root/parts[0]/parts[1]/..., each level created or already a real directory: a symlink
+    planted below root is refused (RefusedFile), never followed out of it; '', '.' and '..'
+    are refused as parts. root itself may be anything the user chose (a link included)."""
+    d = Path(root)
+    d.mkdir(parents=True, exist_ok=True)
+    for part in parts:
+        if part in ("", ".", "..") or "/" in part or "\0" in part:
+            raise _refuse(d / part, "not a plain folder name")
+        d = d / part
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode):
+                raise _refuse(d, f"exists and is {kind_of(st.st_mode)}, not a folder") from None
+    return d
+
+
+def write_file(path: str | Path, write) -> None:  # write: Callable[[BinaryIO], object]
+    """Create `path` by calling write(f) on a new temporary file beside it, then renaming it
+    onto `path`: whatever was there (a planted symlink included) is replaced, never followed,
+    and a reader never sees a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover of a killed writer of this pid, or a planted link
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        with open(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
