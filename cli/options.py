@@ -3,6 +3,7 @@ checks. The checks themselves live in `conformance.config`, shared with the pyte
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -21,6 +22,13 @@ def registry() -> Registry:
         dirs = (*env_spec_dirs(), *ctx.obj.get("spec_dirs", ()))
         ctx.obj["registry"] = load_registry(dirs=dirs)
     return ctx.obj["registry"]
+
+
+def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A click callback: a float option must be a finite number (FloatRange lets nan through)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", ctx, param)
+    return value
 
 
 def parse_shard(value: str | None) -> tuple[int, int] | None:

@@ -385,9 +385,8 @@ def _npy_header(f: Any, name: str, want: np.dtype, size: int, where: str) -> tup
         held = dtype.str if dtype.hasobject or dtype.fields else dtype
         raise CaseFileError(f"{where}: {name} holds {held}, the tensor needs {want}")
     if count > MAX_ELEMENTS:
-        raise CaseFileError(
-            f"{where}: storage must be a 1-D array of at most {MAX_ELEMENTS} elements"
-        )
+        raise CaseFileError(f"{where}: the header of {name} declares {count} elements; a "
+                            f"storage holds at most {MAX_ELEMENTS}")  # fmt: skip
     start = f.tell()
     if start + count * want.itemsize != size:
         raise CaseFileError(f"{where}: {name} is {size} bytes, but its header declares {count} "
