@@ -117,8 +117,8 @@ MAX_DEPTH = 64  # directory levels under --cases; a case id has a handful
 
 
 def find_cases(root: Path, warn: Callable[[str], None] | None = None) -> list[Path]:
-    """Every directory under root holding a case.json (symlinks are not followed), in sorted
-    depth-first order. A folder deeper than MAX_DEPTH levels or one that cannot be listed is
+    """Every directory under root holding an entry named case.json (symlinks are not followed),
+    in sorted depth-first order. A folder deeper than MAX_DEPTH levels or one that cannot be listed is
     skipped, with a line to `warn`: a hostile tree costs a warning, never the run."""
     root = Path(root)
     found: list[Path] = []
@@ -134,14 +134,15 @@ def find_cases(root: Path, warn: Callable[[str], None] | None = None) -> list[Pa
             continue
         subdirs = []
         for e in entries:
+            if e.name == "case.json":  # whatever it is: reading it says what is wrong
+                found.append(d)
+                continue
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
             if is_dir:
                 subdirs.append(Path(e.path))
-            elif e.name == "case.json":
-                found.append(d)
         if subdirs and depth >= MAX_DEPTH:
             if warn is not None:
                 warn(f"{d}: skipped what lies below it: deeper than {MAX_DEPTH} folder levels "

@@ -78,6 +78,8 @@ class Linter:
 
     # -- helpers -------------------------------------------------------------------------
     def expr(self, path: tuple[Any, ...], text: Any, known: Iterable[str], strings: Iterable[str]):
+        if isinstance(text, int | float) and not isinstance(text, bool):
+            text = self.doc.numbers.get(tuple(path), text)  # a number keeps its spelling: 6e-8
         try:
             return compile_expr(text, known, strings)
         except ExprError as exc:

@@ -50,6 +50,10 @@ def read_jsonl(path: str | Path) -> Read:
                 out.torn += 1
                 out.first_bad = out.first_bad or f"line {i}: not JSON ({exc.msg})"
                 continue
+            except RecursionError:
+                out.torn += 1
+                out.first_bad = out.first_bad or f"line {i}: not a record (JSON nested too deeply)"
+                continue
             if not (isinstance(rec, dict) and "id" in rec and "verdict" in rec):
                 out.torn += 1
                 out.first_bad = out.first_bad or (

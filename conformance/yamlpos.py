@@ -35,6 +35,7 @@ class Located:
     file: str = ""
     literal: dict[Path_, bool] = field(default_factory=dict)  # values written as `|` blocks
     source: str = ""  # the text parsed (what a spec's hash is taken of)
+    numbers: dict[Path_, str] = field(default_factory=dict)  # each number as written (6e-8)
 
     def line(self, path: Path_) -> int:
         """Line of `path`, or of its nearest ancestor that has one."""
@@ -140,7 +141,10 @@ def _build(
     if getattr(node, "style", None) == "|":
         out.literal[path] = True
     try:
-        return loader.construct_object(node, deep=True)
+        value = loader.construct_object(node, deep=True)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise YamlError(name, line, f"invalid value: {problem}") from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        out.numbers[path] = node.value
+    return value
