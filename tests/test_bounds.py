@@ -745,3 +745,28 @@ def test_p21_keep_outputs_does_not_follow_planted_links(tmp_path):
     recs = _records(tmp_path / "r.jsonl")
     assert "symbolic link" in recs["hardshrink-strided"]["keep_outputs_error"]
     assert recs["hardshrink-strided"]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["specs", "draft", "{fifo}"], ["cases", "import-atk", "{fifo}", "-o", "{tmp}/out"]],
+    ids=["doc-page", "atk-file"],
+)
+def test_p15_doc_pages_and_atk_files_that_are_fifos_are_refused(tmp_path, args):
+    fifo = tmp_path / "page.md"
+    os.mkfifo(fifo)
+    t0 = time.perf_counter()
+    code, out, err = cli(*[a.format(fifo=fifo, tmp=tmp_path) for a in args])
+    assert time.perf_counter() - t0 < 30
+    assert code == 2 and "not a regular file (a FIFO)" in err, out + err
+
+
+def test_p14_results_line_nested_too_deeply_is_a_bad_line_not_a_crash(tmp_path):
+    from conformance.results import read_jsonl
+
+    f = tmp_path / "r.jsonl"
+    good = {"id": "relu/x", "op": "relu", "verdict": "pass"}
+    f.write_text("[" * 100_000 + "\n" + json.dumps(good) + "\n" + "x" * 100 + "\n")
+    got = read_jsonl(f)
+    assert [r["id"] for r in got.records] == ["relu/x"]
+    assert got.torn == 2 and "nested too deeply" in got.first_bad
