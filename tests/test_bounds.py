@@ -318,8 +318,8 @@ def test_p15_oversized_yaml_is_refused_before_reading(tmp_path):
 
 
 def _sparse_case(tmp_path: Path, gib: int) -> tuple[Path, Path]:
-    """leaky-slope-half whose self.npy is a valid .npy of `gib` GiB (sparse) behind its
-    4-element view, with a checksum that would take seconds to compute."""
+    """leaky-slope-half whose self.npy is a valid .npy of `gib` GiB (sparse) behind a
+    15-element view, with a checksum that would take seconds to compute."""
     root = _copy_hand(tmp_path)
     case = root / "leaky-slope-half"
     n = (gib << 30) // 4
@@ -327,7 +327,7 @@ def _sparse_case(tmp_path: Path, gib: int) -> tuple[Path, Path]:
     with open(case / "self.npy", "wb") as f:
         f.write(head)
         f.truncate(len(head) + 4 * n)
-    _edit(case, lambda m: m["args"]["self"].update(sha256="0" * 64))
+    _edit(case, lambda m: m["args"]["self"].update(sha256="0" * 64, shape=[15], strides=[1]))
     return root, case
 
 
