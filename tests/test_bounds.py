@@ -282,7 +282,7 @@ def test_p15_spec_folder_with_a_fifo_or_device_yaml_is_refused(tmp_path, kind):
 @pytest.mark.parametrize(
     "args",
     [
-        ["run", "--op", "relu", "--expectations", "/dev/zero", "-q"],
+        ["run", "--op", "relu", "--expectations", "/dev/zero", "-q", "--results", "{tmp}/r"],
         ["report", "/dev/zero", "--json", "{tmp}/x.json"],
         ["diff", "/dev/zero", "/dev/zero"],
         ["merge", "/dev/zero", "-o", "{tmp}/m.jsonl"],
@@ -592,8 +592,9 @@ def test_p21_native_encoding_of_a_dtype_numpy_lacks_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("value", ["inf", "1e400", "0.5", "0", "-1", "nan", "", "abc", "1e-4K"])
-def test_p21_bad_max_case_bytes_is_a_usage_error(value):
-    code, out, err = cli("run", "--op", "relu", "--max-case-bytes", value, "-q")
+def test_p21_bad_max_case_bytes_is_a_usage_error(tmp_path, value):
+    code, out, err = cli("run", "--op", "relu", "--max-case-bytes", value, "-q",
+                         "--results", tmp_path / "r.jsonl")  # fmt: skip
     assert code == 2 and err.strip().startswith("Error: --max-case-bytes"), err
     assert len(err.strip().splitlines()) == 1
 
@@ -612,8 +613,8 @@ def test_p21_diff_threshold_must_be_finite(tmp_path, value):
 
 
 @pytest.mark.parametrize("option", ["--keep-outputs", "--shard"])
-def test_p21_empty_keep_outputs_and_shard_are_refused(option):
-    code, out, err = cli("run", "--op", "relu", option, "", "-q")
+def test_p21_empty_keep_outputs_and_shard_are_refused(tmp_path, option):
+    code, out, err = cli("run", "--op", "relu", option, "", "-q", "--results", tmp_path / "r.jsonl")
     assert code == 2 and f"{option} ''" in err
 
 

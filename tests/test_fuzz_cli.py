@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -79,6 +80,17 @@ def deadline(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
+@contextlib.contextmanager
+def _scratch_cwd():
+    old = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="aclnn-fuzz-") as d:
+        os.chdir(d)
+        try:
+            yield
+        finally:
+            os.chdir(old)
+
+
 def _runner() -> CliRunner:
     try:
         return CliRunner(mix_stderr=False)
@@ -89,7 +101,7 @@ def _runner() -> CliRunner:
 def cli(target: str, *args: Any) -> tuple[int, str]:
     """Run the CLI in this process; check the universal promises; return (exit code, output)."""
     t0 = time.perf_counter()
-    with deadline(DEADLINE_S):
+    with deadline(DEADLINE_S), _scratch_cwd():  # a relative path an option names lands there
         r = _runner().invoke(main, [str(a) for a in args], catch_exceptions=True)
     STATS[f"{target}: seconds"] += time.perf_counter() - t0
     if r.exception is not None and not isinstance(r.exception, SystemExit):
@@ -575,14 +587,14 @@ def test_fuzz_real_process_with_a_fifo_spec_and_a_device_expectations(tmp_path):
 
 
 @pytest.mark.slow
-def test_fuzz_long_profile_counts(request):
+def test_fuzz_long_profile_counts(request, tmp_path):
     """The fuzz targets above with the long profile (run in a child pytest with
     ACLNN_FUZZ_SLOW=1), then the count of inputs tried and of each outcome. Runs only when
     selected: `pytest -m slow tests/test_fuzz_cli.py -s` (about 30 minutes on 2 cores)."""
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("the long fuzz profile runs with -m slow")
     env = {**os.environ, "ACLNN_FUZZ_SLOW": "1", "PYTHONPATH": str(REPO)}
-    report = REPO / ".fuzz-counts.json"
+    report = tmp_path / "fuzz-counts.json"
     env["ACLNN_FUZZ_REPORT"] = str(report)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p",
                            "no:cacheprovider", __file__, "-k", "fuzz and not long_profile"],
@@ -590,7 +602,6 @@ def test_fuzz_long_profile_counts(request):
     print(proc.stdout[-3000:])
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
     counts = json.loads(report.read_text())
-    report.unlink()
     for key in sorted(counts):
         print(f"{key}: {counts[key]:.1f}" if "seconds" in key else f"{key}: {counts[key]}")
     assert sum(v for k, v in counts.items() if k.endswith(": inputs")) > 1000
