@@ -8,6 +8,7 @@ import click
 
 from cli.console import heading, style
 from cli.errors import EXIT_PROBLEMS
+from cli.options import finite
 from cli.report_cmd import read_results
 from reports.diff import DEFAULT_THRESHOLD, diff_runs, render_html, render_markdown, write_text
 from reports.model import fmt
@@ -39,6 +40,7 @@ def _label(path: Path, meta: dict) -> str:
 @click.option(
     "--threshold",
     type=click.FloatRange(min=0),
+    callback=finite,
     default=DEFAULT_THRESHOLD,
     show_default=True,
     metavar="REL",

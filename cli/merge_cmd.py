@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from cli.errors import UserError, user_error
-from conformance import provenance
+from conformance import provenance, safeio
 from conformance import results as res
 
 user_error(provenance.ProvenanceError)
@@ -28,8 +28,12 @@ def merge(inputs: tuple[Path, ...], output: Path, force: bool) -> None:
     spec hashes, tool version); --force merges them anyway and records the mix.
     """
     for p in inputs:
-        if not p.is_file():
-            raise UserError(f"{p}: no such results file")
+        try:
+            safeio.check_regular(p)  # a FIFO or a device is refused before it is opened
+        except FileNotFoundError:
+            raise UserError(f"{p}: no such results file") from None
+        except OSError as exc:
+            raise UserError(f"{p}: not a results file: {exc.strerror or exc}") from None
     if output in inputs:
         raise UserError(f"-o {output}: must not be one of the inputs")
     inputs_mixed = provenance.check_merge(inputs, force)

@@ -24,8 +24,15 @@ def registry() -> Registry:
     return ctx.obj["registry"]
 
 
+def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A click callback: a float option must be a finite number (FloatRange lets nan through)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", ctx, param)
+    return value
+
+
 def parse_shard(value: str | None) -> tuple[int, int] | None:
-    if not value:
+    if value is None:
         return None
     try:
         i, n = (int(x) for x in value.split("/"))

@@ -272,6 +272,8 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         options = config.exact_options(backend, oracle, options)
     if oracle != backend:
         config.check_backend(oracle, config.oracle_options(oracle, exact), "--oracle")
+    if keep_outputs is not None and not keep_outputs.strip():
+        raise UserError("--keep-outputs '': give the folder to write the outputs to")
     if force and not resume:
         raise UserError("--force applies only with --resume")
     jobs, capped = config.checked_jobs(jobs)
@@ -287,7 +289,8 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     if cases_dir is not None:
         if not cases_dir.is_dir():
             raise UserError(f"--cases {cases_dir}: no such directory")
-        items = directory_items(cases_dir, sel, reg)
+        items = directory_items(cases_dir, sel, reg,
+                                warn=lambda m: click.echo(f"warning: {m}", err=True))  # fmt: skip
     else:
         items = generated_items(reg, sel, seed)
     config.require_cases(len(items), sel, allow_empty, f"--cases {cases_dir}" if cases_dir else "")

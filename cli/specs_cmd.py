@@ -14,8 +14,10 @@ from cli.console import field, heading, style, table
 from cli.errors import DEBUG_ENV, EXIT_PROBLEMS, UserError
 from cli.options import registry
 from conformance import bindings
-from conformance.loader import Problem, lint_file, load_spec, status_name
-from conformance.registry import env_spec_dirs, spec_files
+from conformance.generate import base_rejection
+from conformance.lint import lint_tolerances
+from conformance.loader import Problem, SpecError, lint_file, load_spec, status_name
+from conformance.registry import env_spec_dirs, load_registry, name_key, spec_files
 from conformance.spec import Check, OpSpec
 from conformance.yamlpos import YamlError
 from conformance.yamlpos import load as load_yaml
@@ -299,8 +301,15 @@ def lint_cmd(paths: tuple[str, ...]) -> None:
         elif spec is not None:
             good.append((shown, spec))
     dup = _duplicates(good)
+    if paths:  # a file named on the command line must not take a shipped (or --specs) op's name
+        dup += _clashes(good)
+    dup += _impossible(good)
     problems.extend(dup)
     bad_files += len({p.file for p in dup})
+    if not paths:
+        tables = lint_tolerances()
+        problems.extend(tables)
+        bad_files += len({p.file for p in tables})
     if problems:
         for p in problems:
             click.echo(_problem_line(p))
@@ -365,19 +374,83 @@ def _lint_one(shown: str) -> tuple[OpSpec | None, list[Problem]]:
         return None, [Problem(shown, 1, msg + f" (a bug in aclnn-conform; {DEBUG_ENV}=1 shows it)")]
 
 
+def _names(spec: OpSpec) -> list[tuple[str, str, str]]:
+    """(normalised key, field, name) of the names a spec (and its in-place variant) takes."""
+    out = []
+    for s in (spec, *spec.variants):
+        out += [(name_key(s.name), "name", s.name), (name_key(s.op), "op", s.op)]
+    return out
+
+
+def _line(shown: str, label: str) -> int:
+    try:
+        return load_yaml(shown).line((label,))
+    except YamlError:
+        return 1
+
+
 def _duplicates(good: list[tuple[str, OpSpec]]) -> list[Problem]:
-    """Two files may not define the same operator (by name or aclnn op name)."""
+    """Two files may not define the same operator (by name or aclnn op name, spelled in any of
+    the ways `--op` accepts)."""
     seen: dict[str, str] = {}
     problems = []
     for shown, spec in good:
-        for key, label in ((spec.name, "name"), (spec.op, "op")):
+        for key, label, name in _names(spec):
             if key in seen and seen[key] != shown:
-                try:
-                    line = load_yaml(shown).line((label,))
-                except YamlError:
-                    line = 1
-                problems.append(
-                    Problem(shown, line, f"{label} {key!r} is also defined in {seen[key]}")
-                )
+                problems.append(Problem(shown, _line(shown, label),
+                                        f"{label} {name!r} is also defined in {seen[key]}"))  # fmt: skip
             seen.setdefault(key, shown)
+    return problems
+
+
+def _clashes(good: list[tuple[str, OpSpec]]) -> list[Problem]:
+    """Files given to `specs lint` whose op the suite already has (shipped, ACLNN_CONFORM_SPECS,
+    --specs): loading them beside it would fail, so linting them must not say OK."""
+    try:
+        known = list(registry())
+    except SpecError:  # a broken extra folder: compare with the shipped specs at least
+        known = list(load_registry(dirs=()))
+    owner: dict[str, OpSpec] = {}
+    for spec in known:
+        for key, _label, _name in _names(spec):
+            owner.setdefault(key, spec)
+    problems = []
+    for shown, spec in good:
+        for key, label, name in _names(spec):
+            other = owner.get(key)
+            if other is None or os.path.realpath(other.path) == os.path.realpath(shown):
+                continue
+            problems.append(Problem(shown, _line(shown, label),
+                                    f"{label} {name!r} clashes with operator {other.name} "
+                                    f"({other.op}) of {_display_path(other.path)}; rename it"))  # fmt: skip
+            break
+    return problems
+
+
+def _impossible(good: list[tuple[str, OpSpec]]) -> list[Problem]:
+    """A spec whose checks reject every call on a product (e.g. `max_rank: 0`, which the base
+    2x3 case already breaks) would generate no positive case there: a lint problem naming the
+    check that rejects the base case (an in-place variant is named only when its op is fine)."""
+    problems = []
+    for shown, spec in good:
+        for s in (spec, *spec.variants):
+            found: dict[str, list[str]] = {}
+            for product in s.products:
+                rejected = base_rejection(s, product)
+                if rejected is None:
+                    continue
+                combo, v = rejected
+                why = (f"check {v.check.id} rejects it ({v.message})" if v.check is not None
+                       else "the reference cannot compute it")  # fmt: skip
+                line = v.check.line if v.check is not None and v.check.line else 1
+                key = f"{line}\0{', '.join(sorted(set(combo.values())))}\0{why}"
+                found.setdefault(key, []).append(product)
+            for key, prods in found.items():
+                line, dtypes, why = key.split("\0")
+                problems.append(Problem(shown, int(line),
+                                        f"{s.name}: no valid call on {', '.join(prods)}, so no "
+                                        f"positive case: the base case (shape 2x3, {dtypes}) "
+                                        f"fails: {why}"))  # fmt: skip
+            if found:
+                break  # the in-place variant inherits the same checks
     return problems

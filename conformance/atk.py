@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import dtypes as dt
+from conformance import safeio
 from conformance.atk_values import Form, FormError, parse_form, text_values
 from conformance.registry import Registry, UnknownOp
 from conformance.spec import OpSpec
@@ -158,10 +159,7 @@ def read_atk(path: str | Path) -> list[AtkCase]:
     not one."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise AtkError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(safeio.read_text(path, MAX_FILE_BYTES))  # regular, size checked first
     except FileNotFoundError:
         raise AtkError(f"{path}: no such file") from None
     except OSError as exc:
@@ -170,6 +168,8 @@ def read_atk(path: str | Path) -> list[AtkCase]:
         raise AtkError(f"{path}: not valid UTF-8") from None
     except json.JSONDecodeError as exc:
         raise AtkError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise AtkError(f"{path}: not an ATK file: its JSON nests too deeply") from None
     if not isinstance(data, list):
         raise AtkError(f"{path}: an ATK file is a JSON list of cases, not a {type(data).__name__}")
     if not data:

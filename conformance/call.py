@@ -14,6 +14,8 @@ import numpy as np
 
 from conformance import dtypes as dt
 
+EXACT_OVERLAP_LIMIT = 1 << 22  # elements: an irregular view above it is not enumerated
+
 
 class CallError(ValueError):
     """A call that cannot be made at all (malformed tensor, wrong argument kind, unknown op)."""
@@ -90,6 +92,31 @@ class TensorArg:
             raise CallError(
                 f"{name}: view reaches element {last} but the storage has {self.storage.size}"
             )
+
+    def overlaps_itself(self) -> bool:
+        """Whether two elements of the view share a storage element (a zero stride on a dim of
+        more than one element, or strides that interleave). Exact: the strides are checked to
+        nest (each dim's stride beyond the span of the smaller ones), and views where they do
+        not are checked element by element up to EXACT_OVERLAP_LIMIT elements; above it such
+        a view counts as overlapping."""
+        dims = sorted((s, n) for n, s in zip(self.shape, self.strides, strict=True) if n > 1)
+        if not dims or any(n == 0 for n in self.shape):
+            return False
+        span = 0
+        nested = True
+        for s, n in dims:
+            if s <= span:
+                nested = False
+                break
+            span += s * (n - 1)
+        if nested:
+            return False
+        if any(s == 0 for s, _ in dims) or self.numel > EXACT_OVERLAP_LIMIT:
+            return True
+        offsets = np.zeros(1, dtype=np.int64)
+        for s, n in dims:
+            offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * s).reshape(-1)
+        return bool(np.unique(offsets).size != offsets.size)
 
     def view(self) -> np.ndarray:
         """A read-only numpy view of the tensor's elements (no copy)."""

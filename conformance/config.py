@@ -9,6 +9,7 @@ to fix (CLI exit 2, pytest UsageError); `Unavailable` is a backend that cannot r
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -243,14 +244,16 @@ def max_memory(text: str | None, jobs: int = 1, label: str = "--max-memory") -> 
 
 
 def parse_bytes(text: str, label: str = "--max-case-bytes") -> int:
-    """'512M', '4G', '1.5GiB', '1000000' as a number of bytes."""
+    """'512M', '4G', '1.5GiB', '1000000' as a number of bytes: finite and at least one byte
+    ('0.5' would be 0, which means no budget; 'inf' and '1e400' are no size)."""
     s = str(text).strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(s[-1:] or "", 1)
     num = s[:-1] if scale != 1 else s
     try:
-        value = float(num)
+        value = float(num) * scale
     except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ConfigError(f"{label} {text!r}: expected a size such as 512M, 4G or 1000000")
-    return int(value * scale)
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise ConfigError(f"{label} {text!r}: expected a size of at least one byte, such as "
+                          "512M, 4G or 1000000")  # fmt: skip
+    return int(value)

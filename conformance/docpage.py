@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from conformance import dtypes as dtypes_mod
+from conformance import safeio
 from conformance.catalog import planned_products, products
 
 
@@ -333,11 +334,14 @@ def _note_ambiguous(page: DocPage, itf: Interface, tensors: list[str]) -> None:
                                            f"to every tensor with a dtype list: {', '.join(tensors)}"))  # fmt: skip
 
 
+MAX_PAGE_BYTES = 8 << 20  # a vendor doc page is tens of KB
+
+
 def load_page(path: str | Path) -> DocPage:
     """Read a doc page of either format; DocError with one clear message on any problem."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = safeio.read_bytes(p, MAX_PAGE_BYTES)  # a FIFO or a device is refused, not read
     except FileNotFoundError:
         raise DocError(f"{path}: no such file") from None
     except OSError as exc:

@@ -25,6 +25,7 @@ from conformance.build import Case, build, verdict
 from conformance.checks import kind_of
 from conformance.negatives import negative_plans
 from conformance.plan import CasePlan, ScalarPlan, TensorPlan, base_args, make_plan, with_shapes
+from conformance.rules import Verdict
 from conformance.spec import OpSpec
 
 if TYPE_CHECKING:
@@ -61,6 +62,26 @@ def dtype_combos(spec: OpSpec, product: str) -> list[dict[str, str]]:
         if v.status == 0:
             out.append(dtypes)
     return out
+
+
+def base_rejection(spec: OpSpec, product: str) -> tuple[dict[str, str], Verdict] | None:
+    """None when `product` has a valid dtype combination; else the base case that got furthest
+    through the checks (the one whose rejecting check comes last in spec order: the check that
+    blocks even the right dtypes) and its verdict: why no positive case exists."""
+    if dtype_combos(spec, product):
+        return None
+    tensors = [p.name for p in spec.params if p.is_tensor]
+    order = {c.id: i for i, c in enumerate(spec.checks)}
+    best: tuple[int, dict[str, str], Verdict] | None = None
+    combos = itertools.product(*(_candidates(spec, product, n) for n in tensors))
+    for combo in itertools.islice(combos, 500):
+        dtypes = dict(zip(tensors, combo, strict=True))
+        v = verdict(spec, product, base_args(spec, dtypes, (2, 3)))
+        rank = order.get(v.check.id, len(order)) if v.check is not None else len(order)
+        if best is None or rank > best[0]:
+            best = (rank, dtypes, v)
+    assert best is not None
+    return best[1], best[2]
 
 
 def _variants(spec: OpSpec) -> list[dict[str, Any]]:

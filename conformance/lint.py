@@ -23,6 +23,7 @@ from conformance import bindings
 from conformance import dtypes as dt
 from conformance.catalog import planned_products, products, status_codes
 from conformance.checks import CHECK_KINDS
+from conformance.compare import field_problem, policy_for, table_problems, tolerance_table
 from conformance.expr import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
 from conformance.inplace import derive as derive_inplace
 from conformance.spec import (
@@ -77,6 +78,8 @@ class Linter:
 
     # -- helpers -------------------------------------------------------------------------
     def expr(self, path: tuple[Any, ...], text: Any, known: Iterable[str], strings: Iterable[str]):
+        if isinstance(text, int | float) and not isinstance(text, bool):
+            text = self.doc.numbers.get(tuple(path), text)  # a number keeps its spelling: 6e-8
         try:
             return compile_expr(text, known, strings)
         except ExprError as exc:
@@ -142,6 +145,7 @@ class Linter:
         ]
         props = [self.prop(i, p, by_name) for i, p in enumerate(data.get("properties", []))]
         tol = self.tolerance(data.get("tolerance", {}))
+        self.judged_dtypes(data)
 
         ids: dict[str, tuple[Any, ...]] = {}
         sections = [("checks", data["checks"]), ("special_points", data.get("special_points", [])),
@@ -361,12 +365,63 @@ class Linter:
                         p.get("summary", ""), self.doc.line(("properties", i)))  # fmt: skip
 
     def tolerance(self, raw: dict[str, Any]) -> dict[str, dict[str, float]]:
+        """Per-dtype overrides; each field finite and in its range (compare.FIELD_RANGES)."""
         out = {}
         for key, pol in raw.items():
             name = self.dtype_name(("tolerance", key), key)
-            if name:
+            bad = False
+            for field_name, value in pol.items():
+                if why := field_problem(str(field_name), value):
+                    self.err(("tolerance", key, field_name), why)
+                    bad = True
+            if name and not bad:
                 out[name] = {k: float(v) for k, v in pol.items()}
         return out
+
+    def judged_dtypes(self, data: dict[str, Any]) -> None:
+        """Every dtype a dtype table allows must be one the reference can judge: it has a
+        comparison policy (specs/tolerances.yaml, or this spec's `tolerance:`), so STRING,
+        UNDEFINED, INT4, FLOAT8_E5M2, ... are refused here, naming their line."""
+        overrides = data.get("tolerance") or {}
+        tables: list[tuple[tuple[Any, ...], Any]] = []
+        for set_name, table in (data.get("dtype_sets") or {}).items():
+            for key, names in table.items():
+                if key != "source" and isinstance(names, list):
+                    tables += [(("dtype_sets", set_name, key, j), n) for j, n in enumerate(names)]
+        for i, c in enumerate(data.get("checks") or []):
+            if c.get("kind") == "dtype_in" and isinstance(c.get("dtypes"), list):
+                tables += [(("checks", i, "dtypes", j), n) for j, n in enumerate(c["dtypes"])]
+        for path, n in tables:
+            try:
+                d = dt.get(str(n))
+            except dt.DtypeError:
+                continue  # reported as an unknown dtype already
+            if not _judged(d.name, overrides):
+                self.err(path, f"dtype {d.name} cannot be judged: the reference has no "
+                               "tolerance policy for it (specs/tolerances.yaml)")  # fmt: skip
+
+
+def _judged(dtype: str, overrides: dict[str, Any]) -> bool:
+    """Whether outputs of `dtype` can be compared: numpy holds it and a policy covers it."""
+    if dt.get(dtype).opaque:
+        return False
+    try:
+        policy_for(dtype, overrides)
+    except (ValueError, TypeError, AttributeError):
+        try:
+            policy_for(dtype)
+        except (ValueError, TypeError):
+            return False
+    return True
+
+
+def lint_tolerances() -> list[Problem]:
+    """The problems of specs/tolerances.yaml (every field finite and in its range)."""
+    try:
+        doc = tolerance_table()
+    except YamlError as exc:
+        return [Problem(exc.file, exc.line, exc.message)]
+    return [Problem(doc.file, doc.line(path), why) for path, why in table_problems(doc)]
 
 
 def _schema_message(e: jsonschema.ValidationError) -> str:
@@ -391,8 +446,8 @@ def lint_file(path: str | Path, text: str | None = None) -> tuple[OpSpec | None,
     except RecursionError:
         return None, [Problem(str(path), 1, "spec nests too deeply")]
     if spec is not None:
-        raw = text.encode("utf-8") if text is not None else Path(path).read_bytes()
-        spec.sha256 = hashlib.sha256(raw).hexdigest()
+        # the text parsed, not the file read again (it may have changed, or be a FIFO by now)
+        spec.sha256 = hashlib.sha256(doc.source.encode("utf-8")).hexdigest()
         for v in spec.variants:
             v.sha256 = spec.sha256
     return spec, linter.problems

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import results as res
+from conformance import safeio
 
 #: Fields compared as plain values (each record and meta carries them under these names).
 SCALARS = ("backend", "backend_version", "oracle", "seed", "tool_version")
@@ -97,8 +98,8 @@ def _meta_values(meta: Mapping[str, Any], name: str) -> Values:
 def read_meta(results: str | Path) -> dict[str, Any]:
     """The `.meta.json` beside a results file; {} when absent or unreadable."""
     path = Path(str(results) + ".meta.json")
-    with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError):
-        meta = json.loads(path.read_text(encoding="utf-8"))
+    with contextlib.suppress(OSError, ValueError, RecursionError):
+        meta = json.loads(safeio.read_bytes(path, res.MAX_META_BYTES))
         if isinstance(meta, dict):
             return meta
     return {}

@@ -29,6 +29,11 @@ class UnknownOp(KeyError):
         return self.args[0]
 
 
+def name_key(name: str) -> str:
+    """The key two operator names clash on (see _key)."""
+    return _key(name)
+
+
 def _key(name: str) -> str:
     """aclnnSomeOpBackward, SomeOpBackward, some_op_backward and some-op-backward all give
     'someopbackward'."""

@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance import safeio
 from conformance.verdicts import FAILING
+
+MAX_RECORD_BYTES = 16 << 20  # one results line; a longer one is counted as not a record
+MAX_META_BYTES = 16 << 20  # a .meta.json
 
 
 @dataclass
@@ -29,9 +33,14 @@ def read_jsonl(path: str | Path) -> Read:
     a line that is not a JSON record with `id` and `verdict` is counted, never fatal."""
     by_id: dict[str, dict[str, Any]] = {}
     out = Read([])
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            line = line.strip()
+    with safeio.open_regular(path) as f:  # a FIFO or a device is refused, not read forever
+        for i, raw in enumerate(safeio.iter_lines(f, MAX_RECORD_BYTES), 1):
+            if raw is None:
+                out.lines += 1
+                out.torn += 1
+                out.first_bad = out.first_bad or f"line {i}: longer than {MAX_RECORD_BYTES} bytes"
+                continue
+            line = raw.decode("utf-8").strip()
             if not line:
                 continue
             out.lines += 1
@@ -40,6 +49,10 @@ def read_jsonl(path: str | Path) -> Read:
             except json.JSONDecodeError as exc:
                 out.torn += 1
                 out.first_bad = out.first_bad or f"line {i}: not JSON ({exc.msg})"
+                continue
+            except RecursionError:
+                out.torn += 1
+                out.first_bad = out.first_bad or f"line {i}: not a record (JSON nested too deeply)"
                 continue
             if not (isinstance(rec, dict) and "id" in rec and "verdict" in rec):
                 out.torn += 1
@@ -129,8 +142,8 @@ def merge(paths: list[str | Path]) -> tuple[list[dict[str, Any]], dict[str, Any]
             by_id[rec["id"]] = rec
         meta_path = Path(str(p) + ".meta.json")
         if meta_path.exists():
-            with contextlib.suppress(OSError, json.JSONDecodeError):
-                metas.append(json.loads(meta_path.read_text(encoding="utf-8")))
+            with contextlib.suppress(OSError, ValueError, RecursionError):
+                metas.append(json.loads(safeio.read_bytes(meta_path, MAX_META_BYTES)))
     meta: dict[str, Any] = {"merged_from": [str(p) for p in paths]}
     if metas:
         meta.update(

@@ -23,7 +23,7 @@ from conformance import dtypes as dt
 from conformance import limits
 from conformance.backend import Backend, BackendError, backend_class, load_backend, takes_option
 from conformance.call import Outcome, TensorArg
-from conformance.casefile import CaseFileError, find_cases, read_case
+from conformance.casefile import CaseFileError, find_cases, read_case, read_meta
 from conformance.execute import DEFAULT_ORACLE, judge
 from conformance.generate import CasePlan, build, plan_suite, select
 from conformance.registry import Registry, UnknownOp, registry_for
@@ -104,20 +104,20 @@ def generated_items(registry: Registry, sel: Selection, seed: int = 0) -> list[I
     return _shard([Item(p.id, s.name, plan=p) for s, p in out], sel.shard)
 
 
-def _dir_matches(d: Path, sel: Selection, registry: Registry) -> bool:
+def _dir_matches(d: Path, sel: Selection, registry: Registry, root: Path) -> bool:
     """Apply --op/--product/--dtype/--clause to a case directory from its case.json alone."""
     if not (sel.ops or sel.products or sel.dtypes or sel.clauses):
         return True
     try:
-        meta = json.loads((d / "case.json").read_text(encoding="utf-8"))
+        meta = read_meta(d, root)
         op = registry.get(str(meta["op"])).name
         dtypes = {
             dt.get(a["dtype"]).name for a in meta["args"].values() if a.get("kind") == "tensor"
         }
         clauses = tuple(meta.get("clauses", []))
         product = meta["product"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, UnknownOp):
-        return True  # let the run report the broken case as an error
+    except Exception:  # CaseFileError, a field of the wrong type, ...
+        return True  # let the run report the broken case as its error
     if sel.ops and op not in sel.ops:
         return False
     if sel.products and product not in sel.products:
@@ -127,13 +127,15 @@ def _dir_matches(d: Path, sel: Selection, registry: Registry) -> bool:
     return not sel.clauses or _clause_match(sel.clauses, op, clauses)
 
 
-def directory_items(root: Path, sel: Selection, registry: Registry) -> list[Item]:
+def directory_items(root: Path, sel: Selection, registry: Registry,
+                    warn: Callable[[str], None] | None = None) -> list[Item]:  # fmt: skip
+    """The case directories under root that the selection keeps (`warn`: folders skipped)."""
     items = []
-    for d in find_cases(root):
+    for d in find_cases(root, warn):
         rel = d.relative_to(root).as_posix()
         if sel.keyword and sel.keyword not in rel:
             continue
-        if not _dir_matches(d, sel, registry):
+        if not _dir_matches(d, sel, registry, root):
             continue
         items.append(Item(rel, rel.split("/", 1)[0], path=str(d), root=str(root)))
     if sel.max_cases is not None:
@@ -225,15 +227,20 @@ def _run(
             spec = reg.get(item.op)
             case = build(spec, item.plan, cfg.seed)
         else:
-            case = read_case(Path(item.path), Path(item.root))  # type: ignore[arg-type]
+            case = read_case(Path(item.path), Path(item.root), cfg.max_case_bytes)  # type: ignore[arg-type]
             spec = reg.get(case.op)
     except (CaseFileError, UnknownOp, ValueError, OSError) as exc:
         return {"id": item.id, "op": item.op, "verdict": "error", "reason": str(exc),
                 "backend": backend.name, "clauses": [], "dtypes": {}}  # fmt: skip
-    too_big = over_budget(case.call, cfg.max_case_bytes, frozenset(p.name for p in spec.outputs))
-    if too_big:
+    except Exception as exc:  # whatever a hostile case does, it is that case's error
+        return {"id": item.id, "op": item.op, "verdict": "error", "backend": backend.name,
+                "reason": f"cannot read the case: {type(exc).__name__}: {exc}",
+                "clauses": [], "dtypes": {}}  # fmt: skip
+    outputs = frozenset(p.name for p in spec.outputs)
+    refused = over_budget(case.call, cfg.max_case_bytes, outputs) or overlapping(case.call, outputs)
+    if refused:
         return {"id": item.id, "op": spec.name, "product": case.product, "verdict": "error",
-                "reason": too_big, "backend": backend.name, "clauses": list(case.clauses),
+                "reason": refused, "backend": backend.name, "clauses": list(case.clauses),
                 "dtypes": {}}  # fmt: skip
     got = None
     try:
@@ -252,20 +259,25 @@ def _run(
     rec["durations"] = {**rec.get("durations", {}), "total": time.perf_counter() - t0}
     rec["replay"] = replay_command(rec, cfg) if item.plan is not None else ""
     if cfg.keep_outputs and rec.get("verdict") not in ("skip",):
-        _keep(cfg.keep_outputs, item.id, got, rec)
+        try:
+            _keep(cfg.keep_outputs, item.id, got, rec)
+        except OSError as exc:  # e.g. a symlink planted in the folder: refused, said, run goes on
+            rec["keep_outputs_error"] = f"--keep-outputs: not kept: {exc}"
     return rec
 
 
 def case_bytes(call: Any, outputs: frozenset[str] = frozenset()) -> tuple[int, str, int]:
-    """Memory a case needs to be judged, estimated from its views (not its storages): each
-    tensor's elements in its dtype, and each output once more (the backend's own copy; the
-    golden is streamed, never whole); and the largest view's name and element count."""
+    """Memory a case needs to be judged: each tensor's whole storage (a backend copies all of
+    it, however small the view) or its view when larger, and each output once more (the
+    backend's own copy; the golden is streamed, never whole); and the largest view's name and
+    element count."""
     total, largest, name = 0, -1, ""
     for n, a in call.args.items():
         if not isinstance(a, TensorArg):
             continue
         numel = math.prod(int(x) for x in a.shape)
-        total += numel * dt.get(a.dtype).np.itemsize * (2 if n in outputs else 1)
+        size = max(numel * dt.get(a.dtype).np.itemsize, int(getattr(a.storage, "nbytes", 0)))
+        total += size * (2 if n in outputs else 1)
         if numel > largest:
             largest, name = numel, n
     return total, name, largest
@@ -278,9 +290,22 @@ def over_budget(call: Any, budget: int | None, outputs: frozenset[str] = frozens
     need, name, numel = case_bytes(call, outputs)
     if need <= budget:
         return ""
-    return (f"case needs about {_size(need)} of memory ({numel:,} elements in the view of "
-            f"{name}), above --max-case-bytes {_size(budget)}; raise it if this machine has the "
-            "memory")  # fmt: skip
+    return (f"case needs about {_size(need)} of memory (its storages; {numel:,} elements in "
+            f"the view of {name}), above --max-case-bytes {_size(budget)}; raise it if this "
+            "machine has the memory")  # fmt: skip
+
+
+def overlapping(call: Any, outputs: frozenset[str]) -> str:
+    """Why a case is malformed because an output's view covers an element twice ('' when none
+    does): a backend writing it would race with itself, and no result is right. Inputs may
+    overlap (a zero-stride broadcast view is legal)."""
+    for n in sorted(outputs):
+        a = call.args.get(n)
+        if isinstance(a, TensorArg) and a.overlaps_itself():
+            return (f"malformed case: output {n} has a view that overlaps itself (shape "
+                    f"{list(a.shape)}, strides {list(a.strides)}): two of its elements share "
+                    "one storage element")  # fmt: skip
+    return ""
 
 
 def _size(n: int) -> str:
@@ -292,17 +317,18 @@ def _size(n: int) -> str:
 
 def _keep(root: str, case_id: str, got: Outcome | None, rec: dict[str, Any]) -> None:
     """--keep-outputs: the backend's output storages as DIR/<case-id>/<param>.npy + result.json."""
-    from conformance.casefile import case_dir, save_array
+    from conformance import safeio
+    from conformance.casefile import make_case_dir, save_array
 
-    d = case_dir(Path(root), case_id)
-    d.mkdir(parents=True, exist_ok=True)
+    d = make_case_dir(Path(root), case_id)
     result: dict[str, Any] = {"status": None, "message": rec.get("reason", "")}
     if got is not None:
         for name, arr in got.outputs.items():
             save_array(d / f"{name}.npy", arr)
         result = {"status": got.status, "message": got.message}
     result["verdict"] = rec.get("verdict")
-    (d / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    text = (json.dumps(result, indent=1) + "\n").encode("utf-8")
+    safeio.write_file(d / "result.json", lambda f: f.write(text))
 
 
 def replay_command(rec: dict[str, Any], cfg: RunConfig) -> str:

@@ -1,16 +1,24 @@
 """YAML loading that remembers where every value came from, so errors can say `file:line`.
 
 Anchors and aliases are refused (a spec never needs them, and they are how "billion laughs"
-documents blow up), as are duplicate keys, which plain PyYAML silently overwrites.
+documents blow up), as are duplicate keys, which plain PyYAML silently overwrites. The file is
+opened through conformance.safeio: a FIFO, a device or a file above MAX_BYTES is refused before
+anything is read.
+
+Numbers follow YAML 1.2 where PyYAML's YAML 1.1 rules surprise: `1e308` and `-2E-5` (an exponent
+without a dot) are floats, not strings.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from conformance import safeio
 
 MAX_BYTES = 2_000_000
 MAX_NODES = 200_000
@@ -26,6 +34,8 @@ class Located:
     lines: dict[Path_, int] = field(default_factory=dict)
     file: str = ""
     literal: dict[Path_, bool] = field(default_factory=dict)  # values written as `|` blocks
+    source: str = ""  # the text parsed (what a spec's hash is taken of)
+    numbers: dict[Path_, str] = field(default_factory=dict)  # each number as written (6e-8)
 
     def line(self, path: Path_) -> int:
         """Line of `path`, or of its nearest ancestor that has one."""
@@ -43,23 +53,33 @@ class YamlError(ValueError):
         self.file, self.line, self.message = file, line, message
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads `1e308`, `1.5e3`, `+2E-5` as floats (YAML 1.1, which PyYAML
+    follows, wants a dot and a signed exponent; YAML 1.2 and every JSON writer do not)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|\.[0-9]+[eE][-+]?[0-9]+)$"),
+    list("-+0123456789."),
+)
+
+
 def load(path: str | Path, text: str | None = None) -> Located:
     """Parse one YAML document from `path` (or from `text`, reported as `path`)."""
     name = str(path)
     if text is None:
         try:
-            raw = Path(path).read_bytes()
+            raw = safeio.read_bytes(path, MAX_BYTES)
         except OSError as exc:
             raise YamlError(name, 1, f"cannot read file: {exc.strerror or exc}") from None
-        if len(raw) > MAX_BYTES:
-            raise YamlError(name, 1, f"file larger than {MAX_BYTES} bytes")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = raw[: exc.start].count(b"\n") + 1
             raise YamlError(name, line, "file is not valid UTF-8") from None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
     except yaml.YAMLError as exc:  # e.g. a control character, found while reading the stream
         line = text[: getattr(exc, "position", 0) or 0].count("\n") + 1
         problem = getattr(exc, "reason", None) or str(exc).splitlines()[0]
@@ -74,7 +94,7 @@ def load(path: str | Path, text: str | None = None) -> Located:
         raise YamlError(name, 1, f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
-    out = Located(None, {}, name)
+    out = Located(None, {}, name, source=text)
     if node is None:
         raise YamlError(name, 1, "empty document")
     seen: set[int] = set()
@@ -121,7 +141,10 @@ def _build(
     if getattr(node, "style", None) == "|":
         out.literal[path] = True
     try:
-        return loader.construct_object(node, deep=True)
+        value = loader.construct_object(node, deep=True)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise YamlError(name, line, f"invalid value: {problem}") from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        out.numbers[path] = node.value
+    return value

@@ -12,7 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from conformance.results import read_jsonl
+from conformance import safeio
+from conformance.results import MAX_META_BYTES, read_jsonl
 from conformance.verdicts import BROKEN, ERRORS, EXPLAINED, FAILING, VERDICTS  # noqa: F401
 
 # Most severe first: the order of tables, legends and sorting.
@@ -61,6 +62,8 @@ def read_run(path: str | Path) -> Run:
         raise ResultsFileError(f"{p}: is a directory, not a results .jsonl file")
     try:
         read = read_jsonl(p)
+    except OSError as exc:
+        raise ResultsFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ResultsFileError(f"{p}: not a results file (not UTF-8 text)") from None
     if not read.lines:
@@ -75,8 +78,10 @@ def read_meta(results_path: Path) -> dict[str, Any]:
     if not meta_path.exists():
         return {}
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        meta = json.loads(safeio.read_bytes(meta_path, MAX_META_BYTES))
+    except OSError as exc:
+        raise ResultsFileError(f"{meta_path}: cannot read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:
         raise ResultsFileError(f"{meta_path}: not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
         raise ResultsFileError(f"{meta_path}: expected a JSON object")
