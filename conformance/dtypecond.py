@@ -3,10 +3,12 @@
     dtypes: {gradOutput: [FLOAT16, BF16]}   # that parameter's dtype is one of these
     dtypes: {any: [BF16], mixed: true}      # some tensor is BF16; the input tensors differ
     dtypes: {all_in: [FLOAT, BF16]}         # every tensor is FLOAT or BF16
+    dtypes: {inputs: [FLOAT16], outputs: [BF16]}   # every tensor read is FLOAT16, every output BF16
 
 Every key given must hold. A parameter key names a tensor or a scalar (its declared dtype); a
 parameter the call leaves null never fits. `any` and `all_in` look at every tensor, inputs and
-outputs; `mixed` at the tensors the op reads (true: not all of one dtype; false: all of one).
+outputs; `inputs` and `mixed` at the tensors the op reads (`mixed` true: not all of one dtype;
+false: all of one), `outputs` at the tensors it writes.
 Conditions name dtypes, never case ids, so a generated, an imported and a hand-written case with
 the same dtypes are treated alike.
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 from conformance import dtypes as dt
 
-KEYS = ("any", "all_in", "mixed")
+KEYS = ("any", "all_in", "inputs", "outputs", "mixed")
 
 
 class DtypeConditionError(ValueError):
@@ -32,6 +34,8 @@ class DtypeCondition:
     any: frozenset[str] = frozenset()
     all_in: frozenset[str] = frozenset()
     mixed: bool | None = None
+    inputs: frozenset[str] = frozenset()
+    outputs: frozenset[str] = frozenset()
 
     def matches(self, dtypes: Mapping[str, Any], outputs: Collection[str] = ()) -> bool:
         """Whether a call whose parameters have `dtypes` (name -> dtype name; a tensor or a
@@ -45,11 +49,13 @@ class DtypeCondition:
             return False
         if self.all_in and not values <= self.all_in:
             return False
-        if self.mixed is not None:
-            read = {d for k, d in names.items() if k not in outputs}
-            if (len(read) > 1) != self.mixed:
-                return False
-        return True
+        read = {d for k, d in names.items() if k not in outputs}
+        written = {d for k, d in names.items() if k in outputs}
+        if self.inputs and not (read and read <= self.inputs):
+            return False
+        if self.outputs and not (written and written <= self.outputs):
+            return False
+        return self.mixed is None or (len(read) > 1) == self.mixed
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: sorted(v) for k, v in sorted(self.params.items())}
@@ -57,6 +63,9 @@ class DtypeCondition:
             out["any"] = sorted(self.any)
         if self.all_in:
             out["all_in"] = sorted(self.all_in)
+        for key in ("inputs", "outputs"):
+            if getattr(self, key):
+                out[key] = sorted(getattr(self, key))
         if self.mixed is not None:
             out["mixed"] = self.mixed
         return out
@@ -93,8 +102,7 @@ def parse(raw: Any, params: Collection[str] | None = None) -> DtypeCondition:
             "dtypes must be a mapping such as {self: [FLOAT16, BF16]} or {any: [BF16], mixed: true}"
         )
     per: dict[str, frozenset[str]] = {}
-    anyof: frozenset[str] = frozenset()
-    allin: frozenset[str] = frozenset()
+    lists: dict[str, frozenset[str]] = {}
     mixed = None
     for key, value in raw.items():
         key = str(key)
@@ -102,14 +110,14 @@ def parse(raw: Any, params: Collection[str] | None = None) -> DtypeCondition:
             if not isinstance(value, bool):
                 raise DtypeConditionError("dtypes.mixed must be true or false")
             mixed = value
-        elif key == "any":
-            anyof = _dtype_list(key, value)
-        elif key == "all_in":
-            allin = _dtype_list(key, value)
+        elif key in KEYS:
+            lists[key] = _dtype_list(key, value)
         elif params is not None and key not in params:
             raise DtypeConditionError(
                 f"dtypes.{key}: no parameter of that name (keys: a parameter, or {', '.join(KEYS)})"
             )
         else:
             per[key] = _dtype_list(key, value)
-    return DtypeCondition(per, anyof, allin, mixed)
+    empty: frozenset[str] = frozenset()
+    return DtypeCondition(per, lists.get("any", empty), lists.get("all_in", empty), mixed,
+                          lists.get("inputs", empty), lists.get("outputs", empty))  # fmt: skip
