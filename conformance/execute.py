@@ -102,7 +102,7 @@ def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) ->
            "backend": backend.name, "oracle": oracle_name}  # fmt: skip
     binding = binding_id(spec, getattr(backend, "binding_family", None))
     if binding:
-        rec["binding"] = binding  # what expectations select by (aten::gelu_backward)
+        rec["binding"] = binding  # what expectations select by (aten::<op>)
     return rec
 
 

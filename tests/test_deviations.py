@@ -632,3 +632,47 @@ def test_gelu_backward_tail_is_an_expectation_of_the_kernel_for_every_spec_calli
         assert rec["verdict"] == "xfail", op
         assert rec["expectation"]["binding"] == "aten::gelu_backward"
         assert rec["expectation"]["differs"] == "nonfinite"
+
+
+def test_an_in_place_variant_renames_the_output_in_a_deviations_dtypes():
+    """The variant's tensor takes the output's place: a condition on the output's dtype is one on
+    that tensor (both named: the dtypes both allow; none left: the deviation cannot apply)."""
+    import yaml
+
+    from conformance.inplace import derive
+
+    data = yaml.safe_load((REPO / "specs" / "ops" / "sigmoid.yaml").read_text(encoding="utf-8"))
+    base = {"id": "d", "clause": "sigmoid", "differs": "values", "bound": {"ulp": 1},
+            "backends": ["aclnn"], "summary": "s", "source": "s"}  # fmt: skip
+    data["deviations"] = [{**base, "id": "out-only", "dtypes": {"out": ["FLOAT"]}},
+                          {**base, "id": "both", "dtypes": {"self": ["FLOAT", "BF16"],
+                                                            "out": ["BF16"]}},
+                          {**base, "id": "none", "dtypes": {"self": ["FLOAT"], "out": ["BF16"]}}]  # fmt: skip
+    got = {d["id"]: d.get("dtypes") for d in derive(data)["deviations"]}
+    assert got == {"out-only": {"self": ["FLOAT"]}, "both": {"self": ["BF16"]}}
+
+
+def test_sigmoid_backward_torch_rounding_applies_under_any_id():
+    """sigmoid_backward/torch-f16-rounding (a bound) on the values of a generated FLOAT16 case
+    that PyTorch's float16 arithmetic gets 1.5 ulp wrong, handed over under an imported-looking
+    id: the deviation follows the values (issue 23 point 3)."""
+    pytest.importorskip("torch")
+    from conformance.backend import load_backend
+    from conformance.build import build
+    from conformance.generate import plan_op
+
+    spec = REG.get("sigmoid_backward")
+    plan = next(
+        p for p in plan_op(spec, ["ascend950"]) if p.id.endswith("/f16/-/layout=out-transposed")
+    )
+    case = build(spec, plan, 0)
+    case.id = "sigmoid_backward/atk/0042"
+    case.clauses = ()
+    backend = load_backend("torch", REG)
+    plain = judge(spec, case, backend, ORACLE)
+    if plain.verdict == "pass":
+        pytest.skip("this PyTorch rounds these values correctly")
+    assert plain.verdict == "fail" and plain.record["differs"] == "values"
+    got = judge(spec, case, backend, ORACLE, deviations=True)
+    assert got.verdict == "deviation"
+    assert got.record["expectation"]["deviation"] == "sigmoid_backward/torch-f16-rounding"
