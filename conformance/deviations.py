@@ -161,7 +161,9 @@ class BoundCheck:
 
     def add(self, golden: np.ndarray, actual: np.ndarray) -> None:
         info = dt.get(self.dtype)
-        part = dt.get("DOUBLE" if info.name == "COMPLEX128" else "FLOAT") if info.category == "complex" else info  # fmt: skip
+        part = info
+        if info.category == "complex":  # compared as real and imaginary parts
+            part = dt.get("DOUBLE" if info.name == "COMPLEX128" else "FLOAT")
         g, a = np.asarray(golden).reshape(-1), np.asarray(actual).reshape(-1)
         if info.category == "complex":
             g = np.stack((g.real, g.imag), axis=-1).reshape(-1).astype(np.float64)
