@@ -7,7 +7,7 @@ import json
 import click
 
 from cli.console import heading
-from cli.errors import InfrastructureError, UserError
+from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
 from cli.options import backend_options, checked_backend, registry
 from conformance import config
 from conformance import dtypes as dt
@@ -16,7 +16,8 @@ from conformance.probe import probe, to_json
 from conformance.runner import RunConfig, make_backend
 
 SYMBOL = {"agree-accept": "+", "agree-reject": ".", "listed-but-rejected": "L",
-          "accepted-not-listed": "A", "skip": " "}  # fmt: skip
+          "accepted-not-listed": "A", "skip": " ", "crash": "C", "timeout": "T",
+          "error": "E"}  # fmt: skip
 
 
 @click.command("probe")
@@ -30,7 +31,8 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
     """Try every aclDataType on each tensor and scalar parameter; print claimed vs actual.
 
     Legend: + accepted as listed, . rejected as not listed, L listed but rejected,
-    A accepted but not listed, blank: the backend cannot express it.
+    A accepted but not listed, blank: the backend cannot express it; C crashed, T timed out,
+    E raised or failed (no answer: never counted as a rejection; exit code 1).
     """
     options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
     reg = registry()
@@ -49,14 +51,18 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
         b.close()
     if not rows:
         raise UserError("nothing to probe for the given --op/--product")
+    broken = [(r, d, v) for r in rows for d, v in r.broken.items()]
     if as_json:
         click.echo(json.dumps(to_json(rows), indent=1))
+        if broken:
+            raise SystemExit(EXIT_PROBLEMS)
         return
     names = dt.tables().names()
     shorts = [dt.get(n).short for n in names]
     click.echo(heading(f"dtype probe of {backend}: claimed (spec) vs actual (backend)"))
     click.echo(
-        "legend: + agree accept  . agree reject  L listed but rejected  A accepted not listed"
+        "legend: + agree accept  . agree reject  L listed but rejected  A accepted not listed  "
+        "C crash  T timeout  E error"
     )
     click.echo(" " * 44 + " ".join(s[:4].rjust(4) for s in shorts))
     for r in rows:
@@ -71,3 +77,11 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
                 click.echo(
                     f"  {r.op} {r.product} {r.param}: {kind.replace('-', ' ')}: {', '.join(names)}"
                 )
+    if broken:
+        click.echo(heading(f"\n{len(broken)} calls without an answer (not counted as rejected)"))
+        for r in rows:
+            for kind in ("crash", "timeout", "error"):
+                names = [d for d, v in r.broken.items() if v == kind]
+                if names:
+                    click.echo(f"  {r.op} {r.product} {r.param}: {kind}: {', '.join(names)}")
+        raise SystemExit(EXIT_PROBLEMS)

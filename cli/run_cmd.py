@@ -25,7 +25,7 @@ from cli.options import (
 )
 from conformance import config, expectations, provenance
 from conformance import results as res
-from conformance.backend import BackendError, load_backend
+from conformance.backend import BackendError, backend_class, load_backend
 from conformance.progress import Progress
 from conformance.runner import (
     TOOL_VERSION,
@@ -35,6 +35,7 @@ from conformance.runner import (
     execute,
     finished_ids,
     generated_items,
+    item_facts,
 )
 from conformance.verdicts import BROKEN
 
@@ -207,7 +208,12 @@ def resume_hint() -> str:
     is_flag=True,
     help="Ignore every expectations file and the spec deviations.",
 )
-@click.option("--strict", is_flag=True, help="An unexpected pass (xpass) fails the run.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="An unexpected pass (xpass) fails the run, and so does a run that proves nothing: "
+    "no case judged, a backend judged by itself, an expectations entry fitting every case.",
+)
 @click.option(
     "--update-expectations",
     is_flag=True,
@@ -286,6 +292,9 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
                                       update_expectations, reg)  # fmt: skip
     for w in expect.warnings if expect is not None else ():
         click.echo(f"warning: {w}", err=True)
+    if strict:
+        config.check_strict(expect, backend, oracle, oracle == backend)
+    expect_sha = expectations.fingerprint(expect, reg, backend)
     if cases_dir is not None:
         if not cases_dir.is_dir():
             raise UserError(f"--cases {cases_dir}: no such directory")
@@ -305,6 +314,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
             "oracle_version": oracle_version, "exact": exact, "seed": seed,
             "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
             "expectations": (expect.path or "spec deviations") if expect is not None else None,
+            "expectations_sha256": expect_sha,
             "max_case_bytes": budget, "max_memory": memory, "jobs": jobs}  # fmt: skip
     if host:
         meta["backend_host"] = host  # what this host is, for judging the run elsewhere
@@ -325,11 +335,15 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     todo = [it for it in items if it.id not in done]
     skipped = []
     if expect is not None:
+        family = backend_class(backend).binding_family
         for it in todo:
-            entry = expect.find(it.id, backend, version)
-            if entry is not None and entry.kind == "skip":
+            facts = item_facts(it, reg, family)
+            entry = expect.skip_entry(facts, backend, version)
+            if entry is not None:
                 skipped.append({"id": it.id, "op": it.op, "verdict": "skip", "backend": backend,
                                 "reason": f"expectations: {entry.reason}", "clauses": [],
+                                "dtypes": facts.get("dtypes") or {},
+                                "expectations_sha256": expect_sha,
                                 "expectation": {"match": entry.match, "kind": "skip",
                                                 "reason": entry.reason}})  # fmt: skip
         skip_ids = {r["id"] for r in skipped}
@@ -337,7 +351,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
                     fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
                     timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs, exact=exact,
-                    max_memory=memory)  # fmt: skip
+                    max_memory=memory, deviations=expect is not None)  # fmt: skip
     progress = Progress(len(todo), enabled=not quiet)
     writer = ResultsWriter(results)
     t0 = time.perf_counter()
@@ -347,6 +361,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         writer.write(rec)
 
     def sink(rec: dict) -> bool:
+        rec["expectations_sha256"] = expect_sha
         if expect is not None:
             expect.apply(rec, backend, rec.get("backend_version", version))
         writer.write(rec)
@@ -416,5 +431,24 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
             "fails the run (--strict)" if strict else "reported; --strict makes them fail the run"
         )
         click.echo(f"{summary.verdicts['xpass']} unexpected pass(es): {note}", err=True)
-    if hard or (strict and summary.verdicts["xpass"]):
+    proved = strict_failures(summary, expect) if strict else []
+    for line in proved:
+        click.echo(line, err=True)
+    if hard or proved or (strict and summary.verdicts["xpass"]):
         raise SystemExit(EXIT_PROBLEMS)
+
+
+def strict_failures(summary: res.Summary, expect) -> list[str]:
+    """--strict: why this run proved nothing (no case judged; an entry that excused every
+    judged case by its message or failure kind alone), one line each."""
+    judged = summary.total - summary.verdicts["skip"]
+    if not judged:
+        return [f"--strict: no case was judged ({summary.total} selected, all skipped): the run "
+                "proves nothing; check the filters, the backend's capabilities and the skip "
+                "entries"]  # fmt: skip
+    out = []
+    for e in expect.excused_everything(judged) if expect is not None else ():
+        out.append(f"--strict: {e.where(expect.path)}: the {e.kind} entry ({e.describe()}) "
+                   f"excused every one of the {judged} judged cases: the run proves nothing; "
+                   "narrow it with match, binding or dtypes")  # fmt: skip
+    return out

@@ -183,10 +183,21 @@ def render_spec(spec: OpSpec) -> list[str]:
             extra.append(f"backends {', '.join(d.backends)}")
         tail = f"  ({'; '.join(extra)})" if extra else ""
         out.append(f"  {style(d.id, fg='magenta')}{tail}")
-        out += _optional(
-            ("summary", d.summary), ("actual", d.actual), ("source", d.source), indent=6, total=w
-        )
+        differs = f"{d.differs}{_excuse_text(d)}" if d.differs else ""
+        out += _optional(("differs", differs), ("summary", d.summary), ("actual", d.actual),
+                         ("source", d.source), indent=6, total=w)  # fmt: skip
     return out
+
+
+def _excuse_text(d: Any) -> str:
+    """How a deviation's difference is checked, for `specs show`."""
+    if d.formula is not None:
+        return ": against the library's formula"
+    if d.bound:
+        return ": within " + ", ".join(f"{k} {v:g}" for k, v in d.bound.items())
+    if d.actual_status is not None:
+        return f": the library returns {d.actual_status}"
+    return ""
 
 
 def _scalar_text(v: Any) -> str:

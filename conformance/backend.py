@@ -7,6 +7,7 @@ runner turns everything else into `skip` with the reason, never into a failure.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import importlib
 from dataclasses import dataclass
@@ -149,6 +150,13 @@ class Backend:
         """Start what the first case would otherwise pay for (a device, a context), so that a
         per-case timeout measures the case only; the isolation worker calls it before it
         reports ready. A BackendError here is a setup error of the run."""
+
+    def with_registry(self, registry: Registry) -> Backend:
+        """This backend over other specs (a shallow copy): the judge recomputes an oracle that
+        implements the specs with a spec deviation's formula swapped in."""
+        other = copy.copy(self)
+        other._registry = registry
+        return other
 
     def expect(self, call: Call, deadline: float | None = None) -> Outcome:
         """What `call` should give, this backend being the oracle; an oracle may return its

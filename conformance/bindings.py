@@ -112,3 +112,17 @@ def check(spec: Any) -> list[BindingError]:
         except BindingError as exc:
             problems.append(exc)
     return problems
+
+
+def binding_id(spec: Any, family: str | None) -> str | None:
+    """What a backend of `family` calls for `spec`, as expectations name it: `aten::<op>` for
+    the ATen adapters (torch, torch_npu), `jax::<name>` for JAX (the binding's `name`, else the
+    spec's); None when the family has no binding in the spec. Every spec calling one kernel
+    shares its id, so an entry about that kernel covers them all."""
+    if not family:
+        return None
+    b = spec.bindings.get(family)
+    if b is None:
+        return None
+    name = b.data.get("op") or b.data.get("name") or spec.name
+    return f"{family}::{name}"

@@ -184,9 +184,21 @@ def load_expectations(backend: str, path: Path | None, disabled: bool, update: b
                 raise ConfigError(str(exc)) from None
         else:
             expect = expectations.Expectations([], str(path), backend)
-    if registry is not None:
-        expect.derived = expectations.from_deviations(registry, backend)
     return expect
+
+
+def check_strict(expect: expectations.Expectations | None, backend: str, oracle: str,
+                 same_options: bool) -> None:  # fmt: skip
+    """--strict: refuse a run that cannot fail: a backend judged against itself, or an
+    expectations entry that fits every case."""
+    if oracle == backend and same_options:
+        raise ConfigError(f"--strict: --backend {backend} would be judged against itself "
+                          f"(--oracle {oracle}), so no case could fail; choose another --oracle "
+                          "(the default is the reference) or drop --strict")  # fmt: skip
+    for e in expect.unnarrowed() if expect is not None else ():
+        raise ConfigError(f"--strict: {e.where(expect.path)}: this {e.kind} entry fits every case "
+                          f"({e.describe()} and nothing else), so the run could not fail; "
+                          "narrow it with match, binding, dtypes, message or differs")  # fmt: skip
 
 
 def exact_options(backend: str, oracle: str, options: dict[str, Any]) -> dict[str, Any]:

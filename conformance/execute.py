@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from conformance import deviations as dv
 from conformance import dtypes as dt
 from conformance.accumulate import Accumulator
 from conformance.backend import Backend, BackendCrash, BackendError, BackendTimeout, OracleTimeout
+from conformance.bindings import binding_id
 from conformance.call import Call, Outcome, TensorArg
 from conformance.compare import policy_for
 from conformance.flat import FlatView, ranges
 from conformance.generate import Case
 from conformance.loader import status_name
+from conformance.registry import Registry
 from conformance.spec import OpSpec
 from conformance.verdicts import VERDICTS  # noqa: F401 - re-exported
 
@@ -104,12 +108,17 @@ def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) ->
                    "storage": int(a.storage.size)}
                for n, a in case.call.args.items() if isinstance(a, TensorArg)}  # fmt: skip
     tag = dt.tag(dtypes.values())  # parameter order, as in case ids
-    return {"id": case.id, "op": spec.name, "aclnn_op": spec.op, "product": case.product,
-            "kind": case.kind, "dtypes": dtypes, "dtype_tag": tag, "layouts": layouts,
-            "out_dtype": next((dtypes[p.name] for p in spec.outputs if p.name in dtypes), None),
-            "clauses": [spec.clause(c) for c in case.clauses],
-            "expected_status": case.expected_status, "seed": case.seed,
-            "backend": backend.name, "oracle": oracle_name}  # fmt: skip
+    rec = {"id": case.id, "op": spec.name, "aclnn_op": spec.op, "product": case.product,
+           "kind": case.kind, "dtypes": dtypes, "dtype_tag": tag, "layouts": layouts,
+           "out_dtype": next((dtypes[p.name] for p in spec.outputs if p.name in dtypes), None),
+           "outputs": [p.name for p in spec.outputs],
+           "clauses": [spec.clause(c) for c in case.clauses],
+           "expected_status": case.expected_status, "seed": case.seed,
+           "backend": backend.name, "oracle": oracle_name}  # fmt: skip
+    binding = binding_id(spec, getattr(backend, "binding_family", None))
+    if binding:
+        rec["binding"] = binding  # what expectations select by (aten::<op>)
+    return rec
 
 
 def judge(
@@ -119,11 +128,15 @@ def judge(
     oracle: Backend,
     oracle_name: str = DEFAULT_ORACLE,
     timeout: float | None = None,
+    deviations: bool = False,
 ) -> Judged:
     """The verdict of one case; `timeout` (seconds) bounds the whole case: the oracle, the
     backend (stopped where it can be, else ruled `timeout` when it returns late) and the
-    comparison, each checked between chunks; over it is `timeout`, never `error`."""
+    comparison, each checked between chunks; over it is `timeout`, never `error`. With
+    `deviations`, a failure of exactly the kind a spec deviation naming the backend records is
+    the verdict `deviation` (conformance/deviations.py); a crash, timeout or error never is."""
     rec = base_record(spec, case, backend, oracle_name)
+    devs = dv.gating(spec, backend.name) if deviations else []
     rec["durations"] = {}
 
     ran: list[Outcome] = []
@@ -189,14 +202,124 @@ def judge(
     )
     rec["status_match"] = match
     if not match:
+        rec["differs"] = "status"
+        dev = dv.status_deviation(spec, devs, case.call, want, got, mode) if devs else None
+        if dev is not None:
+            _excused(rec, spec, dev, "status")
+            return done("deviation", status_reason(got, want, mode))
         return done("fail", status_reason(got, want, mode))
     t0 = time.perf_counter()
     try:
-        verdict = _judge_outputs(spec, case, want, got, rec, clock)
+        verdict, failed = _judge_outputs(spec, case, want, got, rec, clock)
+        if verdict[0] == "fail" and failed:
+            rec["differs"] = _differs(failed, want, got, clock)
+            if devs:
+                how = _value_deviation(spec, case, devs, rec["differs"], failed, got, oracle,
+                                       clock)  # fmt: skip
+                if how is not None:
+                    _excused(rec, spec, *how)
+                    verdict = ("deviation", verdict[1])
     except OracleTimeout:
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     rec["durations"]["compare"] = time.perf_counter() - t0
     return done(*verdict)
+
+
+@dataclass
+class _Failed:
+    """An output whose values did not pass, with what is needed to judge it again."""
+
+    name: str
+    t: TensorArg
+    out: np.ndarray
+    policy: Any
+    inputs: dict[str, np.ndarray]
+    cmp: Any
+    want: Outcome | None = None  # the oracle's outcome it was compared with
+
+
+def _excused(rec: dict[str, Any], spec: OpSpec, dev: Any, how: str,
+             extra: tuple[Any, ...] = ()) -> None:  # fmt: skip
+    """Record that spec deviation `dev` (and `extra`, tried together) excuses the failure."""
+    rec["verdict_before_expectation"] = "fail"
+    rec["expectation"] = {"match": f"{spec.name}/*", "kind": "deviation", "reason": dev.summary,
+                          "deviation": spec.clause(dev.id), "differs": dev.differs,
+                          "checked": how, "where": f"{spec.path}:{dev.line}"}  # fmt: skip
+    if extra:
+        rec["expectation"]["deviations"] = [spec.clause(d.id) for d in (dev, *extra)]
+
+
+def _differs(failed: list[_Failed], want: Outcome, got: Outcome, clock: Clock) -> str:
+    """`nonfinite` when every failing output differs only where the expected or the actual
+    value is NaN or infinite (the finite elements pass), else `values`."""
+    for f in failed:
+        s = f.cmp.stats
+        if not (s.nan_mismatches or s.inf_mismatches):
+            return "values"
+        again = _stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock,
+                                mask=f.t.dtype)  # fmt: skip
+        if not again.passed:
+            return "values"
+    return "nonfinite"
+
+
+def _value_deviation(spec: OpSpec, case: Case, devs: list[Any], differs: str,
+                     failed: list[_Failed], got: Outcome, oracle: Backend,
+                     clock: Clock) -> tuple[Any, ...] | None:  # fmt: skip
+    """(deviation, how it was checked[, the others tried with it]) for an output mismatch
+    that a values or nonfinite deviation of this case excuses, else None."""
+    found = dv.value_deviations(spec, devs, case.call, case.clauses)
+    if not found:
+        return None
+    if differs == "nonfinite":
+        for d in found:
+            if d.differs == "nonfinite":
+                return d, "nonfinite: the finite elements pass; only NaN/inf placement differs"
+    for d in found:
+        if d.differs != "values" or not d.bound:
+            continue
+        if all(_within_bound(f, d.bound, clock) for f in failed):
+            return d, f"values: every element within {dv.bound_text(d.bound)} of the formula"
+    if not oracle.capabilities.implements_specs:
+        return None  # only an oracle that computes the specs can compute a derived one
+    for trial in dv.formula_trials(found):
+        alt = oracle.with_registry(Registry([dv.derived(spec, trial)]))
+        own = case.call if alt.capabilities.reads_inputs_only else copy.deepcopy(case.call)
+        try:
+            want = alt.expect(own, clock.at)
+        except OracleTimeout:
+            raise
+        except Exception:  # the derived formula cannot be computed here: nothing is excused
+            continue
+        if all(_stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock).passed
+               for f in _outputs(spec, case, got)):  # fmt: skip
+            return (
+                trial[0],
+                "values: the output passes against the deviation's formula",
+                tuple(trial[1:]),
+            )
+    return None
+
+
+def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
+    """Every compared output of a valid case (the formula's alternative must fit them all)."""
+    out = []
+    for p in spec.outputs:
+        t = case.call.args.get(p.name)
+        if not isinstance(t, TensorArg) or t.is_empty:
+            continue
+        inputs = {q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
+                  for q in spec.tensor_inputs}  # fmt: skip
+        policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance)
+        out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
+    return out
+
+
+def _within_bound(f: _Failed, bound: dict[str, float], clock: Clock) -> bool:
+    check = dv.BoundCheck(f.t.dtype, bound)
+    for _, g, a in _pairs(f.t, f.out, f.want, f.name, clock):  # type: ignore[arg-type]
+        check.add(g, a)
+    return check.violations == 0
 
 
 def first_line(text: str, limit: int = 200) -> str:
@@ -220,9 +343,12 @@ def status_reason(got: Outcome, want: Outcome, mode: str) -> str:
     return f"{text}; backend said: {said}" if said else text
 
 
-def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec, clock: Clock
-                   ) -> tuple[str, str]:  # fmt: skip
+def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec,
+                   clock: Clock) -> tuple[tuple[str, str], list[_Failed]]:  # fmt: skip
+    """The verdict of the outputs, and the outputs whose values failed (none when the failure
+    is of another kind: no storage, a write where nothing may be written, outside the view)."""
     reasons: list[str] = []
+    failed: list[_Failed] = []
     for p in spec.outputs:
         t = case.call.args.get(p.name)
         if not isinstance(t, TensorArg):
@@ -230,21 +356,18 @@ def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec, clock: Clock
         original = t.storage  # the case's own: the backend wrote into its copy
         out = got.outputs.get(p.name)
         if out is None or out.shape != t.storage.shape or out.dtype != t.storage.dtype:
-            return "fail", f"{p.name}: backend returned no storage of {t.storage.size} {t.dtype}"
+            why = f"{p.name}: backend returned no storage of {t.storage.size} {t.dtype}"
+            return ("fail", why), []
         if want.status != 0 or t.is_empty or want.nothing_written:
             if not same_bytes(out, original):
                 changed = changed_bytes(out, original)
-                return (
-                    "fail",
-                    f"{p.name}: output storage written ({changed} bytes) where nothing may be",
-                )
+                why = f"{p.name}: output storage written ({changed} bytes) where nothing may be"
+                return ("fail", why), []
             continue
         outside = _outside_changed(t, out, original)
         if outside:
-            return (
-                "fail",
-                f"{p.name}: wrote outside its view ({outside} bytes in gaps/padding changed)",
-            )
+            why = f"{p.name}: wrote outside its view ({outside} bytes in gaps/padding changed)"
+            return ("fail", why), []
         inputs = {q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
                   for q in spec.tensor_inputs}  # fmt: skip
         tol = tolerance_dtype(spec, case.call, t.dtype)
@@ -263,7 +386,8 @@ def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec, clock: Clock
         rec["worst"] = [w.to_dict() for w in cmp.worst]
         if not cmp.passed:
             reasons.append(f"{p.name}: " + "; ".join(cmp.reasons))
-    return ("fail", " | ".join(reasons)) if reasons else ("pass", "")
+            failed.append(_Failed(p.name, t, out, policy, inputs, cmp, want))
+    return (("fail", " | ".join(reasons)) if reasons else ("pass", "")), failed
 
 
 def _outside_changed(t: TensorArg, out: np.ndarray, original: np.ndarray) -> int:
@@ -275,32 +399,43 @@ def _outside_changed(t: TensorArg, out: np.ndarray, original: np.ndarray) -> int
     return changed_bytes(out[outside], original[outside])
 
 
-def _stream_compare(t: TensorArg, out: np.ndarray, want: Outcome, name: str, policy: Any,
-                    inputs: dict[str, np.ndarray], clock: Clock | None = None) -> Any:  # fmt: skip
-    """Compare the backend's output view with the oracle's golden, a chunk at a time, the
-    case's clock checked between chunks (OracleTimeout)."""
+def _pairs(t: TensorArg, out: np.ndarray, want: Outcome, name: str, clock: Clock | None = None
+           ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:  # fmt: skip
+    """(start, golden, actual) for flat chunks of an output view, the golden streamed from the
+    oracle where it gives one (computed again on each pass); the case's clock is checked
+    between chunks (OracleTimeout)."""
     clock = clock or Clock(None)
     actual = FlatView(TensorArg(t.dtype, t.shape, t.strides, t.offset, out), t.shape)
-    acc = Accumulator(t.dtype, policy, tuple(t.shape), inputs)
     golden = want.golden.get(name)
     if hasattr(golden, "chunks"):
         t0 = time.monotonic()
         golden.prepare()  # kernels compiled: not charged to the case
         clock.credit(time.monotonic() - t0)
         for start, stop, g in golden.chunks(deadline=clock.at):
-            acc.add(start, g, actual.get(start, stop))
-        return acc.result()
+            yield start, g, actual.get(start, stop)
+        return
     if golden is None or golden.shape != tuple(t.shape):
         src = TensorArg(t.dtype, t.shape, t.strides, t.offset, want.outputs[name])
-        expected = FlatView(src, t.shape)
-        get = expected.get
+        get = FlatView(src, t.shape).get
     else:
         flat = np.asarray(golden).reshape(-1)
         get = lambda a, b: flat[a:b]  # noqa: E731
-    for start, stop in ranges(actual.size, acc.chunk):
+    for start, stop in ranges(actual.size, Accumulator.chunk):
         if clock.passed():
             raise OracleTimeout("the comparison did not finish within --timeout")
-        acc.add(start, get(start, stop), actual.get(start, stop))
+        yield start, get(start, stop), actual.get(start, stop)
+
+
+def _stream_compare(t: TensorArg, out: np.ndarray, want: Outcome, name: str, policy: Any,
+                    inputs: dict[str, np.ndarray], clock: Clock | None = None,
+                    mask: str | None = None) -> Any:  # fmt: skip
+    """Compare the backend's output view with the oracle's golden, a chunk at a time; `mask`
+    (the output dtype): leave out every element where either side is NaN or infinite."""
+    acc = Accumulator(t.dtype, policy, tuple(t.shape), inputs)
+    for start, g, a in _pairs(t, out, want, name, clock):
+        if mask:
+            g, a = dv.mask_nonfinite(g, a, mask)
+        acc.add(start, g, a)
     return acc.result()
 
 

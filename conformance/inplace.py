@@ -79,6 +79,24 @@ def _repeats(check: dict[str, Any], earlier: list[dict[str, Any]], data: dict[st
     return False
 
 
+def _renamed_deviation(dev: dict[str, Any], out: str, inp: str) -> dict[str, Any] | None:
+    """A deviation of the variant: a `dtypes` condition on the output names the input instead
+    (both named: the dtypes both allow; none: the deviation cannot apply and is dropped)."""
+    cond = dev.get("dtypes")
+    if not isinstance(cond, dict) or out not in cond:
+        return dev
+    cond = dict(cond)
+    moved = cond.pop(out)
+    if inp in cond and isinstance(moved, list) and isinstance(cond[inp], list):
+        both = [x for x in cond[inp] if x in moved]
+        if not both:
+            return None
+        cond[inp] = both
+    else:
+        cond[inp] = moved
+    return {**dev, "dtypes": cond}
+
+
 def derive(data: dict[str, Any]) -> dict[str, Any]:
     """The YAML data of the in-place variant of spec `data` (which has an `inplace` section)."""
     ip = data["inplace"]
@@ -113,7 +131,9 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
     for prop in v.get("properties", []):
         if "params" in prop:
             prop["params"] = _rename(prop["params"], out, inp)
-    v["deviations"] = [d for d in v.get("deviations", []) if d.get("clause") not in dropped]
+    v["deviations"] = [_renamed_deviation(d, out, inp) for d in v.get("deviations", [])
+                       if d.get("clause") not in dropped]  # fmt: skip
+    v["deviations"] = [d for d in v["deviations"] if d is not None]
     if not v["deviations"]:
         v.pop("deviations")
     b = copy.deepcopy(ip.get("bindings") or {})

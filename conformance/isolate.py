@@ -125,6 +125,7 @@ class IsolatedBackend(Backend):
         cls = backend_class(name)
         self.name = cls.name
         self.capabilities = cls.capabilities
+        self.binding_family = cls.binding_family
         self._cls = cls
         self._backend_name = name
         self._options = dict(options or {})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -19,7 +20,7 @@ from typing import Any
 import jsonschema
 
 import specs
-from conformance import bindings
+from conformance import bindings, dtypecond
 from conformance import dtypes as dt
 from conformance.catalog import planned_products, products, status_codes
 from conformance.checks import CHECK_KINDS
@@ -31,6 +32,7 @@ from conformance.spec import (
     Branch,
     Check,
     Deviation,
+    DeviationFormula,
     DtypeTerm,
     Formula,
     Let,
@@ -159,17 +161,8 @@ class Linter:
                 if cid in ids:
                     self.err((*base, i, "id"), f"duplicate clause id {cid!r}")
                 ids[cid] = (*base, i)
-        devs = []
-        for i, d in enumerate(data.get("deviations", [])):
-            if d.get("clause") and d["clause"] not in ids:
-                self.err(
-                    ("deviations", i, "clause"),
-                    f"deviation refers to unknown clause {d['clause']!r}",
-                )
-            devs.append(Deviation(d["id"], d["summary"], d["source"], d.get("clause"),
-                                  d.get("actual", ""), tuple(d.get("backends", [])),
-                                  self.doc.line(("deviations", i)),
-                                  tuple(d.get("cases", []))))  # fmt: skip
+        devs = [self.deviation(i, d, ids, by_name, formula, prods)
+                for i, d in enumerate(data.get("deviations", []))]  # fmt: skip
         if self.problems:
             return None
         for key in ("inputs", "outputs"):  # the ATK mapping names parameters of this spec
@@ -185,7 +178,8 @@ class Linter:
             summary=data.get("summary", ""), source=dict(data["source"]), products=tuple(prods),
             params=tuple(params), dtype_sets=sets, checks=tuple(c for c in checks if c),
             formula=formula, special_points=tuple(p for p in points if p),
-            properties=tuple(p for p in props if p), deviations=tuple(devs), tolerance=tol,
+            properties=tuple(p for p in props if p), deviations=tuple(d for d in devs if d),
+            tolerance=tol,
             path=self.doc.file, bindings=bindings.from_document(data.get("bindings"), self.doc),
             variants=variants,
         )  # fmt: skip
@@ -356,6 +350,103 @@ class Linter:
             return None
         return SpecialPoint(s["id"], s["param"], e, dict(s.get("with", {})), s.get("summary", ""),
                             s.get("source", ""), self.doc.line(path))  # fmt: skip
+
+    def deviation(self, i: int, d: dict[str, Any], ids: dict[str, tuple[Any, ...]],
+                  by_name: dict[str, Param], formula: Formula,
+                  prods: list[str]) -> Deviation | None:  # fmt: skip
+        """The i-th deviation, checked for the form of DEVIATION-FORM (README, "deviations")."""
+        path = ("deviations", i)
+        clause = d.get("clause")
+        where = ids.get(clause) if clause else None
+        if clause and where is None:
+            self.err((*path, "clause"), f"deviation refers to unknown clause {clause!r}")
+        if "cases" in d:
+            self.err((*path, "cases"), "deviation `cases:` (case-id globs) was removed: globs "
+                     "miss imported and hand-written cases; say what differs with `differs` "
+                     "(status | values | nonfinite) and `formula` or `bound`, and narrow with "
+                     "`dtypes`, `products` or `when`")  # fmt: skip
+        differs = d.get("differs")
+        if d.get("backends") and differs is None:
+            self.err((*path, "backends"), "a deviation that names backends gates their verdicts "
+                     "and needs `differs: status | values | nonfinite` (what it excuses)")  # fmt: skip
+        if differs is not None and not clause:
+            self.err((*path, "differs"), "`differs` needs the `clause` the difference concerns")
+        kind = where[0] if where else None  # checks, formula, special_points, properties
+        if differs == "status" and where is not None and kind != "checks":
+            self.err((*path, "clause"), f"differs: status needs a check as clause ({clause!r} "
+                     "is not one)")  # fmt: skip
+        if differs in ("values", "nonfinite") and kind == "checks":
+            self.err((*path, "clause"), f"differs: {differs} needs a formula branch or let, a "
+                     f"special point or a property as clause ({clause!r} is a check)")  # fmt: skip
+        actual_status = None
+        if "actual_status" in d:
+            if differs != "status":
+                self.err((*path, "actual_status"), "actual_status applies to differs: status")
+            actual_status = self.status((*path, "actual_status"), d["actual_status"])
+        has_formula, has_bound = "formula" in d, "bound" in d
+        if differs == "values" and has_formula == has_bound:
+            self.err((*path, "differs"), "differs: values needs exactly one of `formula` (the "
+                     "library's version of the clause's branch) or `bound` (rel / ulp / abs)")  # fmt: skip
+        if (has_formula or has_bound) and differs != "values":
+            key = "formula" if has_formula else "bound"
+            self.err((*path, key), f"`{key}` applies to differs: values")
+        dev_formula = (
+            self.deviation_formula(path, d, where, by_name, formula) if has_formula else None
+        )
+        bound: dict[str, float] = {}
+        for key, value in (d.get("bound") or {}).items():
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not ok or not math.isfinite(value) or value <= 0:
+                self.err((*path, "bound", key), f"bound {key} must be a finite number > 0, not "
+                         f"{value!r}")  # fmt: skip
+            else:
+                bound[key] = float(value)
+        for j, p in enumerate(d.get("products", [])):
+            if p not in prods:
+                self.err((*path, "products", j), f"product {p!r} is not a product of this op "
+                         f"({', '.join(prods)})")  # fmt: skip
+        cond = None
+        if "dtypes" in d:
+            try:
+                cond = dtypecond.parse(d["dtypes"], list(by_name))
+            except dtypecond.DtypeConditionError as exc:
+                self.err((*path, "dtypes"), str(exc))
+        when = None
+        if "when" in d:
+            attrs = [p.name for p in by_name.values() if not p.is_tensor]
+            strings = [p.name for p in by_name.values() if p.kind == "string"]
+            when = self.expr((*path, "when"), d["when"], attrs, strings)
+        return Deviation(d["id"], d["summary"], d["source"], clause, d.get("actual", ""),
+                         tuple(d.get("backends", [])), self.doc.line(path), differs,
+                         actual_status, dev_formula, bound, cond,
+                         tuple(d.get("products", [])), when)  # fmt: skip
+
+    def deviation_formula(self, path: tuple[Any, ...], d: dict[str, Any],
+                          where: tuple[Any, ...] | None, by_name: dict[str, Param],
+                          formula: Formula) -> DeviationFormula | None:  # fmt: skip
+        """A deviation's `formula`: compiled like the branch (or let) it replaces."""
+        raw = d["formula"]
+        if where is None or where[:2] not in (("formula", "branches"), ("formula", "let")):
+            self.err((*path, "formula"), "`formula` needs a formula branch or let as clause")
+            return None
+        known = [p.name for p in by_name.values() if p.is_read]
+        strings = [p.name for p in by_name.values() if p.kind == "string"]
+        index = where[2]
+        if where[1] == "let":
+            if "when" in raw:
+                self.err((*path, "formula", "when"), "a let has no condition: give `value` only")
+            known += [x.name for x in formula.lets[:index]]
+        else:
+            known += [x.name for x in formula.lets]
+            last = index == len(formula.branches) - 1
+            if last and raw.get("when", "otherwise") != "otherwise":
+                self.err((*path, "formula", "when"), "the last branch stays `when: otherwise`")
+        when = value = None
+        if raw.get("when") not in (None, "otherwise"):
+            when = self.expr((*path, "formula", "when"), raw["when"], known, strings)
+        if "value" in raw:
+            value = self.expr((*path, "formula", "value"), str(raw["value"]), known, strings)
+        return DeviationFormula(when, value)
 
     def prop(self, i: int, p: dict[str, Any], by_name: dict[str, Param]):
         for j, n in enumerate(p.get("params", [])):

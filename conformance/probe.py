@@ -4,7 +4,8 @@ For each op, product and tensor or scalar parameter, a minimal valid call has th
 dtype replaced by every aclDataType in turn (tensors tied by a same-dtype rule change together).
 The spec's claim is what the reference says of that exact call; the backend's answer is whether
 its status is 0. The result is a claimed-vs-actual matrix: agrees, listed but rejected, accepted
-but not listed, or not expressible by the backend (skipped).
+but not listed, or not expressible by the backend (skipped). Only a status is an answer: a call
+that crashed, timed out or raised (a harness error) is a cell of its own, never a rejection.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from conformance import dtypes as dt
-from conformance.backend import Backend, BackendError
+from conformance.backend import Backend, BackendCrash, BackendError, BackendTimeout
 from conformance.build import build
 from conformance.checks_dtype import partners
 from conformance.generate import dtype_combos
@@ -20,6 +21,8 @@ from conformance.plan import CasePlan, base_args, set_dtype
 from conformance.registry import Registry
 from conformance.rules import validate
 from conformance.spec import OpSpec
+
+BROKEN_CELLS = ("crash", "timeout", "error")  # no answer: never counted as a rejection
 
 
 @dataclass
@@ -29,7 +32,12 @@ class ProbeRow:
     param: str
     together: list[str]
     cells: dict[str, str] = field(default_factory=dict)  # dtype -> agree-accept | agree-reject |
-    # listed-but-rejected | accepted-not-listed | skip
+    # listed-but-rejected | accepted-not-listed | skip | crash | timeout | error (no answer)
+
+    @property
+    def broken(self) -> dict[str, str]:
+        """Cells where the backend gave no answer: it crashed, timed out or failed."""
+        return {d: v for d, v in self.cells.items() if v in BROKEN_CELLS}
 
     @property
     def disagreements(self) -> dict[str, str]:
@@ -66,8 +74,15 @@ def probe_op(spec: OpSpec, backend: Backend, product: str) -> list[ProbeRow]:
                 actual = backend.execute(call).status == 0
             except BackendError:
                 raise  # the backend cannot run at all (setup): not a rejection
-            except Exception:
-                actual = False
+            except BackendCrash:
+                row.cells[d] = "crash"
+                continue
+            except BackendTimeout:
+                row.cells[d] = "timeout"
+                continue
+            except Exception:  # the harness or adapter failed: no answer about the dtype
+                row.cells[d] = "error"
+                continue
             if claimed == actual:
                 row.cells[d] = "agree-accept" if claimed else "agree-reject"
             else:
@@ -88,4 +103,4 @@ def probe(registry: Registry, backend: Backend, ops: list[str] | None = None,
 
 
 def to_json(rows: list[ProbeRow]) -> list[dict]:
-    return [asdict(r) | {"disagreements": r.disagreements} for r in rows]
+    return [asdict(r) | {"disagreements": r.disagreements, "broken": r.broken} for r in rows]

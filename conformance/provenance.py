@@ -1,4 +1,5 @@
-"""Where results came from: backend, backend version, oracle, seed, spec hashes, tool version.
+"""Where results came from: backend, backend version, oracle, seed, spec hashes, tool version,
+and the expectations in force (by content hash: they decide verdicts too).
 
 `merge` and `run --resume` join records of several runs into one results file whose meta then
 speaks for all of them. Both refuse runs that differ in provenance (a `ProvenanceError`, one
@@ -24,7 +25,8 @@ from conformance import results as res
 from conformance import safeio
 
 #: Fields compared as plain values (each record and meta carries them under these names).
-SCALARS = ("backend", "backend_version", "oracle", "seed", "tool_version")
+SCALARS = ("backend", "backend_version", "oracle", "seed", "tool_version",
+           "expectations_sha256")  # fmt: skip
 #: Every field a conflict can name (`spec_sha256`: per op, or of the whole registry).
 FIELDS = (*SCALARS, "spec_sha256")
 
@@ -45,6 +47,8 @@ class Provenance:
     oracle: Values = ()
     seed: Values = ()
     tool_version: Values = ()
+    # the expectations file and the spec deviations in force ("none": --no-expectations)
+    expectations_sha256: Values = ()
     spec_sha256: Values = ()  # hash of the whole registry (meta)
     op_spec_sha256: dict[str, Values] = field(default_factory=dict)  # op -> spec hash (records)
     origin: dict[str, str] = field(default_factory=dict)  # field -> "records", "meta" or "run"
@@ -188,6 +192,7 @@ _WHAT = {
     "oracle": "one oracle",
     "seed": "one seed",
     "tool_version": "one aclnn-conform version",
+    "expectations_sha256": "one set of expectations",
     "spec_sha256": "one version of the specs",
 }
 _RESUME_OPTION = {"backend": "--backend", "oracle": "--oracle", "seed": "--seed"}
@@ -212,6 +217,11 @@ def describe(
         hint = f"merge only runs of {_WHAT.get(c.field, 'one kind')}"
     elif c.field in _RESUME_OPTION and not isinstance(c.value_a, list):
         hint = f"resume with {_RESUME_OPTION[c.field]} {c.value_a} or run without --resume"
+    elif c.field == "expectations_sha256":
+        hint = (
+            "the expectations decided the recorded verdicts: resume with the same "
+            "expectations file (or --no-expectations as before) or run without --resume"
+        )
     else:
         hint = "run without --resume to start the results file afresh"
     return f"{head} ({hint}, or pass --force to record the mix)"

@@ -145,23 +145,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def run_case(config: pytest.Config, item: Any) -> None:
     """Judge one case; translate the verdict into pytest's outcome."""
-    from conformance.runner import RunConfig, make_backend, run_with
+    from conformance.runner import RunConfig, item_facts, make_backend, run_with
 
     backend = config.getoption("--aclnn-backend")
     oracle = config.getoption("--aclnn-oracle")
     options = config.stash[_OPTIONS]
     key = (backend, oracle, tuple(sorted(options.items())))
+    reg = config.stash[_REGISTRY]
     if key not in _BACKENDS:
-        reg = config.stash[_REGISTRY]
+        expect = config.stash[_EXPECT]
         cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options,
-                        seed=config.getoption("--aclnn-seed"), spec_dirs=reg.dirs)  # fmt: skip
-        _BACKENDS[key] = (cfg, make_backend(cfg, reg), config.stash[_EXPECT])
+                        seed=config.getoption("--aclnn-seed"), spec_dirs=reg.dirs,
+                        deviations=expect is not None)  # fmt: skip
+        _BACKENDS[key] = (cfg, make_backend(cfg, reg), expect)
     cfg, b, expect = _BACKENDS[key]
+    if expect is not None:  # a skipped case is not run at all (it may wedge a device)
+        facts = item_facts(item, reg, getattr(b, "binding_family", None))
+        entry = expect.skip_entry(facts, b.name, b.version())
+        if entry is not None:
+            pytest.skip(f"expectations: {entry.reason}")
     rec = run_with(item, cfg, b)
     if expect is not None:
-        entry = expect.find(rec["id"], b.name, rec.get("backend_version", ""))
-        if entry is not None and entry.kind == "skip":
-            pytest.skip(f"expectations: {entry.reason}")
         expect.apply(rec, b.name, rec.get("backend_version", ""))
     v, reason = rec["verdict"], rec.get("reason", "")
     if v == "skip":

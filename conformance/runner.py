@@ -22,6 +22,7 @@ from typing import Any
 from conformance import dtypes as dt
 from conformance import limits
 from conformance.backend import Backend, BackendError, backend_class, load_backend, takes_option
+from conformance.bindings import binding_id
 from conformance.call import Outcome, TensorArg
 from conformance.casefile import CaseFileError, find_cases, read_case, read_meta
 from conformance.execute import DEFAULT_ORACLE, judge
@@ -73,6 +74,7 @@ class RunConfig:
     max_case_bytes: int | None = None  # a case needing more memory is an error, not run
     max_memory: int | None = None  # RLIMIT_DATA of an isolated worker / exec harness (limits.py)
     spec_dirs: tuple[str, ...] = ()  # extra spec folders: worker processes load the same specs
+    deviations: bool = False  # spec deviations naming the backend decide `deviation` verdicts
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -141,6 +143,29 @@ def directory_items(root: Path, sel: Selection, registry: Registry,
     if sel.max_cases is not None:
         items = items[: sel.max_cases]
     return _shard(items, sel.shard)
+
+
+def item_facts(item: Item, registry: Registry, family: str | None) -> dict[str, Any]:
+    """What is known of an item before it runs, for the expectations' skip entries: its id, and
+    its binding, dtypes and output names (from the plan, or from a case directory's case.json);
+    only the id when the case file cannot be read (the run then reports it)."""
+    facts: dict[str, Any] = {"id": item.id}
+    try:
+        if item.plan is not None:
+            spec = registry.get(item.op)
+            dtypes = {n: a.dtype for n, a in item.plan.args if hasattr(a, "dtype")}
+        else:
+            meta = read_meta(Path(str(item.path)), Path(str(item.root)) if item.root else None)
+            spec = registry.get(str(meta["op"]))
+            dtypes = {str(n): dt.get(a["dtype"]).name for n, a in meta["args"].items()
+                      if a.get("kind") in ("tensor", "scalar")}  # fmt: skip
+    except Exception:  # CaseFileError, a field of the wrong type, ...: the run reports the case
+        return facts
+    facts.update(dtypes=dtypes, outputs=[p.name for p in spec.outputs])
+    binding = binding_id(spec, family)
+    if binding:
+        facts["binding"] = binding
+    return facts
 
 
 def _shard(items: list[Item], shard: tuple[int, int] | None) -> list[Item]:
@@ -244,7 +269,7 @@ def _run(
                 "dtypes": {}}  # fmt: skip
     got = None
     try:
-        judged = judge(spec, case, backend, oracle, cfg.oracle, cfg.timeout)
+        judged = judge(spec, case, backend, oracle, cfg.oracle, cfg.timeout, cfg.deviations)
         rec, got = judged.record, judged.outcome
     except BackendError:
         raise

@@ -137,7 +137,23 @@ class Property:
 
 
 @dataclass(frozen=True)
+class DeviationFormula:
+    """The library's own version of a formula branch (or let): None keeps the spec's."""
+
+    when: Expr | None = None
+    value: Expr | None = None
+
+
+DIFFERS = ("status", "values", "nonfinite")
+BOUND_KEYS = ("rel", "ulp", "abs")
+
+
+@dataclass(frozen=True)
 class Deviation:
+    """A known difference between the doc (the spec) and an implementation. With `backends` it
+    gates: a failure of exactly the kind `differs` names, on a case exercising `clause` and
+    fitting the narrowing (dtypes, products, when), becomes the verdict `deviation`."""
+
     id: str
     summary: str
     source: str
@@ -145,7 +161,13 @@ class Deviation:
     actual: str = ""
     backends: tuple[str, ...] = ()
     line: int = 0
-    cases: tuple[str, ...] = ()  # case-id globs below the op where the deviation shows
+    differs: str | None = None  # status | values | nonfinite (required when gating)
+    actual_status: int | None = None  # status: what the library returns instead
+    formula: DeviationFormula | None = None  # values: the library's branch
+    bound: dict[str, float] = field(default_factory=dict)  # values: rel / ulp / abs
+    dtypes: Any = None  # dtypecond.DtypeCondition: only calls with these dtypes
+    products: tuple[str, ...] = ()  # only these products
+    when: Expr | None = None  # only calls whose scalars, bools and strings make it true
 
 
 @dataclass

@@ -282,7 +282,8 @@ def test_cli_run_hardshrink_against_jax(tmp_path):
                    "atlas-a2", "-q", "--results", results)  # fmt: skip
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stdout + proc.stderr
     recs = [json.loads(line) for line in results.read_text().splitlines()]
-    assert {r["verdict"] for r in recs} <= {"pass", "fail", "skip", "xfail"}  # no adapter errors
+    allowed = {"pass", "fail", "skip", "xfail", "deviation"}
+    assert {r["verdict"] for r in recs} <= allowed  # no adapter errors
     assert all(r["reason"] for r in recs if r["verdict"] == "skip")
     positive = [r for r in recs if r["kind"] == "positive"]
     assert len(positive) > 100 and all(r["verdict"] != "skip" for r in positive)

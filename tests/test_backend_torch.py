@@ -280,7 +280,7 @@ def test_cli_run_hardshrink_against_torch(tmp_path):
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stdout + proc.stderr
     recs = [json.loads(line) for line in results.read_text().splitlines()]
     verdicts = {r["verdict"] for r in recs}
-    assert verdicts <= {"pass", "fail", "skip", "xfail"}, verdicts  # no adapter errors
+    assert verdicts <= {"pass", "fail", "skip", "xfail", "deviation"}, verdicts  # no adapter errors
     assert all(r["reason"] for r in recs if r["verdict"] == "skip")
     assert all(r["backend_version"].startswith("torch ") for r in recs)
     positive = [r for r in recs if r["kind"] == "positive"]

@@ -214,51 +214,130 @@ def test_expectations_file_and_no_expectations_contradict(tmp_path):
     assert not (tmp_path / "r.jsonl").exists()
 
 
-# -- spec deviations as expectations: the real library is not red for what it knowingly does --
+# -- entries select by what fails: binding, dtypes, message, differs, verdicts ---------------
 
 
-def _rec(case_id: str, clauses: list[str], verdict: str = "fail") -> dict:
-    return {"id": case_id, "verdict": verdict, "clauses": clauses, "reason": "status 0, expected"}
+def _rec(case_id: str, verdict: str = "fail", **extra) -> dict:
+    return {"id": case_id, "verdict": verdict, "reason": "status 0, expected 161002", **extra}
 
 
-def test_spec_deviations_explain_failures_of_the_backends_they_name():
-    from conformance.config import load_expectations
+def _entries(tmp_path, *entries):
+    return ex.load(write(tmp_path / "e.yaml", list(entries), backend="torch"))
+
+
+def test_a_binding_entry_fits_every_spec_calling_that_kernel(tmp_path):
+    e = _entries(tmp_path, {"binding": "aten::gelu_backward", "message": "reorder", "kind": "xfail",
+                            "reason": "oneDNN"})  # fmt: skip
+    said = {"message": "could not create a primitive descriptor for the reorder primitive"}
+    for case_id in ("gelu_backward/a2/f32/-/x", "gelu_backward_v2/a2/f32/approximate=none/x",
+                    "hand/made/case"):  # fmt: skip
+        rec = e.apply(_rec(case_id, binding="aten::gelu_backward", **said), "torch", "2.13")
+        assert rec["verdict"] == "xfail" and rec["expectation"]["binding"] == "aten::gelu_backward"
+    other = e.apply(_rec("gelu/a2/f32/-/x", binding="aten::gelu", **said), "torch", "2.13")
+    assert other["verdict"] == "fail"
+    # the entry reads the outcome, so a pass never becomes an xpass
+    ok = e.apply(_rec("gelu_backward/a2/x", "pass", binding="aten::gelu_backward"), "torch", "")
+    assert ok["verdict"] == "pass"
+
+
+def test_a_dtypes_entry_fits_by_the_calls_dtypes(tmp_path):
+    e = _entries(tmp_path, {"dtypes": {"any": ["BF16"], "mixed": True}, "kind": "waiver",
+                            "reason": "bf16 compute"})  # fmt: skip
+    outs = ["gradInput"]
+
+    def rec(**dtypes):
+        return e.apply(_rec("x/y", dtypes=dtypes, outputs=outs), "torch", "")["verdict"]
+
+    assert rec(gradOutput="FLOAT", self="BF16", gradInput="FLOAT") == "xfail"
+    assert rec(gradOutput="BF16", self="BF16", gradInput="FLOAT") == "fail"  # inputs not mixed
+    assert rec(gradOutput="FLOAT", self="FLOAT16", gradInput="FLOAT") == "fail"  # no BF16
+    e = _entries(tmp_path, {"dtypes": {"inputs": ["FLOAT16"], "outputs": ["BF16"]},
+                            "kind": "waiver", "reason": "rounded twice"})  # fmt: skip
+    assert rec(gradOutput="FLOAT16", self="FLOAT16", gradInput="BF16") == "xfail"
+    assert rec(gradOutput="BF16", self="BF16", gradInput="BF16") == "fail"
+    assert rec(gradOutput="FLOAT16", self="BF16", gradInput="BF16") == "fail"
+
+
+def test_verdicts_and_differs_decide_what_an_entry_excuses(tmp_path):
+    e = _entries(
+        tmp_path,
+        {"match": "a/*", "kind": "xfail", "reason": "r"},
+        {"match": "b/*", "kind": "xfail", "reason": "r", "verdicts": ["crash"]},
+        {"match": "c/*", "kind": "xfail", "reason": "r", "differs": "status"},
+        {"match": "d/*", "kind": "xfail", "reason": "r", "differs": "values"},
+    )
+
+    def v(case_id, verdict, **extra):
+        return e.apply(_rec(case_id, verdict, **extra), "torch", "")["verdict"]
+
+    assert v("a/1", "fail") == "xfail"
+    for broken in ("crash", "timeout", "error"):  # never without naming them
+        assert v("a/1", broken) == broken
+    assert v("b/1", "crash") == "xfail" and v("b/1", "fail") == "fail"
+    assert v("c/1", "fail", differs="status") == "xfail"
+    assert v("c/1", "fail", differs="values") == "fail"
+    assert v("d/1", "fail", differs="nonfinite") == "xfail"  # NaN/inf placement is a values kind
+    assert v("d/1", "fail", differs="status") == "fail"
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"kind": "xfail", "reason": "r"}, "needs `match`"),
+        ({"match": "a", "kind": "xfail", "reason": "r", "verdicts": ["pass"]}, "verdicts must list"),
+        ({"match": "a", "kind": "xfail", "reason": "r", "differs": "shape"}, "differs must be one"),
+        ({"match": "a", "kind": "xfail", "reason": "r", "differs": "values", "verdicts": ["crash"]},
+         "verdicts must include fail"),
+        ({"match": "a", "kind": "skip", "reason": "r", "verdicts": ["crash"]}, "a skip entry"),
+        ({"dtypes": {"any": ["FLOAT99"]}, "kind": "xfail", "reason": "r"}, "unknown dtype"),
+        ({"dtypes": {"mixed": "yes"}, "kind": "xfail", "reason": "r"}, "mixed must be true"),
+    ],
+)  # fmt: skip
+def test_malformed_selectors_are_clear_errors(tmp_path, entry, message):
+    with pytest.raises(ex.ExpectationsError, match=message) as info:
+        ex.load(write(tmp_path / "e.yaml", [entry]))
+    assert str(info.value).startswith(f"{tmp_path / 'e.yaml'}:")
+
+
+def test_shipped_entries_name_no_spec():
+    """Entries about PyTorch's and JAX's kernels select by binding, dtypes and message: an entry
+    naming one of our specs would miss every other spec calling the same kernel (issue 23)."""
     from conformance.registry import default_registry
 
-    reg = default_registry()
-    dev = "elu_backward/alpha-check-after-tofloat"
-    clause = ["elu_backward/alpha-nonneg-if-result"]
-    for backend in ("aclnn", "torch_npu"):
-        e = load_expectations(backend, None, False, False, reg)
-        rec = e.apply(_rec("elu_backward/atlas-a2/neg/alpha-nonneg-if-result/example3", clause),
-                      backend, "CANN 8.2")  # fmt: skip
-        assert rec["verdict"] == "deviation" and rec["verdict_before_expectation"] == "fail"
-        assert rec["expectation"]["deviation"] == dev and rec["expectation"]["kind"] == "deviation"
-        # the deviation's `cases` narrow it: alpha = -1.0 must still be rejected
-        other = e.apply(_rec("elu_backward/atlas-a2/neg/alpha-nonneg-if-result/example1", clause),
-                        backend, "CANN 8.2")  # fmt: skip
-        assert other["verdict"] == "fail"
-        # a pass stays a pass (a library that follows its doc is not an xpass)
-        ok = e.apply(_rec("elu_backward/atlas-a2/neg/alpha-nonneg-if-result/example3", clause,
-                          "pass"), backend, "CANN 8.2")  # fmt: skip
-        assert ok["verdict"] == "pass"
-    # another backend is not excused, and --no-expectations excuses nothing
-    ref = load_expectations("reference", None, False, False, reg)
-    assert ref.find("elu_backward/atlas-a2/neg/alpha-nonneg-if-result/example3", "reference", "",
-                    _rec("elu_backward/atlas-a2/neg/alpha-nonneg-if-result/example3", clause)) is None  # fmt: skip
-    assert load_expectations("aclnn", None, True, False, reg) is None
+    names = {s.name for s in default_registry()}
+    for backend in ("torch", "jax"):
+        for e in ex.load(ex.shipped(backend)).entries:
+            assert e.match.split("/")[0] not in names, (backend, e.line, e.match)
+            assert e.narrowing, (backend, e.line)
 
 
-def test_every_spec_deviation_naming_a_backend_becomes_an_expectation():
+def test_every_spec_sharing_an_aten_kernel_is_covered_by_the_same_entries():
+    """For every ATen op that two specs call, a shipped entry that can fit one of them can fit
+    the other (an entry keyed by a spec name would cover only one: the gelu_backward class)."""
+    from conformance.bindings import binding_id
     from conformance.registry import default_registry
 
-    reg = default_registry()
-    for spec in reg:
-        for d in spec.deviations:
-            for backend in d.backends:
-                entries = ex.from_deviations(reg, backend)
-                if d.clause:
-                    assert any(e.deviation == spec.clause(d.id) for e in entries), (spec.name, d.id)
+    by_binding: dict[str, list[str]] = {}
+    for spec in default_registry():
+        b = binding_id(spec, "aten")
+        if b:
+            by_binding.setdefault(b, []).append(spec.name)
+    shared = {b: names for b, names in by_binding.items() if len(names) > 1}
+    assert shared  # the registry has such pairs (gelu_backward and gelu_backward_v2)
+    for e in ex.load(ex.shipped("torch")).entries:
+        for binding, names in shared.items():
+            covered = [n for n in names if _can_fit(e, n, binding)]
+            assert covered in ([], names), (e.line, binding, covered)
+
+
+def _can_fit(e: ex.Entry, spec_name: str, binding: str) -> bool:
+    """Whether the entry's id glob and binding can fit some case of the spec."""
+    import fnmatch
+
+    if e.binding is not None and not fnmatch.fnmatchcase(binding, e.binding):
+        return False
+    head = e.match.split("/")[0]
+    return fnmatch.fnmatchcase(spec_name, head) or head == e.match == "*"
 
 
 def test_the_elu_example_at_minus_1e300_is_rejected_by_the_documented_rule():

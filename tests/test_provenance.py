@@ -294,3 +294,29 @@ def test_check_resume_unknown_fields(runs):
     ref, _ = runs
     assert pv.check_resume(ref, {"seed": None}, force=False) is None
     assert pv.check_resume(ref, {}, force=False) is None
+
+
+def test_resume_refuses_other_expectations(tmp_path):
+    """The expectations decide verdicts, so --resume keeps the records only under the same
+    expectations (file content and spec deviations, by hash); --force records the mix and the
+    meta still names the expectations in force (issue 22 point 5)."""
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("format: 1\nentries:\n  - {match: 'none/*', kind: xfail, reason: r}\n", "utf-8")
+    b.write_text("format: 1\nentries:\n  - {match: 'none/*', kind: waiver, reason: r}\n", "utf-8")
+    results = tmp_path / "r.jsonl"
+    assert_clean(conform(*RUN, "--expectations", a, "--results", results), 0)
+    recs = read_jsonl(results)
+    sha = recs[0]["expectations_sha256"]
+    assert (
+        {r["expectations_sha256"] for r in recs}
+        == {sha}
+        == {meta_of(results)["expectations_sha256"]}
+    )
+    for other in (("--expectations", b), ("--no-expectations",)):
+        proc = conform(*RUN, *other, "--results", results, "--resume")
+        assert_one_line_error(proc, "--resume", "expectations_sha256", "same expectations")
+    assert_clean(conform(*RUN, "--expectations", a, "--results", results, "--resume"), 0)
+    assert_clean(conform(*RUN, "--expectations", b, "--results", results, "--resume", "--force"), 0)
+    meta = meta_of(results)
+    assert meta["expectations"] == str(b) and sha in meta["mixed"]["expectations_sha256"]
+    assert len(meta["mixed"]["expectations_sha256"]) == 2

@@ -16,7 +16,8 @@ pytest.importorskip("torch", reason="the comparison runs against the torch backe
 
 FILTERS = ["--op", "hardshrink_backward", "--product", "atlas-a2"]
 PLUGIN = ["--aclnn-op", "hardshrink_backward", "--aclnn-product", "atlas-a2"]
-OUTCOME = {"pass": "passed", "skip": "skipped", "xfail": "xfailed", "fail": "failed"}
+OUTCOME = {"pass": "passed", "skip": "skipped", "xfail": "xfailed", "fail": "failed",
+           "deviation": "xfailed"}  # fmt: skip
 
 
 def run_pytest(tmp_path, *extra):
@@ -100,3 +101,45 @@ def test_readme_pytest_k_examples_select_what_they_say(tmp_path):
             assert case_id.split("/")[0] in ops, (line, case_id)
             # pytest's -k is case-insensitive: bf16 also selects a BF16 scalar
             assert all(t.lower() in case_id.lower() for t in k.split(" and ")), (line, case_id)
+
+
+MARKER = '''
+import os
+from conformance.backend import Backend, Capabilities
+from reference.engine import evaluate
+
+class Marker(Backend):
+    """The reference, leaving a line in $MARKER_FILE for every call it runs."""
+    name = "marker"
+    capabilities = Capabilities(status="exact")
+
+    def execute(self, call):
+        with open(os.environ["MARKER_FILE"], "a") as f:
+            f.write(call.op + "\\n")
+        return evaluate(call, self.registry)
+'''
+
+
+def test_a_skip_entry_keeps_the_case_from_running(tmp_path):
+    """A case skipped by the expectations (say, because it wedges a device) is never handed to
+    the backend under pytest either (issue 22 point 10)."""
+    from tests.support.plugins import install_plugin
+
+    env = install_plugin(tmp_path / "plug", "marker_backend", MARKER,
+                         {"marker": "marker_backend:Marker"})  # fmt: skip
+    env["MARKER_FILE"] = str(tmp_path / "calls.txt")
+    exp = tmp_path / "e.yaml"
+    exp.write_text("format: 1\nentries:\n  - {match: 'relu/*/f16/*', kind: skip, reason: wedges}\n",
+                   encoding="utf-8")  # fmt: skip
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "--aclnn-backend",
+                        "marker", "--aclnn-op", "relu", "--aclnn-product", "ascend950",
+                        "--aclnn-expectations", str(exp), "-p", "no:cacheprovider", "-q", "-rs",
+                        "-k", "f16 or f32"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    assert p.returncode == 0 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert "expectations: wedges" in p.stdout
+    ran = (tmp_path / "calls.txt").read_text().split()
+    assert ran and set(ran) == {"relu"}
+    skipped = int(re.search(r"(\d+) skipped", p.stdout).group(1))
+    passed = int(re.search(r"(\d+) passed", p.stdout).group(1))
+    assert len(ran) == passed and skipped > 0
