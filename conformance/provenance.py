@@ -97,7 +97,9 @@ def _meta_values(meta: Mapping[str, Any], name: str) -> Values:
 def read_meta(results: str | Path) -> dict[str, Any]:
     """The `.meta.json` beside a results file; {} when absent or unreadable."""
     path = Path(str(results) + ".meta.json")
-    with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError):
+    with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        if not path.is_file() or path.stat().st_size > 16 << 20:  # a FIFO would block
+            return {}
         meta = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(meta, dict):
             return meta
@@ -130,7 +132,7 @@ def from_parts(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) ->
 
 def from_results(results: str | Path) -> Provenance:
     """The provenance of a results file (its records and its `.meta.json`)."""
-    return from_parts(res.load(results), read_meta(results))
+    return from_parts(res.Stream(results), read_meta(results))
 
 
 def from_run(now: Mapping[str, Any]) -> Provenance:

@@ -10,17 +10,27 @@
   the threshold, relative to the old value (growth above `threshold` * old, and for ULPs by at
   least half an ulp, since below that both runs round correctly);
 - cases added and removed (an added case that fails is listed with its verdict, but is new
-  coverage, not a regression).
+  coverage, not a regression). A case in one run only was not compared: `aclnn-conform diff`
+  exits 1 when there is one, unless --allow-missing says the runs may differ in their cases,
+  and refuses two runs with no case in common (nothing was compared).
+
+Each run is held as one small entry per case (verdict, reason, replay, two statistics), read
+from a stream, never as its records. Ids are matched as recorded; what is shown is made safe
+for its format (conformance.results.safe_text; markdown.code for ids in Markdown).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.results import safe_text
+from reports.markdown import code, esc, fenced
 from reports.model import BROKEN, EXPLAINED, clip, dtype_tag, fmt, num, sort_key, stats_of
+from reports.output import write_atomic
 
 WAS_OK = ("pass", "xpass", *EXPLAINED, "skip")  # did not fail the run
 PASSED = ("pass", "xpass")
@@ -69,6 +79,7 @@ class Diff:
     threshold: float
     old_count: int = 0
     new_count: int = 0
+    common: int = 0  # cases in both runs: the ones compared
     regressions: list[Change] = field(default_factory=list)
     fixes: list[Change] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
@@ -80,17 +91,42 @@ class Diff:
     def regressed(self) -> bool:
         return bool(self.regressions)
 
+    @property
+    def missing(self) -> bool:
+        """A case is in one run only (added or removed): it was not compared."""
+        return bool(self.added or self.removed)
+
     def headline(self) -> str:
         grew = sum(1 for m in self.moved if m.grew)
         return (f"{len(self.regressions)} regression{_s(self.regressions)}, {len(self.fixes)} "
                 f"fix{'es' if len(self.fixes) != 1 else ''}, {len(self.changed)} other verdict "
                 f"change{_s(self.changed)}, {grew} statistic{'s' if grew != 1 else ''} grew, "
                 f"{len(self.moved) - grew} shrank (threshold {fmt(self.threshold)}), "
-                f"{len(self.added)} added, {len(self.removed)} removed")  # fmt: skip
+                f"{len(self.added)} added, {len(self.removed)} removed, {self.common} "
+                "compared")  # fmt: skip
 
 
 def _s(items: list) -> str:
     return "" if len(items) == 1 else "s"
+
+
+def light(rec: dict[str, Any]) -> dict[str, Any]:
+    """What the diff keeps of a record: verdict, display-safe id, op, reason, replay and dtype
+    tag, and the two statistics it compares."""
+    st = stats_of(rec)
+    return {"id": safe_text(rec.get("id")), "op": safe_text(rec.get("op", "?")),
+            "verdict": safe_text(rec.get("verdict", "")), "tag": safe_text(dtype_tag(rec)),
+            "reason": clip(safe_text(rec.get("reason") or ""), 300),
+            "replay": safe_text(rec.get("replay") or ""),
+            "stats": {k: st[k] for k in STATS}}  # fmt: skip
+
+
+def _index(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each case's last record, kept light, by id as recorded."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        out[str(rec.get("id"))] = light(rec)
+    return out
 
 
 def _change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
@@ -98,7 +134,7 @@ def _change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
     return Change(str(rec.get("id")), str(rec.get("op", "?")),
                   (old or {}).get("verdict", ""), (new or {}).get("verdict", ""),
                   clip(rec.get("reason") or "", 300), str(rec.get("replay") or ""),
-                  dtype_tag(rec))  # fmt: skip
+                  str(rec.get("tag", "")))  # fmt: skip
 
 
 def moved_stats(old: dict[str, Any], new: dict[str, Any], threshold: float) -> list[StatMove]:
@@ -116,10 +152,12 @@ def moved_stats(old: dict[str, Any], new: dict[str, Any], threshold: float) -> l
 
 
 def diff_runs(
-    old: list[dict[str, Any]], new: list[dict[str, Any]], threshold: float = DEFAULT_THRESHOLD
+    old: Iterable[dict[str, Any]],
+    new: Iterable[dict[str, Any]],
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> Diff:
-    before = {str(r.get("id")): r for r in old}
-    after = {str(r.get("id")): r for r in new}
+    """The difference of two runs' records (lists, or Streams read once each)."""
+    before, after = _index(old), _index(new)
     d = Diff(threshold, len(before), len(after))
     for cid in sorted(set(before) | set(after)):
         o, n = before.get(cid), after.get(cid)
@@ -129,6 +167,7 @@ def diff_runs(
         if n is None:
             d.removed.append(_change(o, None))
             continue
+        d.common += 1
         vo, vn = o.get("verdict"), n.get("verdict")
         if vo in WAS_OK and vn in BROKEN:
             d.regressions.append(_change(o, n))
@@ -147,20 +186,16 @@ def diff_runs(
 
 
 def _md_code(text: str) -> str:
-    return f"`{' '.join(str(text).split())}`"
+    return code(text, table=True)
 
 
-def _md_text(text: str) -> str:
-    s = " ".join(str(text).split())
-    for ch in ("\\", "|", "*", "_", "<", ">", "[", "]", "`"):
-        s = s.replace(ch, "\\" + ch)
-    return s
+_md_text = esc
 
 
 def render_markdown(
     d: Diff, old_label: str = "old", new_label: str = "new", limit: int = 50
 ) -> str:
-    icon = "❌" if d.regressed else "✅"
+    icon = "❌" if d.regressed else "⚠️" if d.missing else "✅"
     out = [f"## {icon} aclnn conformance diff: {_md_text(old_label)} → {_md_text(new_label)}", "",
            f"{d.old_count} → {d.new_count} cases · {d.headline()}", ""]  # fmt: skip
     sections = [("Regressions", d.regressions, True), ("Fixes", d.fixes, False),
@@ -176,12 +211,12 @@ def render_markdown(
             "|---|---|---|---|",
         ]
         for c in items[:limit]:
-            out.append(f"| {_md_code(c.id)} | {c.old or '—'} | **{c.new or '—'}** | "
+            out.append(f"| {_md_code(c.id)} | {esc(c.old) or '—'} | **{esc(c.new) or '—'}** | "
                        f"{_md_text(clip(c.reason, 160))} |")  # fmt: skip
         if len(items) > limit:
             out.append(f"| … {len(items) - limit} more | | | |")
-        if replay:
-            out += ["", "```sh"] + [c.replay for c in items[:limit] if c.replay] + ["```"]
+        if replay and any(c.replay for c in items[:limit]):
+            out += ["", *fenced([c.replay for c in items[:limit] if c.replay], "sh")]
         out.append("")
     if d.moved:
         out += [f"### Statistics that moved by more than {fmt(d.threshold * 100)} % ({len(d.moved)})",
@@ -210,7 +245,5 @@ def render_html(d: Diff, old_label: str = "old", new_label: str = "new", limit: 
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text, encoding="utf-8")
-    return p
+    """Write a rendered diff (a temporary file renamed once whole)."""
+    return write_atomic(path, text)
