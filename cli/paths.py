@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cli.errors import UserError
 
-Named = tuple[str, "Path | str | None"]  # (option as the user wrote it, path or None)
+Named = tuple[str, Path | str | None]  # (option as the user wrote it, path or None)
 
 
 def _real(p: Path | str) -> str:
@@ -77,5 +77,5 @@ def check_outputs(
                                 f"be written among the inputs; give {opt} a folder outside "
                                 "it")  # fmt: skip
         for oopt, other in outs:
-            if within(other, folder) and same_file(other, folder):
+            if same_file(other, folder):
                 raise UserError(f"{opt} {folder} is the same path as {oopt} {other}")

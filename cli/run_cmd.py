@@ -327,8 +327,9 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
             click.echo(f"warning: --force: {provenance.describe_mix(mixed)}", err=True)
         done = set()
         if results.exists():  # read under the lock: the records this run continues
-            summary = res.Stream(results).fold(res.Summary)
-            done = {str(r["id"]) for r in res.Stream(results)}
+            earlier = res.Stream(results)
+            summary = earlier.fold(res.Summary)
+            done = {str(r["id"]) for r in earlier}
     else:
         for stale in (results, meta_path):
             if stale.exists():

@@ -395,7 +395,10 @@ class ResultsWriter:
     def write(self, rec: dict[str, Any]) -> None:
         self._put((json.dumps(rec, sort_keys=True, default=str) + "\n").encode("ascii"))
         if os.environ.get("ACLNN_CONFORM_FSYNC"):
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise ResultsWriteError(exc.errno, exc.strerror, str(self.path)) from None
 
     def records(self, clean: bool = False) -> Stream:
         """The records this writer's file holds, read from its own descriptor (see Stream)."""

@@ -3,16 +3,18 @@
 A results file of a million cases is never held in memory: `Digest.add` takes one record at a
 time and keeps counts (verdicts, the op x product x dtype matrix, failing clauses, deviations,
 clause coverage, the ULP histograms, the header facts), the records of the failures (every one:
-a report is complete for failures) and, for the HTML case list, a bounded table (every case that
-did not pass; at most `keep` passing ones, see casetable). Renderers take a Digest, or a list of
+a report is complete for failures; each kept as its compact JSON text, a few times smaller than
+the parsed record, and parsed again one at a time to be rendered) and, for the HTML case list, a
+bounded table (every case that did not pass; at most `keep` passing ones, see casetable). Renderers take a Digest, or a list of
 records, or a conformance.results.Stream (read with `fold`, so each case counts once).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from conformance.results import safe
@@ -49,7 +51,7 @@ class Digest:
         self.verdicts: Counter = Counter()
         self.tag_grid: dict[tuple[str, str, str, str], Counter] = {}
         self.failing_clauses: Counter = Counter()
-        self.failures: list[dict[str, Any]] = []
+        self._failures: list[tuple[tuple[int, str], str]] = []  # (sort key, compact JSON)
         self.deviations: dict[str, dict[str, Any]] = {}
         self.info = InfoTally()
         self.panels = PanelTally()
@@ -68,7 +70,7 @@ class Digest:
         key = (str(rec.get("op", "?")), str(rec.get("product", "?")), dtype_tag(rec), column(rec))
         self.tag_grid.setdefault(key, Counter())[v] += 1
         if v in FAILING:
-            self.failures.append(rec)
+            self._failures.append((sort_key(rec), json.dumps(rec, separators=(",", ":"))))
             self._sorted = False
             for c in rec.get("clauses") or ["(no clause)"]:
                 self.failing_clauses[str(c)] += 1
@@ -105,12 +107,17 @@ class Digest:
     def failed(self) -> int:
         return sum(self.verdicts[v] for v in FAILING)
 
-    def sorted_failures(self) -> list[dict[str, Any]]:
-        """The failures, most severe first, then by id."""
+    def sorted_failures(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The first `limit` failures (all when None), most severe first, then by id."""
+        return list(self.iter_failures(limit))
+
+    def iter_failures(self, limit: int | None = None) -> Iterator[dict[str, Any]]:
+        """The failures' records, most severe first, then by id, parsed one at a time."""
         if not self._sorted:
-            self.failures.sort(key=sort_key)
+            self._failures.sort(key=lambda f: f[0])
             self._sorted = True
-        return self.failures
+        for _, text in self._failures[:limit]:
+            yield json.loads(text)
 
     def grid(self) -> dict[tuple[str, str, str], Counter]:
         """Verdict counts per (op, product, dtype column)."""

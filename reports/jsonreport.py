@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,14 @@ def summary(
     worst_limit: int = 5,
 ) -> dict[str, Any]:
     """The summary of `records` (a list, a Stream or a Digest)."""
+    head, d = _head(records, meta, coverage)
+    head["failures"] = [_safe(failure(rec, worst_limit)) for rec in d.iter_failures()]
+    return head
+
+
+def _head(records: Any, meta: dict[str, Any] | None,
+          coverage: Coverage | None) -> tuple[dict[str, Any], Digest]:  # fmt: skip
+    """The summary without its failures, and the Digest they come from."""
     d: Digest = digest_of(records, cases=False, coverage=coverage is None)
     if coverage is None:
         coverage = d.coverage()
@@ -66,8 +75,7 @@ def summary(
         "failing_clauses": dict(d.failing_clauses.most_common()),
         "deviations": dict(sorted(deviations.items())),
         "coverage": coverage.to_dict(),
-        "failures": [failure(rec, worst_limit) for rec in d.sorted_failures()],
-    })  # fmt: skip
+    }), d  # fmt: skip
 
 
 def failure(rec: dict[str, Any], worst_limit: int = 5) -> dict[str, Any]:
@@ -84,10 +92,25 @@ def failure(rec: dict[str, Any], worst_limit: int = 5) -> dict[str, Any]:
     return out
 
 
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False)
+
+
+def json_pieces(records: Any, meta: dict[str, Any] | None = None, *,
+                coverage: Coverage | None = None, worst_limit: int = 5) -> Iterator[str]:  # fmt: skip
+    """The summary JSON (as json.dumps(summary(...), indent=1) writes it), in pieces: the
+    failures are rendered one at a time, never all held at once."""
+    head, d = _head(records, meta, coverage)
+    yield _dump(head)[: -len("\n}")] + ',\n "failures": ['
+    for k, rec in enumerate(d.iter_failures()):
+        text = _dump(_safe(failure(rec, worst_limit))).replace("\n", "\n  ")
+        yield (",\n  " if k else "\n  ") + text
+    yield ("\n ]" if d.failed else "]") + "\n}\n"
+
+
 def render_json(records, meta=None, **kwargs) -> str:
-    return json.dumps(summary(records, meta, **kwargs), indent=1, ensure_ascii=False,
-                      allow_nan=False) + "\n"  # fmt: skip
+    return "".join(json_pieces(records, meta, **kwargs))
 
 
 def write_json(path: str | Path, records, meta=None, **kwargs) -> Path:
-    return write_atomic(path, render_json(records, meta, **kwargs))
+    return write_atomic(path, json_pieces(records, meta, **kwargs))

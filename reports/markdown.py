@@ -102,9 +102,9 @@ def render_markdown(records: Any, meta: dict[str, Any] | None = None, *, limit: 
     """The summary of `records` (a list, a Stream or a Digest)."""
     d: Digest = digest_of(records, cases=False, coverage=False)
     info = d.run_info(meta)
-    failures = d.sorted_failures()
-    head = "❌" if failures else "⚠️" if info["scope"] else "✅"
-    verdict = f"{len(failures)} failing" if failures else "all pass"
+    failures = d.sorted_failures(limit)
+    head = "❌" if d.failed else "⚠️" if info["scope"] else "✅"
+    verdict = f"{d.failed} failing" if d.failed else "all pass"
     if info["scope"]:  # a shard, or a merge missing shards, is not the whole suite
         verdict += f" ({esc(info['scope'])} only: not the whole suite)"
     out = [f"## {head} aclnn conformance: {esc(info['backend'])}: {verdict}", ""]
@@ -138,8 +138,8 @@ def render_markdown(records: Any, meta: dict[str, Any] | None = None, *, limit: 
     out += deviations_list(d, limit)
     if failures:
         shown = failures[:limit]
-        title = f"First {len(shown)} of {len(failures)} failures" if len(failures) > limit else \
-            f"Failures ({len(failures)})"  # fmt: skip
+        title = f"First {len(shown)} of {d.failed} failures" if d.failed > limit else \
+            f"Failures ({d.failed})"  # fmt: skip
         out += ["", f"### {title}", ""]
         for r in shown:
             out += failure_item(r)

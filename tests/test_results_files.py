@@ -387,6 +387,35 @@ def test_reports_of_hostile_text_are_written_and_valid(tmp_path):
     assert "\\x1b" in texts["html"] or "\\\\x1b" in texts["html"]
 
 
+def test_a_case_directory_named_in_bytes_that_are_not_utf8(tmp_path):
+    """The issue's case: a case directory whose name is not UTF-8 broke every report (exit 3, a
+    0-byte HTML). Now the run and all four reports complete, showing the byte as `\\xff`."""
+    cases = tmp_path / "cases"
+    assert_clean(conform("cases", "export", cases, "--op", "relu", "--max-cases", "3"), 0)
+    leaf = next(p.parent for p in sorted(cases.rglob("case.json")))
+    os.rename(os.fsencode(leaf), os.fsencode(leaf.parent) + b"/bad\xffname")
+    results = tmp_path / "r.jsonl"
+    files = [tmp_path / n for n in ("r.html", "r.xml", "r.md", "r.json")]
+    proc = subprocess.run(
+        [shutil.which("aclnn-conform") or "aclnn-conform", "run", "--cases", str(cases),
+         "--results", str(results), "--keep-outputs", str(tmp_path / "kept"), "--html",
+         str(files[0]), "--junit", str(files[1]), "--markdown", str(files[2]), "--json",
+         str(files[3])],
+        capture_output=True, env={**os.environ, "NO_COLOR": "1"}, timeout=300,
+    )  # fmt: skip
+    out = (proc.stdout + proc.stderr).decode("utf-8")
+    assert proc.returncode == 0, out[-2000:]
+    ids = [r["id"] for r in read_jsonl(results)]
+    assert len(ids) == 3 and sum("bad\udcffname" in i for i in ids) == 1  # recorded as read
+    texts = [f.read_bytes().decode("utf-8") for f in files]
+    for text in texts:
+        _no_raw_controls(text)
+    for text in texts[:2]:  # the case lists (Markdown and JSON list failures only)
+        assert "bad\\xffname" in text or "bad\\\\xffname" in text
+    ET.fromstring(texts[1])
+    assert json.loads(texts[3])["totals"]["cases"] == 3
+
+
 @pytest.mark.parametrize(
     "text, longest",
     [
@@ -603,8 +632,8 @@ RSS_GROWTH_BOUND_MB = 160
 
 @pytest.mark.slow
 def test_reports_of_200k_records_stay_in_bounded_memory(tmp_path):
-    small = synth(tmp_path / "small.jsonl", 1000)
-    big = synth(tmp_path / "big.jsonl", 200_000)
+    small = synth(tmp_path / "small.jsonl", 1000, fail_every=100)
+    big = synth(tmp_path / "big.jsonl", 200_000, fail_every=100)
     outs = ("--markdown", tmp_path / "r.md", "--json", tmp_path / "r.json", "--junit",
             tmp_path / "r.xml", "--html", tmp_path / "r.html")  # fmt: skip
     base = _peak_rss_kb("report", small, *outs)
