@@ -14,14 +14,16 @@
   exits 1 when there is one, unless --allow-missing says the runs may differ in their cases,
   and refuses two runs with no case in common (nothing was compared).
 
-Each run is held as one small entry per case (verdict, reason, replay, two statistics), read
-from a stream, never as its records. Ids are matched as recorded; what is shown is made safe
+Each run is held as one small entry per case (its verdict and the two statistics compared),
+read from a stream, never as its records; the reasons and replay commands of the cases listed
+are read in a second pass. Ids are matched as recorded; what is shown is made safe
 for its format (conformance.results.safe_text; markdown.code for ids in Markdown).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,44 +112,57 @@ def _s(items: list) -> str:
     return "" if len(items) == 1 else "s"
 
 
-def light(rec: dict[str, Any]) -> dict[str, Any]:
-    """What the diff keeps of a record: verdict, display-safe id, op, reason, replay and dtype
-    tag, and the two statistics it compares."""
+Entry = tuple[str, float | None, float | None]  # verdict, max_ulp, max_rel
+
+
+def _entry(rec: dict[str, Any]) -> Entry:
     st = stats_of(rec)
-    return {"id": safe_text(rec.get("id")), "op": safe_text(rec.get("op", "?")),
-            "verdict": safe_text(rec.get("verdict", "")), "tag": safe_text(dtype_tag(rec)),
-            "reason": clip(safe_text(rec.get("reason") or ""), 300),
-            "replay": safe_text(rec.get("replay") or ""),
-            "stats": {k: st[k] for k in STATS}}  # fmt: skip
+    return (sys.intern(str(rec.get("verdict", ""))), st["max_ulp"], st["max_rel"])
 
 
-def _index(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each case's last record, kept light, by id as recorded."""
-    out: dict[str, dict[str, Any]] = {}
+def _index(records: Iterable[dict[str, Any]]) -> dict[str, Entry]:
+    """Each case's last verdict and compared statistics, by id as recorded: a small tuple a
+    case (reasons and replay commands are read again only for the cases listed)."""
+    out: dict[str, Entry] = {}
     for rec in records:
-        out[str(rec.get("id"))] = light(rec)
+        out[str(rec.get("id"))] = _entry(rec)
     return out
 
 
-def _change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
-    rec = new or old or {}
-    return Change(str(rec.get("id")), str(rec.get("op", "?")),
-                  (old or {}).get("verdict", ""), (new or {}).get("verdict", ""),
-                  clip(rec.get("reason") or "", 300), str(rec.get("replay") or ""),
-                  str(rec.get("tag", "")))  # fmt: skip
+def _details(records: Iterable[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str, str]]:
+    """Display-safe id, op, dtype tag, reason and replay of the `wanted` cases."""
+    out: dict[str, dict[str, str]] = {}
+    for rec in records:
+        cid = str(rec.get("id"))
+        if cid in wanted:
+            out[cid] = {"id": safe_text(cid), "op": safe_text(rec.get("op", "?")),
+                        "tag": safe_text(dtype_tag(rec)),
+                        "reason": clip(safe_text(rec.get("reason") or ""), 300),
+                        "replay": safe_text(rec.get("replay") or "")}  # fmt: skip
+    return out
+
+
+def _change(cid: str, old: Entry | None, new: Entry | None, info: dict[str, str]) -> Change:
+    return Change(info.get("id", safe_text(cid)), info.get("op", "?"),
+                  old[0] if old else "", new[0] if new else "", info.get("reason", ""),
+                  info.get("replay", ""), info.get("tag", ""))  # fmt: skip
 
 
 def moved_stats(old: dict[str, Any], new: dict[str, Any], threshold: float) -> list[StatMove]:
-    a, b = stats_of(old), stats_of(new)
+    """max_ulp / max_rel of a case that moved by more than `threshold` between two records."""
+    return _moved(safe_text(new.get("id")), _entry(old), _entry(new), threshold)
+
+
+def _moved(cid: str, old: Entry, new: Entry, threshold: float) -> list[StatMove]:
     out = []
-    for key in STATS:
-        x, y = num(a.get(key)), num(b.get(key))
+    for k, key in enumerate(STATS, 1):
+        x, y = num(old[k]), num(new[k])
         if x is None or y is None or math.isnan(x) or math.isnan(y):
             continue
         if x == y or abs(y - x) <= FLOOR[key]:
             continue
         if max(x, y) > min(x, y) * (1 + threshold):  # grew, or shrank, by more than the threshold
-            out.append(StatMove(str(new.get("id")), key, x, y))
+            out.append(StatMove(cid, key, x, y))
     return out
 
 
@@ -156,27 +171,35 @@ def diff_runs(
     new: Iterable[dict[str, Any]],
     threshold: float = DEFAULT_THRESHOLD,
 ) -> Diff:
-    """The difference of two runs' records (lists, or Streams read once each)."""
+    """The difference of two runs' records: lists, or Streams (each read once, and again for
+    the reasons of the cases listed)."""
     before, after = _index(old), _index(new)
     d = Diff(threshold, len(before), len(after))
+    kinds: list[tuple[str, str]] = []  # (list name, id), in id order
     for cid in sorted(set(before) | set(after)):
         o, n = before.get(cid), after.get(cid)
         if o is None:
-            d.added.append(_change(None, n))
+            kinds.append(("added", cid))
             continue
         if n is None:
-            d.removed.append(_change(o, None))
+            kinds.append(("removed", cid))
             continue
         d.common += 1
-        vo, vn = o.get("verdict"), n.get("verdict")
+        vo, vn = o[0], n[0]
         if vo in WAS_OK and vn in BROKEN:
-            d.regressions.append(_change(o, n))
+            kinds.append(("regressions", cid))
         elif vo in WAS_BAD and vn in PASSED:
-            d.fixes.append(_change(o, n))
+            kinds.append(("fixes", cid))
         elif vo != vn:
-            d.changed.append(_change(o, n))
+            kinds.append(("changed", cid))
         elif vn == "pass":
-            d.moved += moved_stats(o, n, threshold)
+            d.moved += _moved(safe_text(cid), o, n, threshold)
+    from_new = {cid for kind, cid in kinds if kind != "removed"}
+    info = _details(new, from_new) if from_new else {}
+    gone = {cid for kind, cid in kinds if kind == "removed"}
+    info.update(_details(old, gone) if gone else {})
+    for kind, cid in kinds:
+        getattr(d, kind).append(_change(cid, before.get(cid), after.get(cid), info.get(cid, {})))
     d.regressions.sort(key=lambda c: sort_key({"verdict": c.new, "id": c.id}))
     d.moved.sort(key=lambda m: (not m.grew, -m.size, m.id))
     return d
