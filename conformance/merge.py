@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,7 +108,11 @@ def planned_cases(metas: Sequence[dict[str, Any]]) -> int | None:
     return max(whole, sum(per_shard.values())) if known else None
 
 
-def merge_files(paths: Sequence[Path], write: Any, allow_partial: bool = False) -> Merged:
+def merge_files(
+    paths: Sequence[Path],
+    write: Callable[[Iterator[str]], Path],
+    allow_partial: bool = False,
+) -> Merged:
     """Merge results files: check every input, then `write(lines)` the merged JSONL (an
     iterator of lines; e.g. reports.output.write_atomic bound to the output path). Raises
     MergeConflict, ShardError before anything is written."""
