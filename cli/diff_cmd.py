@@ -1,4 +1,5 @@
-"""`aclnn-conform diff OLD.jsonl NEW.jsonl`: what changed between two runs; exit 1 on a regression."""
+"""`aclnn-conform diff OLD.jsonl NEW.jsonl`: what changed between two runs; exit 1 on a regression
+or on cases found in one run only (unless --allow-missing)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ from pathlib import Path
 import click
 
 from cli.console import heading, style
-from cli.errors import EXIT_PROBLEMS
+from cli.errors import EXIT_PROBLEMS, UserError
 from cli.options import finite
-from cli.report_cmd import read_results
+from cli.paths import check_outputs, results_family
+from cli.report_cmd import read_results, warn_torn
+from conformance.results import safe_text
 from reports.diff import DEFAULT_THRESHOLD, diff_runs, render_html, render_markdown, write_text
 from reports.model import fmt
 
 
 def _label(path: Path, meta: dict) -> str:
-    return f"{path.name} ({meta['backend']})" if meta.get("backend") else path.name
+    name = safe_text(path.name)
+    return f"{name} ({safe_text(meta['backend'])})" if meta.get("backend") else name
 
 
 @click.command("diff")
@@ -48,15 +52,28 @@ def _label(path: Path, meta: dict) -> str:
 )
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="Cases listed per section on the terminal.")  # fmt: skip
-def diff(old, new, markdown_path, html_path, threshold, limit):
+@click.option("--allow-missing", is_flag=True,
+              help="Cases found in one run only (added or removed) do not fail the diff; "
+                   "without it they do, as cases that were not compared.")  # fmt: skip
+def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
     """Compare two results files case by case: regressions (a case that did not fail and now
     fails), fixes, other verdict changes, statistics that moved, cases added and removed.
 
-    Exit codes: 0 no regression, 1 at least one regression, 2 usage error.
+    Exit codes: 0 no regression and the same cases in both runs (or --allow-missing);
+    1 at least one regression, or a case in one run only (not compared); 2 usage error
+    (unreadable results, an output that is an input, two runs with no case in common).
     """
-    a, b = read_results(old), read_results(new)
-    d = diff_runs(a.records, b.records, threshold)
-    old_label, new_label = _label(old, a.meta), _label(new, b.meta)
+    check_outputs([("--markdown", markdown_path), ("--html", html_path)],
+                  [*results_family("OLD", old), *results_family("NEW", new)])  # fmt: skip
+    (a, a_meta), (b, b_meta) = read_results(old, clean=False), read_results(new, clean=False)
+    d = diff_runs(a, b, threshold)
+    warn_torn(old, a)
+    warn_torn(new, b)
+    if not d.common:
+        raise UserError(f"diff: {old} ({d.old_count} cases) and {new} ({d.new_count} cases) "
+                        "have no case in common: nothing was compared; diff runs of the same "
+                        "selection of cases")  # fmt: skip
+    old_label, new_label = _label(old, a_meta), _label(new, b_meta)
     click.echo(heading(f"{old_label} -> {new_label}: {d.old_count} -> {d.new_count} cases"))
     click.echo(d.headline())
     for title, items, color in (
@@ -92,5 +109,15 @@ def diff(old, new, markdown_path, html_path, threshold, limit):
         click.echo(f"wrote {write_text(markdown_path, render_markdown(d, old_label, new_label))}")
     if html_path:
         click.echo(f"wrote {write_text(html_path, render_html(d, old_label, new_label))}")
-    if d.regressed:
+    if d.missing:
+        n = len(d.added) + len(d.removed)
+        if allow_missing:
+            click.echo(f"{n} case(s) in one run only were not compared (--allow-missing)",
+                       err=True)  # fmt: skip
+        else:
+            click.echo(f"{len(d.removed)} case(s) only in {safe_text(old)}, {len(d.added)} only "
+                       f"in {safe_text(new)}: not compared, which fails the diff; pass "
+                       "--allow-missing when the runs may differ in their cases",
+                       err=True)  # fmt: skip
+    if d.regressed or (d.missing and not allow_missing):
         raise SystemExit(EXIT_PROBLEMS)

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import click
 
 from cli.errors import UserError, user_error
+from cli.paths import check_outputs, results_family
 from conformance import provenance, safeio
-from conformance import results as res
+from conformance.merge import MergeConflict, ShardError, merge_files
+from conformance.results import safe_text
+from conformance.writelock import LockedError, ResultsLock
+from reports.output import write_atomic
 
 user_error(provenance.ProvenanceError)
+user_error(MergeConflict)
+user_error(ShardError)
 
 
 @click.command("merge")
@@ -21,11 +28,18 @@ user_error(provenance.ProvenanceError)
 @click.option("--force", is_flag=True,
               help="Merge runs of different backend, backend version, oracle, seed, spec or "
                    "tool version, recording the mix in the meta ('mixed').")  # fmt: skip
-def merge(inputs: tuple[Path, ...], output: Path, force: bool) -> None:
+@click.option("--partial", "allow_partial", is_flag=True,
+              help="Merge shards (run --shard i/n) although some are missing; the meta lists "
+                   "them ('shards_missing') and the reports say the run is not the whole "
+                   "suite.")  # fmt: skip
+def merge(inputs: tuple[Path, ...], output: Path, force: bool, allow_partial: bool) -> None:
     """Merge results files (e.g. the shards of a CI matrix) into OUTPUT; each case id once.
 
     The inputs must come from runs of one provenance (backend and its version, oracle, seed,
-    spec hashes, tool version); --force merges them anyway and records the mix.
+    spec hashes, tool version); --force merges them anyway and records the mix. A case found in
+    several inputs is taken once when they agree on its verdict, statuses and statistics, and
+    refused (exit 2, naming the case and both files) when they do not. Shards are recorded:
+    a missing shard is named and refused unless --partial.
     """
     for p in inputs:
         try:
@@ -34,23 +48,30 @@ def merge(inputs: tuple[Path, ...], output: Path, force: bool) -> None:
             raise UserError(f"{p}: no such results file") from None
         except OSError as exc:
             raise UserError(f"{p}: not a results file: {exc.strerror or exc}") from None
-    if output in inputs:
-        raise UserError(f"-o {output}: must not be one of the inputs")
+    inputs_family = [x for k, p in enumerate(inputs) for x in results_family(f"INPUT {k + 1}", p)]
+    check_outputs(results_family("-o", output), inputs_family)
     inputs_mixed = provenance.check_merge(inputs, force)
-    records, meta = res.merge(list(inputs))
-    if not records:
+    try:
+        lock = ResultsLock(output, "-o").acquire()
+    except LockedError as exc:
+        raise UserError(str(exc)) from None
+    click.get_current_context().call_on_close(lock.release)
+    merged = merge_files(inputs, partial(write_atomic, output), allow_partial=allow_partial)
+    if not merged.cases:
+        output.unlink()
         raise UserError("the inputs hold no result records")
+    meta = merged.meta
     if mixed := meta.get("mixed"):
         click.echo(f"warning: merge: the merged records mix provenances ({provenance.describe_mix(mixed)}); "
                    f"recorded as 'mixed' in {output}.meta.json", err=True)  # fmt: skip
     elif inputs_mixed:
         click.echo(f"warning: merge: the inputs differ in provenance ({provenance.describe_mix(inputs_mixed)}), "
-                   "but the merged records (later files win per case id) do not", err=True)  # fmt: skip
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with open(output, "w", encoding="utf-8") as f:
-        for rec in sorted(records, key=lambda r: r["id"]):
-            f.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
-    Path(str(output) + ".meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    s = res.summarise(records)
+                   "but the merged records (each case from the last file holding it) do not",
+                   err=True)  # fmt: skip
+    if merged.missing_shards:
+        click.echo(f"warning: merge: shard {', '.join(merged.missing_shards)} missing (--partial): "
+                   "the merged results are not the whole suite", err=True)  # fmt: skip
+    write_atomic(Path(str(output) + ".meta.json"), json.dumps(meta, indent=1) + "\n")
+    s = merged.summary
     counts = ", ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items()))
-    click.echo(f"merged {len(inputs)} files: {len(records)} cases ({counts}) -> {output}")
+    click.echo(f"merged {len(inputs)} files: {s.total} cases ({counts}) -> {safe_text(output)}")

@@ -8,20 +8,25 @@ import click
 
 from cli.errors import UserError
 from cli.options import registry
+from cli.paths import check_outputs, results_family
+from conformance.results import Stream
 from reports import write_reports
-from reports.model import ResultsFileError, read_run
+from reports.model import ResultsFileError, open_results
 
 
-def read_results(path: Path):
-    """The records and meta of a results file; a UserError (one line, exit 2) when unusable."""
+def read_results(path: Path, clean: bool = True) -> tuple[Stream, dict]:
+    """A results file to stream, and its meta; a UserError (one line, exit 2) when unusable."""
     try:
-        run = read_run(path)
+        return open_results(path, clean)
     except ResultsFileError as exc:
         raise UserError(str(exc)) from None
-    if run.torn_lines:
-        click.echo(f"warning: {path}: {run.torn_lines} line(s) are not result records "
+
+
+def warn_torn(path: Path, stream: Stream) -> None:
+    """After a full pass: say how many lines were not records (a run killed mid-write?)."""
+    if stream.torn:
+        click.echo(f"warning: {path}: {stream.torn} line(s) are not result records "
                    "(a run killed mid-write?); reporting the rest", err=True)  # fmt: skip
-    return run
 
 
 def output_option(name: str, what: str):
@@ -39,13 +44,19 @@ def report(results, html_path, junit_path, markdown_path, json_path):
     """Render the results of a run as reports.
 
     Reads RESULTS.jsonl.meta.json beside the results when present (backend, date, host,
-    duration). Exit codes: 0 written, 2 usage error (no output asked for, unreadable results).
+    duration). The results are read as a stream (a million cases in bounded memory); each
+    report is written to a temporary file and renamed, never left half-written. Exit codes:
+    0 written, 2 usage error (no output asked for, unreadable results, an output that is the
+    results file, its meta or another output).
     """
     if not any((html_path, junit_path, markdown_path, json_path)):
         raise UserError("report: nothing to write; give at least one of --html FILE, "
                         "--junit FILE, --markdown FILE, --json FILE")  # fmt: skip
-    run = read_results(results)
-    written = write_reports(run.records, run.meta, html=html_path, junit=junit_path,
+    check_outputs([("--html", html_path), ("--junit", junit_path), ("--markdown", markdown_path),
+                   ("--json", json_path)], results_family("RESULTS", results))  # fmt: skip
+    stream, meta = read_results(results)
+    written = write_reports(stream, meta, html=html_path, junit=junit_path,
                             markdown=markdown_path, json=json_path, registry=registry())  # fmt: skip
+    warn_torn(results, stream)
     for p in written:
         click.echo(f"wrote {p}")

@@ -23,21 +23,24 @@ from cli.options import (
     registry,
     selection_options,
 )
+from cli.paths import check_outputs, results_family, same_file
 from conformance import config, expectations, provenance
 from conformance import results as res
 from conformance.backend import BackendError, backend_class, load_backend
 from conformance.progress import Progress
 from conformance.runner import (
     TOOL_VERSION,
+    ResultsWriteError,
     ResultsWriter,
     RunConfig,
     directory_items,
     execute,
-    finished_ids,
     generated_items,
     item_facts,
 )
 from conformance.verdicts import BROKEN
+from conformance.writelock import LockedError, ResultsLock
+from reports.output import write_atomic
 
 
 def backend_version(name: str, options: dict, reg, facts: dict | None = None) -> str:
@@ -63,17 +66,16 @@ def totals_line(summary: res.Summary, backend: str, seconds: float) -> str:
 
 def failure_line(rec: dict, width: int = 200) -> str:
     """A failing case's verdict, id and reason, with the backend's own words when it spoke."""
-    reason = one_line(rec["reason"]) if rec.get("reason") else ""
-    said = one_line(rec["message"]) if rec.get("message") else ""
+    reason = one_line(res.safe_text(rec["reason"])) if rec.get("reason") else ""
+    said = one_line(res.safe_text(rec["message"])) if rec.get("message") else ""
     if said and said not in reason:
         reason = f"{reason} (backend said: {said})" if reason else f"backend said: {said}"
     if len(reason) > width:
         reason = reason[: width - 3] + "..."
-    return f"  {rec['verdict']}: {rec['id']}: {reason}"
+    return f"  {res.safe_text(rec['verdict'])}: {res.safe_text(rec['id'])}: {reason}"
 
 
-def print_summary(records: list[dict], backend: str, seconds: float, limit: int = 20) -> None:
-    s = res.summarise(records)
+def print_summary(s: res.Summary, backend: str, seconds: float, limit: int = 20) -> None:
     click.echo(heading(f"\n{backend}: {s.total} cases in {seconds:.1f} s"))
     click.echo("  ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items())))
     click.echo(heading("\nop x product x dtype (output dtype; neg: status cases)"))
@@ -83,17 +85,39 @@ def print_summary(records: list[dict], backend: str, seconds: float, limit: int 
         bad = sum(c[v] for v in res.FAILING)
         line = (f"{op:<20} {product:<16} {col:<6} {c['pass']:>5} {bad:>5} {c['xfail']:>6} "
                 f"{c['deviation']:>5} {c['skip']:>5}")  # fmt: skip
+        line = res.safe_text(line)
         click.echo(style(line, fg="red") if bad else line)
     if s.failing_clauses:
         click.echo(heading("\nfailing clauses"))
         for clause, n in s.failing_clauses.most_common():
-            click.echo(f"  {clause}: {n}")
+            click.echo(f"  {res.safe_text(clause)}: {n}")
     if s.failures:
-        click.echo(heading(f"\nfirst {min(limit, len(s.failures))} of {len(s.failures)} failures"))
+        click.echo(heading(f"\nfirst {min(limit, len(s.failures))} of {s.failed} failures"))
         for rec in s.failures[:limit]:
             click.echo(failure_line(rec))
             if rec.get("replay"):
-                click.echo(f"    {rec['replay']}")
+                click.echo(f"    {res.safe_text(rec['replay'])}")
+
+
+def oracle_options(backend: str, oracle: str, options: dict, given: tuple[str, ...],
+                   exact: bool) -> dict:  # fmt: skip
+    """The oracle's options, checked: the backend's own when the oracle is the backend under
+    test, else --oracle-opt (and exact=1 for a reference oracle under --exact)."""
+    if oracle == backend:
+        if given:
+            raise UserError(f"--oracle-opt: the oracle is the backend under test ({backend}): "
+                            "it runs with the backend's options; drop --oracle-opt")  # fmt: skip
+        return dict(options)
+    opts = {**config.parse_backend_options(given, {}, "--oracle-opt"),
+            **config.oracle_options(oracle, exact)}  # fmt: skip
+    try:
+        config.check_backend(oracle, opts, "--oracle", "--oracle-opt")
+    except config.ConfigError as exc:
+        if str(exc).startswith("--oracle"):
+            raise
+        raise UserError(f"--oracle {oracle}: {exc} (the oracle's options are given with "
+                        "--oracle-opt KEY=VALUE)") from None  # fmt: skip
+    return opts
 
 
 EXIT_TERMINATED = 143  # SIGTERM, as shells report it
@@ -251,11 +275,19 @@ def resume_hint() -> str:
     help="The reference's DOUBLE outputs correctly rounded (mpmath for every element: slow) "
     "instead of faithful (within 1 ulp, float64 speed). Recorded in the results and reports.",
 )
+@click.option(
+    "--oracle-opt",
+    "oracle_opts_given",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Option for the --oracle backend (repeatable), e.g. cmd=./harness for --oracle exec. "
+    "An oracle that is the backend under test gets the backend's options.",
+)
 @backend_options
 @selection_options
 def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fast, keep_outputs,
         max_case_bytes, quiet, expectations_file, no_expectations, strict, update_expectations,
-        html, junit, markdown, json_report,
+        html, junit, markdown, json_report, oracle_opts_given,
         backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout, max_memory,
         ops, products, dtypes, clauses, keyword, max_cases, shard, profile, allow_empty,
         exact):  # fmt: skip
@@ -264,22 +296,31 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     \b
     Exit codes: 0 everything passed (or failed as the expectations say);
     1 conformance failures (fail, error, crash, timeout; xpass under --strict);
-    2 usage or setup error; 3 infrastructure failure (backend missing, worker not starting);
+    2 usage or setup error (another run writing --results included);
+    3 infrastructure failure (backend missing, worker not starting, results not writable);
     130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the results so far are kept, with
     their meta: rerun with --resume.
     """
     # Everything the user can get wrong is checked before a results file is touched.
     reg = registry()
+    reports = [("--html", html), ("--junit", junit), ("--markdown", markdown),
+               ("--json", json_report)]  # fmt: skip
+    check_outputs(reports, [*results_family("--results", results),
+                            ("--expectations", expectations_file)],
+                  output_dirs=[("--keep-outputs", keep_outputs)],
+                  input_dirs=[("--cases", cases_dir)])  # fmt: skip
+    if expectations_file is not None and same_file(expectations_file, results):
+        raise UserError(f"--results {results} is the same file as --expectations "
+                        f"{expectations_file}; give the results another file")  # fmt: skip
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard, profile)
     if cases_dir is not None and profile != "default":
         raise UserError("--profile chooses generated cases; it does not apply with --cases DIR")
     options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
     if exact:
         options = config.exact_options(backend, oracle, options)
-    if oracle != backend:
-        config.check_backend(oracle, config.oracle_options(oracle, exact), "--oracle")
     if keep_outputs is not None and not keep_outputs.strip():
         raise UserError("--keep-outputs '': give the folder to write the outputs to")
+    oracle_opts = oracle_options(backend, oracle, options, oracle_opts_given, exact)
     if force and not resume:
         raise UserError("--force applies only with --resume")
     jobs, capped = config.checked_jobs(jobs)
@@ -295,6 +336,8 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     if strict:
         config.check_strict(expect, backend, oracle, oracle == backend)
     expect_sha = expectations.fingerprint(expect, reg, backend)
+    if expect is not None and expect.path:  # the shipped file for the backend, when not given
+        check_outputs(reports, [("--expectations", expect.path)])
     if cases_dir is not None:
         if not cases_dir.is_dir():
             raise UserError(f"--cases {cases_dir}: no such directory")
@@ -307,8 +350,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     version = backend_version(backend, options, reg, host)
     if host.get("diagnosis"):  # recorded in the meta; a missing ASCEND_OPP_PATH stops the run
         click.echo(f"warning: {backend}: {host['diagnosis']}", err=True)  # at its first 561107
-    oracle_opts = config.oracle_options(oracle, exact)
-    oracle_version = (version if oracle == backend and oracle_opts.items() <= options.items()
+    oracle_version = (version if oracle == backend
                       else backend_version(oracle, oracle_opts, reg))  # fmt: skip
     meta = {"backend": backend, "backend_version": version, "oracle": oracle,
             "oracle_version": oracle_version, "exact": exact, "seed": seed,
@@ -318,7 +360,17 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
             "max_case_bytes": budget, "max_memory": memory, "jobs": jobs}  # fmt: skip
     if host:
         meta["backend_host"] = host  # what this host is, for judging the run elsewhere
+    if sel.shard:
+        meta["shard"] = "{}/{}".format(*sel.shard)
     meta_path = Path(str(results) + ".meta.json")
+    # Every check is done. From here the results file is this run's alone: a second run on it
+    # is refused while this one lives (the lock ends with the command or the process).
+    ctx = click.get_current_context()
+    try:
+        ctx.call_on_close(ResultsLock(results, "--results").acquire().release)
+    except LockedError as exc:
+        raise UserError(str(exc)) from None
+    summary = res.Summary()  # the run's own records: its summary and exit code come from here
     if resume:
         now = {**meta, "seed": None if cases_dir else seed,
                "spec_sha256": {s.name: s.sha256 for s in reg}}  # fmt: skip
@@ -326,7 +378,11 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
         if mixed:
             meta["mixed"] = mixed
             click.echo(f"warning: --force: {provenance.describe_mix(mixed)}", err=True)
-        done = finished_ids(results)
+        done = set()
+        if results.exists():  # read under the lock: the records this run continues
+            earlier = res.Stream(results)
+            summary = earlier.fold(res.Summary)
+            done = {str(r["id"]) for r in earlier}
     else:
         for stale in (results, meta_path):
             if stale.exists():
@@ -348,23 +404,26 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
                                                 "reason": entry.reason}})  # fmt: skip
         skip_ids = {r["id"] for r in skipped}
         todo = [it for it in todo if it.id not in skip_ids]
-    cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options, seed=seed, jobs=jobs,
+    cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options,
+                    oracle_options=oracle_opts, seed=seed, jobs=jobs,
                     fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
                     timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs, exact=exact,
                     max_memory=memory, deviations=expect is not None)  # fmt: skip
     progress = Progress(len(todo), enabled=not quiet)
     writer = ResultsWriter(results)
+    ctx.call_on_close(writer.release)
     t0 = time.perf_counter()
     state = {"stop": False, "ran": 0}
 
-    for rec in skipped:
+    def record(rec: dict) -> None:
         writer.write(rec)
+        summary.add(rec)
 
     def sink(rec: dict) -> bool:
         rec["expectations_sha256"] = expect_sha
         if expect is not None:
             expect.apply(rec, backend, rec.get("backend_version", version))
-        writer.write(rec)
+        record(rec)
         state["ran"] += 1
         progress.update(rec)
         if fail_fast and rec.get("verdict") in res.FAILING:
@@ -375,15 +434,24 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     def write_meta() -> None:
         meta.update(run=state["ran"], seconds=time.perf_counter() - t0, host=platform.node(),
                     date=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
-        meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        write_atomic(meta_path, json.dumps(meta, indent=1) + "\n")
 
     interrupted = 0
     try:
+        for rec in skipped:
+            record(rec)
         with _terminate_as_interrupt():
             execute(todo, cfg, sink)
     except BackendError as exc:
         raise InfrastructureError(
             f"{exc} (results so far are in {results}; rerun with --resume)"
+        ) from None
+    except ResultsWriteError as exc:
+        with contextlib.suppress(OSError):
+            write_meta()
+        raise InfrastructureError(
+            f"cannot write --results {results}: {exc.strerror}; the results recorded before "
+            f"are kept: make room, then resume with: {resume_hint()}"
         ) from None
     except Terminated:
         interrupted = EXIT_TERMINATED
@@ -401,27 +469,43 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
                        f"are in {results}. Resume with: {resume_hint()}", err=True)  # fmt: skip
         raise SystemExit(interrupted)
     seconds = time.perf_counter() - t0
-    write_meta()
-    records = res.load(results)
-    summary = res.summarise(records)
+    try:
+        write_meta()
+    except OSError as exc:
+        raise InfrastructureError(
+            f"cannot write {meta_path}: {exc.strerror}; the results are in {results}: make "
+            f"room, then write the meta again with: {resume_hint()}"
+        ) from None
     if quiet:
         click.echo(totals_line(summary, backend, seconds))
         for rec in summary.failures[:20]:
             click.echo(failure_line(rec))
     else:
-        print_summary(records, backend, seconds)
+        print_summary(summary, backend, seconds)
     if state["stop"]:
         left = len(todo) - state["ran"]
         click.echo(f"--fail-fast: stopped at the first failure; {left} of {len(todo)} selected "
                    "cases did not run", err=True)  # fmt: skip
-    click.echo(f"results: {results}")
+    click.echo(f"results: {res.safe_text(results)}")
     if html or junit or markdown or json_report:
         from reports import write_reports
 
-        for path in write_reports(records, meta, html=html, junit=junit, markdown=markdown,
-                                  json=json_report, registry=reg):  # fmt: skip
-            click.echo(f"report: {path}")
+        try:  # from this run's own file descriptor: its records, whatever the path holds now
+            written = write_reports(writer.records(clean=True), meta, html=html, junit=junit,
+                                    markdown=markdown, json=json_report, registry=reg)  # fmt: skip
+        except OSError as exc:
+            again = " ".join(f"{o} {shlex.quote(str(p))}" for o, p in reports if p)
+            raise InfrastructureError(
+                f"cannot write {exc.filename or 'a report'}: {exc.strerror or exc}; the results "
+                f"are complete in {results}: write the reports again with: aclnn-conform "
+                f"report {shlex.quote(str(results))} {again}"
+            ) from None
+        for path in written:
+            click.echo(f"report: {res.safe_text(path)}")
     if update_expectations and expect is not None:
+        records = [
+            r for r in writer.records() if r.get("verdict") in (*res.FAILING, "xfail", "skip")
+        ]
         entries = expectations.updated(expect, records, backend, version)
         expectations.write(expectations_file, entries, backend)
         click.echo(f"expectations: wrote {len(entries)} entries to {expectations_file}")

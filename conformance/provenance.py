@@ -135,7 +135,7 @@ def from_parts(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) ->
 
 def from_results(results: str | Path) -> Provenance:
     """The provenance of a results file (its records and its `.meta.json`)."""
-    return from_parts(res.load(results), read_meta(results))
+    return from_parts(res.Stream(results), read_meta(results))
 
 
 def from_run(now: Mapping[str, Any]) -> Provenance:

@@ -3,18 +3,231 @@ clauses, the failures themselves. Shared by the CLI summary and the report rende
 
 from __future__ import annotations
 
-import contextlib
 import json
+import re
+import stat
+from array import array
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 from conformance import safeio
 from conformance.verdicts import FAILING
 
-MAX_RECORD_BYTES = 16 << 20  # one results line; a longer one is counted as not a record
+A = TypeVar("A")
+
 MAX_META_BYTES = 16 << 20  # a .meta.json
+
+
+#: Longest line read as one record: a longer one (a file that is not results, /dev/zero behind
+#: a name) is counted as torn and skipped, never held whole.
+MAX_LINE = 16 << 20
+
+# Characters that must not reach a terminal, a Markdown file or a report raw: C0/C1 controls
+# other than tab and newline (ESC starts terminal escapes, NUL breaks text tools), DEL, the
+# bidirectional overrides that reorder what is shown, line separators, and lone surrogates
+# (a non-UTF-8 file name read with surrogateescape; text that cannot be encoded at all).
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029"
+    "\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escape(m: re.Match) -> str:
+    c = ord(m.group())
+    if 0xDC80 <= c <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): the byte itself
+        return f"\\x{c - 0xDC00:02x}"
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def safe_text(value: Any) -> str:
+    """`value` as text fit for a terminal and any report format: unsafe characters (see
+    _UNSAFE) written as visible escapes (`\\x1b`, `\\xff` for a non-UTF-8 byte, `\\u202e`)."""
+    s = value if isinstance(value, str) else str(value)
+    return _UNSAFE.sub(_escape, s) if _UNSAFE.search(s) else s
+
+
+def safe(obj: Any) -> Any:
+    """A copy of a JSON value with every string (keys too) passed through safe_text."""
+    if isinstance(obj, str):
+        return safe_text(obj)
+    if isinstance(obj, dict):
+        return {safe_text(k): safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [safe(v) for v in obj]
+    return obj
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be read: missing, a directory, a FIFO or a device."""
+
+
+def _parse(raw: bytes, i: int) -> tuple[dict[str, Any] | None, str]:
+    """The record of one line, or None and why it is not one."""
+    try:
+        rec = json.loads(raw)
+    except UnicodeDecodeError:  # bytes that are not UTF-8: kept as escapes, never fatal
+        try:
+            rec = json.loads(raw.decode("utf-8", "surrogateescape"))
+        except (json.JSONDecodeError, RecursionError):
+            return None, f"line {i}: not JSON (not UTF-8 text either)"
+    except json.JSONDecodeError as exc:
+        return None, f"line {i}: not JSON ({exc.msg})"
+    except RecursionError:
+        return None, f"line {i}: JSON nested too deeply"
+    if not (isinstance(rec, dict) and "id" in rec and "verdict" in rec):
+        return None, f"line {i}: not a result record (needs 'id' and 'verdict')"
+    return rec, ""
+
+
+def _lines(f: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) of each line of f; None for a line over MAX_LINE (skipped)."""
+    i = 0
+    while True:
+        raw = f.readline(MAX_LINE)
+        if not raw:
+            return
+        i += 1
+        if len(raw) == MAX_LINE and not raw.endswith(b"\n"):
+            while (more := f.readline(MAX_LINE)) and not more.endswith(b"\n"):
+                pass
+            yield i, None
+            continue
+        yield i, raw
+
+
+def check_readable(path: str | Path) -> Path:
+    """path, once known to be a regular file: a FIFO would block and a device never ends."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{p}: no such results file") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ResultsFileError(f"{p}: is a directory, not a results .jsonl file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ResultsFileError(f"{p}: not a regular file ({safeio.kind_of(st.st_mode)}); give a "
+                               "results file")  # fmt: skip
+    return p
+
+
+class Stream:
+    """A results file read one line at a time, as often as needed, in memory that does not grow
+    with the records (only by 16 bytes a record: a hash of its id and its line number, to find
+    an id recorded twice). Iterating yields each line's record; `torn`, `first_bad`, `lines` and
+    `records` describe the last complete pass. An id recorded twice (a file extended by hand or
+    by a resumed run of an older version) counts once, by its last record: `fold` makes a second
+    pass that skips the superseded lines when the first found any (`duplicates`).
+
+    `clean`: strings made safe for display (safe_text) -- for reports, never for what is matched
+    by id (resume, merge, diff keys). `opener`: where the bytes come from (the run's own file
+    descriptor, so that its reports are of what it wrote even if the path was replaced)."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        opener: Callable[[], BinaryIO] | None = None,
+        clean: bool = False,
+    ):
+        self.path = Path(path) if path is not None else None
+        if opener is None:
+            if self.path is None:
+                raise ValueError("Stream needs a path or an opener")
+            check_readable(self.path)
+        # a FIFO or a device is refused again when opened (swapped after the check?)
+        self._open = opener or (lambda: safeio.open_regular(self.path))  # type: ignore[arg-type]
+        self.clean = clean
+        self.torn = 0
+        self.first_bad = ""
+        self.lines = 0  # non-blank lines
+        self.records = 0
+        self.duplicates = 0  # records superseded by a later one of the same id
+        self._skip: frozenset[int] = frozenset()
+        self._resolved = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        track = not self._resolved
+        hashes, where = array("q"), array("q")
+        torn = lines = count = 0
+        first_bad = ""
+        skip = self._skip
+        with self._open() as f:
+            for i, raw in _lines(f):
+                if raw is None:
+                    lines += 1
+                    torn += 1
+                    first_bad = first_bad or f"line {i}: longer than {MAX_LINE >> 20} MiB"
+                    continue
+                if not raw.strip():
+                    continue
+                lines += 1
+                if i in skip:
+                    continue
+                rec, why = _parse(raw, i)
+                if rec is None:
+                    torn += 1
+                    first_bad = first_bad or why
+                    continue
+                if self.clean and not (raw.isascii() and b"\\u" not in raw):
+                    rec = safe(rec)
+                if track:
+                    hashes.append(hash(str(rec["id"])))
+                    where.append(i)
+                count += 1
+                yield rec
+        self.torn, self.first_bad, self.lines, self.records = torn, first_bad, lines, count
+        if track:
+            self._find_duplicates(hashes, where)
+
+    def _find_duplicates(self, hashes: array, where: array) -> None:
+        """Mark the lines whose id a later line records again (exactly: ids of equal hash are
+        read back and compared)."""
+        import numpy as np
+
+        self._resolved = True
+        if len(hashes) < 2:
+            return
+        h = np.frombuffer(hashes, dtype=np.int64)
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
+        same = hs[1:] == hs[:-1]
+        if not same.any():
+            return
+        member = np.zeros(len(hs), dtype=bool)
+        member[1:] |= same
+        member[:-1] |= same
+        candidates = set(np.frombuffer(where, dtype=np.int64)[order[member]].tolist())
+        last: dict[str, int] = {}
+        superseded = set()
+        with self._open() as f:
+            for i, raw in _lines(f):
+                if i not in candidates or raw is None:
+                    continue
+                rec, _ = _parse(raw, i)
+                if rec is None:
+                    continue
+                key = str(rec["id"])
+                if key in last:
+                    superseded.add(last[key])
+                last[key] = i
+        self._skip = frozenset(superseded)
+        self.duplicates = len(superseded)
+        self.records -= len(superseded)
+
+    def fold(self, new: Callable[[], A]) -> A:
+        """An accumulator (new(), then .add(rec) for every record) over each case's last record:
+        one pass, or two when the first found an id recorded twice."""
+        acc = new()
+        for rec in self:
+            acc.add(rec)  # type: ignore[attr-defined]
+        if self.duplicates:
+            acc = new()
+            for rec in self:
+                acc.add(rec)  # type: ignore[attr-defined]
+        return acc
 
 
 @dataclass
@@ -29,40 +242,14 @@ class Read:
 
 
 def read_jsonl(path: str | Path) -> Read:
-    """The one reader of results files: later records for an id replace earlier ones (resume);
-    a line that is not a JSON record with `id` and `verdict` is counted, never fatal."""
+    """All the records of a results file in memory (small files; tests): later records for an
+    id replace earlier ones; a line that is not a JSON record with `id` and `verdict` is
+    counted, never fatal. Reports and summaries use Stream instead."""
+    stream = Stream(path)
     by_id: dict[str, dict[str, Any]] = {}
-    out = Read([])
-    with safeio.open_regular(path) as f:  # a FIFO or a device is refused, not read forever
-        for i, raw in enumerate(safeio.iter_lines(f, MAX_RECORD_BYTES), 1):
-            if raw is None:
-                out.lines += 1
-                out.torn += 1
-                out.first_bad = out.first_bad or f"line {i}: longer than {MAX_RECORD_BYTES} bytes"
-                continue
-            line = raw.decode("utf-8").strip()
-            if not line:
-                continue
-            out.lines += 1
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                out.torn += 1
-                out.first_bad = out.first_bad or f"line {i}: not JSON ({exc.msg})"
-                continue
-            except RecursionError:
-                out.torn += 1
-                out.first_bad = out.first_bad or f"line {i}: not a record (JSON nested too deeply)"
-                continue
-            if not (isinstance(rec, dict) and "id" in rec and "verdict" in rec):
-                out.torn += 1
-                out.first_bad = out.first_bad or (
-                    f"line {i}: not a result record (needs 'id' and 'verdict')"
-                )
-                continue
-            by_id[str(rec["id"])] = rec
-    out.records = list(by_id.values())
-    return out
+    for rec in stream:
+        by_id[str(rec["id"])] = rec
+    return Read(list(by_id.values()), stream.torn, stream.first_bad, stream.lines)
 
 
 def load(path: str | Path) -> list[dict[str, Any]]:
@@ -98,8 +285,17 @@ def matrix_column(rec: dict[str, Any]) -> str:
     return dtype_tag(rec)
 
 
+#: Failures a Summary keeps (slim: id, verdict, reason, message, replay) for the console.
+FAILURES_KEPT = 100
+
+
 @dataclass
 class Summary:
+    """Counts of a run, kept as records arrive (`add`): the console summary and the exit code
+    come from this, never from reading the results file back. Memory is bounded by the ops,
+    products, dtypes and clauses, not by the cases: of the failures, the first FAILURES_KEPT
+    are kept (slim) to be listed."""
+
     total: int = 0
     verdicts: Counter = field(default_factory=Counter)
     matrix: dict[tuple[str, str, str], Counter] = field(
@@ -112,50 +308,22 @@ class Summary:
     def failed(self) -> int:
         return sum(self.verdicts[v] for v in FAILING)
 
+    def add(self, rec: dict[str, Any]) -> None:
+        v = rec.get("verdict", "error")
+        self.total += 1
+        self.verdicts[v] += 1
+        key = (str(rec.get("op", "?")), str(rec.get("product", "?")), matrix_column(rec))
+        self.matrix[key][v] += 1
+        if v in FAILING:
+            if len(self.failures) < FAILURES_KEPT:
+                self.failures.append({k: rec.get(k) for k in ("id", "verdict", "reason",
+                                                             "message", "replay")})  # fmt: skip
+            for c in rec.get("clauses") or ["(no clause)"]:
+                self.failing_clauses[str(c)] += 1
 
-def summarise(records: list[dict[str, Any]]) -> Summary:
+
+def summarise(records: Iterable[dict[str, Any]]) -> Summary:
     s = Summary()
     for rec in records:
-        v = rec.get("verdict", "error")
-        s.total += 1
-        s.verdicts[v] += 1
-        key = (rec.get("op", "?"), rec.get("product", "?"), matrix_column(rec))
-        s.matrix[key][v] += 1
-        if v in FAILING:
-            s.failures.append(rec)
-            for c in rec.get("clauses", []) or ["(no clause)"]:
-                s.failing_clauses[c] += 1
+        s.add(rec)
     return s
-
-
-def merge(paths: list[str | Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Records of several results files (shards), each id once (later files win), and their
-    merged run metadata: sums of cases and seconds, the union of hosts, one spec hash; backend,
-    backend version, oracle, seed and tool version as the merged records say, and `mixed`
-    listing every one of those that differs (callers refuse that unless forced: provenance)."""
-    from conformance.provenance import label_merged
-
-    by_id: dict[str, dict[str, Any]] = {}
-    metas = []
-    for p in paths:
-        for rec in load(p):
-            by_id[rec["id"]] = rec
-        meta_path = Path(str(p) + ".meta.json")
-        if meta_path.exists():
-            with contextlib.suppress(OSError, ValueError, RecursionError):
-                metas.append(json.loads(safeio.read_bytes(meta_path, MAX_META_BYTES)))
-    meta: dict[str, Any] = {"merged_from": [str(p) for p in paths]}
-    if metas:
-        meta.update(
-            {k: v for k, v in metas[0].items() if k not in ("cases", "run", "seconds", "host")}
-        )
-        meta["cases"] = sum(m.get("cases", 0) for m in metas)
-        meta["run"] = sum(m.get("run", 0) for m in metas)
-        meta["seconds"] = max(m.get("seconds", 0.0) for m in metas)  # shards run side by side
-        meta["host"] = ", ".join(sorted({str(m.get("host", "")) for m in metas}))
-        hashes = {m.get("spec_sha256") for m in metas}
-        meta["spec_sha256"] = (
-            hashes.pop() if len(hashes) == 1 else "mixed: " + ", ".join(sorted(map(str, hashes)))
-        )
-    label_merged(meta, list(by_id.values()), metas)
-    return list(by_id.values()), meta

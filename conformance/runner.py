@@ -28,7 +28,7 @@ from conformance.casefile import CaseFileError, find_cases, read_case, read_meta
 from conformance.execute import DEFAULT_ORACLE, judge
 from conformance.generate import CasePlan, build, plan_suite, select
 from conformance.registry import Registry, UnknownOp, registry_for
-from conformance.results import read_jsonl
+from conformance.results import Stream
 
 TOOL_VERSION = "0.1.0"
 
@@ -64,6 +64,7 @@ class RunConfig:
     backend: str = DEFAULT_ORACLE
     oracle: str = DEFAULT_ORACLE
     backend_options: dict[str, Any] = field(default_factory=dict)
+    oracle_options: dict[str, Any] | None = None  # None: exact=1 under --exact, else none
     seed: int = 0
     jobs: int = 1
     fail_fast: bool = False
@@ -179,7 +180,7 @@ def finished_ids(results: Path) -> set[str]:
     """Ids already recorded in a results file (a torn last line is ignored)."""
     if not results.exists():
         return set()
-    return {str(r["id"]) for r in read_jsonl(results).records}
+    return {str(r["id"]) for r in Stream(results)}
 
 
 # -- execution (runs in the parent or in worker processes) ------------------------------------
@@ -206,9 +207,13 @@ def make_backend(cfg: RunConfig, registry: Registry | None = None) -> Backend:
 
 
 def oracle_options(cfg: RunConfig) -> dict[str, Any]:
-    """The oracle's options: exact=1 for the reference under --exact."""
+    """The oracle's options: those the run checked (`run` passes them: the backend's own for a
+    backend judged by itself, --oracle-opt otherwise), else exact=1 for the reference under
+    --exact."""
     from conformance.backend import takes_option
 
+    if cfg.oracle_options is not None:
+        return dict(cfg.oracle_options)
     return {"exact": True} if cfg.exact and takes_option(cfg.oracle, "exact") else {}
 
 
@@ -389,7 +394,7 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[dict[str, Any]], 
                     if not sink(rec):
                         _stop_workers(pool)
                         return
-        except KeyboardInterrupt:
+        except BaseException:  # Ctrl-C, or the sink failing (a full disk): stop, do not drain
             _stop_workers(pool)
             raise
 
@@ -422,25 +427,58 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         manager.join(timeout=5)  # and, racing that close, printed "Bad file descriptor"
 
 
+class ResultsWriteError(OSError):
+    """The results file could not be written (a full disk, a quota): the message names it."""
+
+
 class ResultsWriter:
-    """Appends records to a JSONL file, one flushed line each."""
+    """Appends records to a JSONL file, one line per record in one write() call. It also keeps
+    the file open for reading: `records()` reads back what this writer's file holds even when the
+    path has since been replaced or removed (the run reports on its own records)."""
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        torn = False
-        if path.exists() and path.stat().st_size:
-            with open(path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                torn = f.read(1) != b"\n"
-        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        if torn:  # a line cut by a kill: end it, so the next record starts on its own line
-            self._f.write("\n")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        self._rfd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._rfd, 1, size - 1) != b"\n":
+            self._put(b"\n")  # a line cut by a kill: end it, so the next record starts afresh
+
+    def _put(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            raise ResultsWriteError(exc.errno, exc.strerror, str(self.path)) from None
 
     def write(self, rec: dict[str, Any]) -> None:
-        self._f.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
-        self._f.flush()
-        os.fsync(self._f.fileno()) if os.environ.get("ACLNN_CONFORM_FSYNC") else None
+        self._put((json.dumps(rec, sort_keys=True, default=str) + "\n").encode("ascii"))
+        if os.environ.get("ACLNN_CONFORM_FSYNC"):
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise ResultsWriteError(exc.errno, exc.strerror, str(self.path)) from None
+
+    def records(self, clean: bool = False) -> Stream:
+        """The records this writer's file holds, read from its own descriptor (see Stream)."""
+
+        def opener() -> Any:
+            f = os.fdopen(os.dup(self._rfd), "rb")
+            f.seek(0)
+            return f
+
+        return Stream(opener=opener, clean=clean)
 
     def close(self) -> None:
-        self._f.close()
+        """Stop writing (records() still reads until release())."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def release(self) -> None:
+        self.close()
+        if self._rfd >= 0:
+            os.close(self._rfd)
+            self._rfd = -1

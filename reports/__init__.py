@@ -18,7 +18,7 @@ __all__ = ["write_reports"]
 
 
 def write_reports(
-    records: list[dict[str, Any]],
+    records: Any,
     meta: dict[str, Any] | None = None,
     *,
     html: str | Path | None = None,
@@ -29,26 +29,43 @@ def write_reports(
 ) -> list[Path]:
     """Write each report whose path is given; returns the paths written, in that order.
 
-    Parent folders are created. Raises OSError when a file cannot be written."""
-    from reports.coverage import clause_coverage
+    `records`: a list of records, or a conformance.results.Stream, read once for all the
+    reports together (twice when it records an id twice) in memory bounded by the failures,
+    not the cases. Each file is written to a temporary file and renamed (never left half
+    written); parent folders are created. Raises OSError naming the file that cannot be
+    written."""
+    from reports.digest import Digest, digest_of
+    from reports.junit import JUnitSpill, write_junit
 
+    if not (html or junit or markdown or json):
+        return []
     meta = dict(meta or {})
+    spills: list[JUnitSpill] = []
+
+    def make() -> Digest:
+        for old in spills:  # a second pass (an id recorded twice) starts afresh
+            old.close()
+        spills[:] = [JUnitSpill()] if junit else []
+        return Digest(registry, cases=bool(html), coverage=bool(html or json), sinks=spills)
+
     written: list[Path] = []
-    coverage = clause_coverage(records, registry) if (html or json) else None
-    if html:
-        from reports.html import write_html
+    try:
+        digest = digest_of(records, make)
+        if html:
+            from reports.html import write_html
 
-        written.append(write_html(html, records, meta, coverage=coverage))
-    if junit:
-        from reports.junit import write_junit
+            written.append(write_html(html, digest, meta))
+        if junit:
+            written.append(write_junit(junit, spills[0], meta))
+        if markdown:
+            from reports.markdown import write_markdown
 
-        written.append(write_junit(junit, records, meta))
-    if markdown:
-        from reports.markdown import write_markdown
+            written.append(write_markdown(markdown, digest, meta))
+        if json:
+            from reports.jsonreport import write_json
 
-        written.append(write_markdown(markdown, records, meta))
-    if json:
-        from reports.jsonreport import write_json
-
-        written.append(write_json(json, records, meta, coverage=coverage))
+            written.append(write_json(json, digest, meta))
+    finally:
+        for spill in spills:
+            spill.close()
     return written

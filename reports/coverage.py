@@ -11,6 +11,7 @@ which are read back from the records. So a let or branch of an op these results 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -148,48 +149,73 @@ def _suite_plans(registry) -> list:
     return plan_suite(registry)
 
 
-def clause_coverage(records: list[dict[str, Any]], registry=None, plans=None) -> Coverage:
+class CoverageTally:
+    """What clause coverage needs from the records, gathered one record at a time (`add`) in
+    memory bounded by the specs' clauses: verdicts per clause, cases and spec hashes per op, and
+    per clause the cases no static plan of the suite names (lets and branches that only the
+    drawn values hit) -- counted, given each case id once (a Stream's fold ensures that)."""
+
+    def __init__(self, registry=None, plans=None):
+        if registry is None:
+            from conformance.registry import default_registry
+
+            registry = default_registry()
+        self.registry = registry
+        self.planned: dict[str, set[str]] = {}  # clause -> plan ids (the suite: bounded)
+        for spec, plan in _suite_plans(registry) if plans is None else plans:
+            for c in plan.clauses:
+                self.planned.setdefault(spec.clause(c), set()).add(plan.id)
+        self.extra: Counter = Counter()  # clause -> cases outside its plans
+        self.tallies: dict[str, Counter] = {}
+        self.per_op: Counter = Counter()
+        self.hashes: dict[str, set[str]] = {}
+
+    def add(self, rec: dict[str, Any]) -> None:
+        op = str(rec.get("op", ""))
+        self.per_op[op] += 1
+        if rec.get("spec_sha256"):
+            self.hashes.setdefault(op, set()).add(str(rec["spec_sha256"]))
+        v = rec.get("verdict", "error")
+        cid = str(rec.get("id"))
+        for q in rec.get("clauses") or []:
+            q = str(q)
+            self.tallies.setdefault(q, Counter())[v] += 1
+            if cid not in self.planned.get(q, ()):
+                self.extra[q] += 1
+
+    def result(self) -> Coverage:
+        cov = Coverage()
+        known: set[str] = set()
+        for spec in sorted(self.registry, key=lambda s: s.name):
+            rows = []
+            for cid, kind, text, source in describe(spec):
+                q = spec.clause(cid)
+                known.add(q)
+                t = self.tallies.get(q, Counter())
+                generated = len(self.planned.get(q, ())) + self.extra[q]
+                rows.append(ClauseRow(
+                    spec.name, cid, kind, text, source, generated=generated,
+                    run=sum(t.values()) - t["skip"], passed=t["pass"],
+                    failed=sum(t[v] for v in BROKEN), xfail=t["xfail"],
+                    deviation=t["deviation"], xpass=t["xpass"], skipped=t["skip"],
+                    op_ran=self.per_op[spec.name] > 0))  # fmt: skip
+            changed = bool(self.hashes.get(spec.name, set()) - {spec.sha256})
+            cov.ops.append(OpCoverage(spec.name, spec.op, rows, self.per_op[spec.name], changed))
+        for q, t in self.tallies.items():
+            if q not in known:
+                cov.unknown[q] = sum(t.values())
+        return cov
+
+
+def clause_coverage(records: Iterable[dict[str, Any]], registry=None, plans=None) -> Coverage:
     """Coverage of every clause of every spec in `registry` (default: the installed specs).
 
-    `plans`: the (spec, plan) pairs of the suite; default plan_suite(registry)."""
-    if registry is None:
-        from conformance.registry import default_registry
-
-        registry = default_registry()
-    if plans is None:
-        plans = _suite_plans(registry)
-    generated: dict[str, set[str]] = {}
-    for spec, plan in plans:
-        for c in plan.clauses:
-            generated.setdefault(spec.clause(c), set()).add(plan.id)
-    tallies: dict[str, Counter] = {}
-    per_op: Counter = Counter()
-    hashes: dict[str, set[str]] = {}
-    for rec in records:
-        op = str(rec.get("op", ""))
-        per_op[op] += 1
-        if rec.get("spec_sha256"):
-            hashes.setdefault(op, set()).add(str(rec["spec_sha256"]))
-        v = rec.get("verdict", "error")
-        for q in rec.get("clauses") or []:
-            tallies.setdefault(q, Counter())[v] += 1
-            generated.setdefault(q, set()).add(str(rec.get("id")))
-    cov = Coverage()
-    known: set[str] = set()
-    for spec in sorted(registry, key=lambda s: s.name):
-        rows = []
-        for cid, kind, text, source in describe(spec):
-            q = spec.clause(cid)
-            known.add(q)
-            t = tallies.get(q, Counter())
-            rows.append(ClauseRow(
-                spec.name, cid, kind, text, source, generated=len(generated.get(q, ())),
-                run=sum(t.values()) - t["skip"], passed=t["pass"],
-                failed=sum(t[v] for v in BROKEN), xfail=t["xfail"], deviation=t["deviation"],
-                xpass=t["xpass"], skipped=t["skip"], op_ran=per_op[spec.name] > 0))  # fmt: skip
-        changed = bool(hashes.get(spec.name, set()) - {spec.sha256})
-        cov.ops.append(OpCoverage(spec.name, spec.op, rows, per_op[spec.name], changed))
-    for q, t in tallies.items():
-        if q not in known:
-            cov.unknown[q] = sum(t.values())
-    return cov
+    `plans`: the (spec, plan) pairs of the suite; default plan_suite(registry). `records`:
+    each case once (a list, or any iterable)."""
+    tally = CoverageTally(registry, plans)
+    by_id: dict[str, dict[str, Any]] = {}
+    for rec in records:  # a list may hold an id twice: its last record counts, as in a file
+        by_id[str(rec.get("id"))] = rec
+    for rec in by_id.values():
+        tally.add(rec)
+    return tally.result()

@@ -10,17 +10,29 @@
   the threshold, relative to the old value (growth above `threshold` * old, and for ULPs by at
   least half an ulp, since below that both runs round correctly);
 - cases added and removed (an added case that fails is listed with its verdict, but is new
-  coverage, not a regression).
+  coverage, not a regression). A case in one run only was not compared: `aclnn-conform diff`
+  exits 1 when there is one, unless --allow-missing says the runs may differ in their cases,
+  and refuses two runs with no case in common (nothing was compared).
+
+Each run is held as one small entry per case (its verdict and the two statistics compared),
+read from a stream, never as its records; the reasons and replay commands of the cases listed
+are read in a second pass. Ids are matched as recorded; what is shown is made safe
+for its format (conformance.results.safe_text; markdown.code for ids in Markdown).
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.results import safe_text
+from reports.markdown import code, esc, fenced
 from reports.model import BROKEN, EXPLAINED, clip, dtype_tag, fmt, num, sort_key, stats_of
+from reports.output import write_atomic
 
 WAS_OK = ("pass", "xpass", *EXPLAINED, "skip")  # did not fail the run
 PASSED = ("pass", "xpass")
@@ -69,6 +81,7 @@ class Diff:
     threshold: float
     old_count: int = 0
     new_count: int = 0
+    common: int = 0  # cases in both runs: the ones compared
     regressions: list[Change] = field(default_factory=list)
     fixes: list[Change] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
@@ -80,64 +93,113 @@ class Diff:
     def regressed(self) -> bool:
         return bool(self.regressions)
 
+    @property
+    def missing(self) -> bool:
+        """A case is in one run only (added or removed): it was not compared."""
+        return bool(self.added or self.removed)
+
     def headline(self) -> str:
         grew = sum(1 for m in self.moved if m.grew)
         return (f"{len(self.regressions)} regression{_s(self.regressions)}, {len(self.fixes)} "
                 f"fix{'es' if len(self.fixes) != 1 else ''}, {len(self.changed)} other verdict "
                 f"change{_s(self.changed)}, {grew} statistic{'s' if grew != 1 else ''} grew, "
                 f"{len(self.moved) - grew} shrank (threshold {fmt(self.threshold)}), "
-                f"{len(self.added)} added, {len(self.removed)} removed")  # fmt: skip
+                f"{len(self.added)} added, {len(self.removed)} removed, {self.common} "
+                "compared")  # fmt: skip
 
 
 def _s(items: list) -> str:
     return "" if len(items) == 1 else "s"
 
 
-def _change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
-    rec = new or old or {}
-    return Change(str(rec.get("id")), str(rec.get("op", "?")),
-                  (old or {}).get("verdict", ""), (new or {}).get("verdict", ""),
-                  clip(rec.get("reason") or "", 300), str(rec.get("replay") or ""),
-                  dtype_tag(rec))  # fmt: skip
+Entry = tuple[str, float | None, float | None]  # verdict, max_ulp, max_rel
+
+
+def _entry(rec: dict[str, Any]) -> Entry:
+    st = stats_of(rec)
+    return (sys.intern(str(rec.get("verdict", ""))), st["max_ulp"], st["max_rel"])
+
+
+def _index(records: Iterable[dict[str, Any]]) -> dict[str, Entry]:
+    """Each case's last verdict and compared statistics, by id as recorded: a small tuple a
+    case (reasons and replay commands are read again only for the cases listed)."""
+    out: dict[str, Entry] = {}
+    for rec in records:
+        out[str(rec.get("id"))] = _entry(rec)
+    return out
+
+
+def _details(records: Iterable[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str, str]]:
+    """Display-safe id, op, dtype tag, reason and replay of the `wanted` cases."""
+    out: dict[str, dict[str, str]] = {}
+    for rec in records:
+        cid = str(rec.get("id"))
+        if cid in wanted:
+            out[cid] = {"id": safe_text(cid), "op": safe_text(rec.get("op", "?")),
+                        "tag": safe_text(dtype_tag(rec)),
+                        "reason": clip(safe_text(rec.get("reason") or ""), 300),
+                        "replay": safe_text(rec.get("replay") or "")}  # fmt: skip
+    return out
+
+
+def _change(cid: str, old: Entry | None, new: Entry | None, info: dict[str, str]) -> Change:
+    return Change(info.get("id", safe_text(cid)), info.get("op", "?"),
+                  old[0] if old else "", new[0] if new else "", info.get("reason", ""),
+                  info.get("replay", ""), info.get("tag", ""))  # fmt: skip
 
 
 def moved_stats(old: dict[str, Any], new: dict[str, Any], threshold: float) -> list[StatMove]:
-    a, b = stats_of(old), stats_of(new)
+    """max_ulp / max_rel of a case that moved by more than `threshold` between two records."""
+    return _moved(safe_text(new.get("id")), _entry(old), _entry(new), threshold)
+
+
+def _moved(cid: str, old: Entry, new: Entry, threshold: float) -> list[StatMove]:
     out = []
-    for key in STATS:
-        x, y = num(a.get(key)), num(b.get(key))
+    for k, key in enumerate(STATS, 1):
+        x, y = num(old[k]), num(new[k])
         if x is None or y is None or math.isnan(x) or math.isnan(y):
             continue
         if x == y or abs(y - x) <= FLOOR[key]:
             continue
         if max(x, y) > min(x, y) * (1 + threshold):  # grew, or shrank, by more than the threshold
-            out.append(StatMove(str(new.get("id")), key, x, y))
+            out.append(StatMove(cid, key, x, y))
     return out
 
 
 def diff_runs(
-    old: list[dict[str, Any]], new: list[dict[str, Any]], threshold: float = DEFAULT_THRESHOLD
+    old: Iterable[dict[str, Any]],
+    new: Iterable[dict[str, Any]],
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> Diff:
-    before = {str(r.get("id")): r for r in old}
-    after = {str(r.get("id")): r for r in new}
+    """The difference of two runs' records: lists, or Streams (each read once, and again for
+    the reasons of the cases listed)."""
+    before, after = _index(old), _index(new)
     d = Diff(threshold, len(before), len(after))
+    kinds: list[tuple[str, str]] = []  # (list name, id), in id order
     for cid in sorted(set(before) | set(after)):
         o, n = before.get(cid), after.get(cid)
         if o is None:
-            d.added.append(_change(None, n))
+            kinds.append(("added", cid))
             continue
         if n is None:
-            d.removed.append(_change(o, None))
+            kinds.append(("removed", cid))
             continue
-        vo, vn = o.get("verdict"), n.get("verdict")
+        d.common += 1
+        vo, vn = o[0], n[0]
         if vo in WAS_OK and vn in BROKEN:
-            d.regressions.append(_change(o, n))
+            kinds.append(("regressions", cid))
         elif vo in WAS_BAD and vn in PASSED:
-            d.fixes.append(_change(o, n))
+            kinds.append(("fixes", cid))
         elif vo != vn:
-            d.changed.append(_change(o, n))
+            kinds.append(("changed", cid))
         elif vn == "pass":
-            d.moved += moved_stats(o, n, threshold)
+            d.moved += _moved(safe_text(cid), o, n, threshold)
+    from_new = {cid for kind, cid in kinds if kind != "removed"}
+    info = _details(new, from_new) if from_new else {}
+    gone = {cid for kind, cid in kinds if kind == "removed"}
+    info.update(_details(old, gone) if gone else {})
+    for kind, cid in kinds:
+        getattr(d, kind).append(_change(cid, before.get(cid), after.get(cid), info.get(cid, {})))
     d.regressions.sort(key=lambda c: sort_key({"verdict": c.new, "id": c.id}))
     d.moved.sort(key=lambda m: (not m.grew, -m.size, m.id))
     return d
@@ -147,20 +209,16 @@ def diff_runs(
 
 
 def _md_code(text: str) -> str:
-    return f"`{' '.join(str(text).split())}`"
+    return code(text, table=True)
 
 
-def _md_text(text: str) -> str:
-    s = " ".join(str(text).split())
-    for ch in ("\\", "|", "*", "_", "<", ">", "[", "]", "`"):
-        s = s.replace(ch, "\\" + ch)
-    return s
+_md_text = esc
 
 
 def render_markdown(
     d: Diff, old_label: str = "old", new_label: str = "new", limit: int = 50
 ) -> str:
-    icon = "❌" if d.regressed else "✅"
+    icon = "❌" if d.regressed else "⚠️" if d.missing else "✅"
     out = [f"## {icon} aclnn conformance diff: {_md_text(old_label)} → {_md_text(new_label)}", "",
            f"{d.old_count} → {d.new_count} cases · {d.headline()}", ""]  # fmt: skip
     sections = [("Regressions", d.regressions, True), ("Fixes", d.fixes, False),
@@ -176,12 +234,12 @@ def render_markdown(
             "|---|---|---|---|",
         ]
         for c in items[:limit]:
-            out.append(f"| {_md_code(c.id)} | {c.old or '—'} | **{c.new or '—'}** | "
+            out.append(f"| {_md_code(c.id)} | {esc(c.old) or '—'} | **{esc(c.new) or '—'}** | "
                        f"{_md_text(clip(c.reason, 160))} |")  # fmt: skip
         if len(items) > limit:
             out.append(f"| … {len(items) - limit} more | | | |")
-        if replay:
-            out += ["", "```sh"] + [c.replay for c in items[:limit] if c.replay] + ["```"]
+        if replay and any(c.replay for c in items[:limit]):
+            out += ["", *fenced([c.replay for c in items[:limit] if c.replay], "sh")]
         out.append("")
     if d.moved:
         out += [f"### Statistics that moved by more than {fmt(d.threshold * 100)} % ({len(d.moved)})",
@@ -210,7 +268,5 @@ def render_html(d: Diff, old_label: str = "old", new_label: str = "new", limit: 
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text, encoding="utf-8")
-    return p
+    """Write a rendered diff (a temporary file renamed once whole)."""
+    return write_atomic(path, text)

@@ -18,23 +18,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from conformance.execute import VERDICTS
-from reports.coverage import Coverage, clause_coverage
-from reports.model import (
-    FAILING,
-    column,
-    deviation_id,
-    dtype_tag,
-    pass_rate,
-    run_info,
-    sort_key,
-    stats_of,
-    worst_elements,
-)
+from reports.coverage import Coverage
+from reports.digest import Digest, digest_of
+from reports.model import dtype_tag, pass_rate, stats_of, worst_elements
+from reports.output import write_atomic
 
 FORMAT = "aclnn-conformance-summary"
 VERSION = 1
@@ -51,47 +43,39 @@ def _safe(obj: Any) -> Any:
 
 
 def summary(
-    records: list[dict[str, Any]],
+    records: Any,
     meta: dict[str, Any] | None = None,
     *,
     coverage: Coverage | None = None,
     worst_limit: int = 5,
 ) -> dict[str, Any]:
-    verdicts = Counter(r.get("verdict", "error") for r in records)
-    failed = sum(verdicts[v] for v in FAILING)
-    matrix: dict[tuple[str, str, str, str], Counter] = {}
-    failing_clauses: Counter = Counter()
-    failures = []
-    deviations: dict[str, dict[str, Any]] = {}
-    for rec in sorted(records, key=sort_key):
-        key = (str(rec.get("op", "?")), str(rec.get("product", "?")), dtype_tag(rec), column(rec))
-        matrix.setdefault(key, Counter())[rec.get("verdict", "error")] += 1
-        if rec.get("verdict") in FAILING:
-            for c in rec.get("clauses") or ["(no clause)"]:
-                failing_clauses[c] += 1
-            failures.append(failure(rec, worst_limit))
-        elif rec.get("verdict") == "deviation":
-            why = str((rec.get("expectation") or {}).get("reason") or "")
-            d = deviations.setdefault(deviation_id(rec), {"cases": 0, "reason": why, "ids": []})
-            d["cases"] += 1
-            if len(d["ids"]) < 50:
-                d["ids"].append(rec.get("id"))
+    """The summary of `records` (a list, a Stream or a Digest)."""
+    head, d = _head(records, meta, coverage)
+    head["failures"] = [_safe(failure(rec, worst_limit)) for rec in d.iter_failures()]
+    return head
+
+
+def _head(records: Any, meta: dict[str, Any] | None,
+          coverage: Coverage | None) -> tuple[dict[str, Any], Digest]:  # fmt: skip
+    """The summary without its failures, and the Digest they come from."""
+    d: Digest = digest_of(records, cases=False, coverage=coverage is None)
     if coverage is None:
-        coverage = clause_coverage(records)
-    rate = pass_rate(verdicts)
+        coverage = d.coverage()
+    rate = pass_rate(d.verdicts)
+    deviations = {dev: {"cases": x["cases"], "reason": x["reason"], "ids": list(x["ids"])}
+                  for dev, x in d.deviations.items()}  # fmt: skip
     return _safe({
-        "format": FORMAT, "version": VERSION, "run": run_info(records, meta),
-        "totals": {"cases": len(records), "failed": failed,
+        "format": FORMAT, "version": VERSION, "run": d.run_info(meta),
+        "totals": {"cases": d.total, "failed": d.failed,
                    "pass_rate": None if rate is None else round(rate, 6),
-                   "verdicts": {v: verdicts[v] for v in VERDICTS}},
+                   "verdicts": {v: d.verdicts[v] for v in VERDICTS}},
         "matrix": [{"op": op, "product": prod, "dtypes": tag, "column": col,
                     "total": sum(c.values()), "verdicts": {v: c[v] for v in VERDICTS if c[v]}}
-                   for (op, prod, tag, col), c in sorted(matrix.items())],
-        "failing_clauses": dict(failing_clauses.most_common()),
+                   for (op, prod, tag, col), c in sorted(d.tag_grid.items())],
+        "failing_clauses": dict(d.failing_clauses.most_common()),
         "deviations": dict(sorted(deviations.items())),
         "coverage": coverage.to_dict(),
-        "failures": failures,
-    })  # fmt: skip
+    }), d  # fmt: skip
 
 
 def failure(rec: dict[str, Any], worst_limit: int = 5) -> dict[str, Any]:
@@ -108,13 +92,25 @@ def failure(rec: dict[str, Any], worst_limit: int = 5) -> dict[str, Any]:
     return out
 
 
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False)
+
+
+def json_pieces(records: Any, meta: dict[str, Any] | None = None, *,
+                coverage: Coverage | None = None, worst_limit: int = 5) -> Iterator[str]:  # fmt: skip
+    """The summary JSON (as json.dumps(summary(...), indent=1) writes it), in pieces: the
+    failures are rendered one at a time, never all held at once."""
+    head, d = _head(records, meta, coverage)
+    yield _dump(head)[: -len("\n}")] + ',\n "failures": ['
+    for k, rec in enumerate(d.iter_failures()):
+        text = _dump(_safe(failure(rec, worst_limit))).replace("\n", "\n  ")
+        yield (",\n  " if k else "\n  ") + text
+    yield ("\n ]" if d.failed else "]") + "\n}\n"
+
+
 def render_json(records, meta=None, **kwargs) -> str:
-    return json.dumps(summary(records, meta, **kwargs), indent=1, ensure_ascii=False,
-                      allow_nan=False) + "\n"  # fmt: skip
+    return "".join(json_pieces(records, meta, **kwargs))
 
 
 def write_json(path: str | Path, records, meta=None, **kwargs) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(render_json(records, meta, **kwargs), encoding="utf-8")
-    return p
+    return write_atomic(path, json_pieces(records, meta, **kwargs))

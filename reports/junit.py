@@ -11,21 +11,26 @@ command.
 from __future__ import annotations
 
 import re
+import tempfile
 import xml.etree.ElementTree as ET
+from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from reports.model import (
     ERRORS,
     EXPLAINED,
+    InfoTally,
     deviation_id,
     dtype_tag,
     fmt,
-    run_info,
+    num,
     stats_of,
     worst_elements,
 )
+from reports.output import write_atomic
 from reports.ulpnote import small_value_notes
 
 # Characters XML 1.0 does not allow (control characters other than tab, LF, CR; lone surrogates)
@@ -38,15 +43,9 @@ def xml_text(value: Any) -> str:
     return _BAD_XML.sub("\ufffd", str(value if value is not None else ""))
 
 
-def counts(records: list[dict[str, Any]]) -> dict[str, int]:
+def counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
     """tests / failures / errors / skipped as the JUnit attributes count them."""
-    v = Counter(r.get("verdict", "error") for r in records)
-    return {
-        "tests": len(records),
-        "failures": v["fail"] + v["xpass"],
-        "errors": sum(v[x] for x in ERRORS),
-        "skipped": v["skip"] + sum(v[x] for x in EXPLAINED),
-    }
+    return _counts(Counter(r.get("verdict", "error") for r in records))
 
 
 def details(rec: dict[str, Any]) -> str:
@@ -132,48 +131,109 @@ def testcase(rec: dict[str, Any]) -> ET.Element:
     return tc
 
 
-def render_junit(records: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> str:
-    info = run_info(records, meta)
-    by_op: dict[str, list[dict[str, Any]]] = {}
-    for rec in sorted(records, key=lambda r: str(r.get("id", ""))):
-        by_op.setdefault(str(rec.get("op", "?")), []).append(rec)
-    total = counts(records)
-    root = ET.Element("testsuites", {
-        "name": xml_text(f"aclnn-conform {info['backend']}"), "tests": str(total["tests"]),
-        "failures": str(total["failures"]), "errors": str(total["errors"]),
-        "skipped": str(total["skipped"]), "time": _secs(info["seconds"]),
-    })  # fmt: skip
-    timestamp = _timestamp(meta)
-    for i, (op, recs) in enumerate(sorted(by_op.items())):
-        c = counts(recs)
-        seconds = sum(float((r.get("durations") or {}).get("total") or 0) for r in recs)
-        attrs = {"name": xml_text(op), "tests": str(c["tests"]), "failures": str(c["failures"]),
-                 "errors": str(c["errors"]), "skipped": str(c["skipped"]),
-                 "time": _secs(seconds), "id": str(i), "package": "aclnn"}  # fmt: skip
-        if timestamp:
-            attrs["timestamp"] = timestamp
-        if info["host"]:
-            attrs["hostname"] = xml_text(info["host"])
-        suite = ET.SubElement(root, "testsuite", attrs)
-        props = ET.SubElement(suite, "properties")
-        for key in (
-            "backend",
-            "backend_version",
-            "oracle",
-            "oracle_version",
-            "seed",
-            "spec_sha256",
-            "tool_version",
-        ):
-            if info.get(key) not in (None, ""):
-                ET.SubElement(props, "property", {"name": key, "value": xml_text(info[key])})
-        aclnn = next((r.get("aclnn_op") for r in recs if r.get("aclnn_op")), None)
-        if aclnn:
-            ET.SubElement(props, "property", {"name": "aclnn_op", "value": xml_text(aclnn)})
-        for rec in recs:
-            suite.append(testcase(rec))
-    ET.indent(root, space=" ")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+class JUnitSpill:
+    """JUnit XML without holding the cases: each record's <testcase> is serialised as it arrives
+    (`add`) into a temporary file, with its op, offset and length; `write` then assembles one
+    <testsuite> per op (sorted by name; its cases in the order they came), copying the testcases
+    back in bounded pieces. Per-op counts, durations and the aclnn name are tallied on the way."""
+
+    INDENT = "  "
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        self.ops: dict[str, int] = {}
+        self.where = array("q")  # (op index, offset, length) per case
+        self.counts: dict[str, Counter] = {}
+        self.seconds: Counter = Counter()
+        self.aclnn: dict[str, str] = {}
+        self.info = InfoTally()
+        self._offset = 0
+
+    def add(self, rec: dict[str, Any]) -> None:
+        op = str(rec.get("op", "?"))
+        k = self.ops.setdefault(op, len(self.ops))
+        tc = testcase(rec)
+        ET.indent(tc, space=" ", level=2)
+        data = (self.INDENT + ET.tostring(tc, encoding="unicode") + "\n").encode("utf-8")
+        self.file.write(data)
+        self.where.extend((k, self._offset, len(data)))
+        self._offset += len(data)
+        self.counts.setdefault(op, Counter())[rec.get("verdict", "error")] += 1
+        self.seconds[op] += float(num((rec.get("durations") or {}).get("total")) or 0.0)
+        if rec.get("aclnn_op") and op not in self.aclnn:
+            self.aclnn[op] = str(rec["aclnn_op"])
+        self.info.add(rec)
+
+    def pieces(self, meta: dict[str, Any] | None = None) -> Iterator[str]:
+        """The XML document, in pieces."""
+        info = self.info.result(meta)
+        total = _counts(sum(self.counts.values(), Counter()))
+        root = ET.Element("testsuites", {
+            "name": xml_text(f"aclnn-conform {info['backend']}"), "tests": str(total["tests"]),
+            "failures": str(total["failures"]), "errors": str(total["errors"]),
+            "skipped": str(total["skipped"]), "time": _secs(info["seconds"]),
+        })  # fmt: skip
+        yield '<?xml version="1.0" encoding="UTF-8"?>\n'
+        empty = ET.tostring(root, encoding="unicode")  # `<testsuites ... />`: opened here
+        yield empty[: -len(" />")] + ">\n"
+        timestamp = _timestamp(meta)
+        import numpy as np
+
+        where = np.frombuffer(self.where, dtype=np.int64).reshape(-1, 3)
+        order = np.argsort(where[:, 0], kind="stable")
+        bounds = np.searchsorted(where[order, 0], np.arange(len(self.ops) + 1))
+        self.file.flush()
+        for i, (op, k) in enumerate(sorted(self.ops.items())):
+            c = _counts(self.counts[op])
+            attrs = {"name": xml_text(op), "tests": str(c["tests"]),
+                     "failures": str(c["failures"]), "errors": str(c["errors"]),
+                     "skipped": str(c["skipped"]), "time": _secs(self.seconds[op]), "id": str(i),
+                     "package": "aclnn"}  # fmt: skip
+            if timestamp:
+                attrs["timestamp"] = timestamp
+            if info["host"]:
+                attrs["hostname"] = xml_text(info["host"])
+            suite = ET.Element("testsuite", attrs)
+            props = ET.SubElement(suite, "properties")
+            for key in ("backend", "backend_version", "oracle", "oracle_version", "seed",
+                        "spec_sha256", "tool_version", "scope"):  # fmt: skip
+                if info.get(key) not in (None, ""):
+                    ET.SubElement(props, "property", {"name": key, "value": xml_text(info[key])})
+            if op in self.aclnn:
+                ET.SubElement(props, "property", {"name": "aclnn_op",
+                                                  "value": xml_text(self.aclnn[op])})  # fmt: skip
+            ET.indent(suite, space=" ", level=1)
+            head = ET.tostring(suite, encoding="unicode")
+            yield " " + head[: head.rindex("</testsuite>")].rstrip() + "\n"
+            for j in order[bounds[k] : bounds[k + 1]]:
+                _, offset, length = (int(x) for x in where[j])
+                self.file.seek(offset)
+                yield self.file.read(length).decode("utf-8")
+            yield " </testsuite>\n"
+        yield "</testsuites>\n"
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _counts(v: Counter) -> dict[str, int]:
+    return {
+        "tests": sum(v.values()),
+        "failures": v["fail"] + v["xpass"],
+        "errors": sum(v[x] for x in ERRORS),
+        "skipped": v["skip"] + sum(v[x] for x in EXPLAINED),
+    }
+
+
+def render_junit(records: Iterable[dict[str, Any]], meta: dict[str, Any] | None = None) -> str:
+    """The JUnit XML of `records` (a list: each op's cases sorted by id)."""
+    spill = JUnitSpill()
+    try:
+        for rec in sorted(records, key=lambda r: str(r.get("id", ""))):
+            spill.add(rec)
+        return "".join(spill.pieces(meta))
+    finally:
+        spill.close()
 
 
 def _secs(s: Any) -> str:
@@ -198,7 +258,7 @@ def _timestamp(meta: dict[str, Any] | None) -> str:
 
 
 def write_junit(path: str | Path, records, meta=None) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(render_junit(records, meta), encoding="utf-8")
-    return p
+    """Write the JUnit XML of `records` (a list, or a JUnitSpill already fed) to `path`."""
+    if isinstance(records, JUnitSpill):
+        return write_atomic(path, records.pieces(meta))
+    return write_atomic(path, render_junit(records, meta))

@@ -3,29 +3,34 @@
 A totals line with every verdict count, a compact op x dtype table, the failing clauses, the
 documented deviations the run hit and the first failures with their replay commands. Kept short: pull-request comments are limited to
 65,536 characters, so the failure list is cut at `limit` cases.
+
+Every string from a record is made safe: control characters and lone surrogates become visible
+escapes (conformance.results.safe_text), Markdown punctuation is backslash-escaped, and a code
+span or fence is always longer than any run of backticks inside it, so no id or message can
+break out of its span, its table cell or its code block.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from conformance.execute import VERDICTS
+from conformance.results import safe_text
+from reports.digest import Digest, digest_of
 from reports.model import (
     EXPLAINED,
     FAILING,
     NEGATIVE,
     clip,
     column_order,
-    deviation_id,
     fmt,
     fmt_seconds,
-    grid,
-    run_info,
-    sort_key,
     stats_of,
 )
+from reports.output import write_atomic
 from reports.ulpnote import fmt_ulp, small_value_notes
 
 ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "crash": "💥", "timeout": "⏱️", "skip": "⏭️",
@@ -50,35 +55,60 @@ def cell_text(c: Counter | None) -> str:
     return f"{mark} {c['pass']}/{total}{dev}"
 
 
+_PUNCT = re.compile(r"([\\`*_\[\]<>|~&])")
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(safe_text(text if text is not None else "").split())
+
+
 def esc(text: Any) -> str:
-    """Text safe in a Markdown table cell or list item."""
-    s = " ".join(str(text if text is not None else "").split())
-    for ch in ("\\", "|", "*", "_", "<", ">", "[", "]", "`"):
-        s = s.replace(ch, "\\" + ch)
-    return s
+    """Text safe in a Markdown table cell or list item: one line, control characters as
+    escapes, every character Markdown could read as markup backslash-escaped."""
+    return _PUNCT.sub(r"\\\1", _one_line(text))
 
 
-def code(text: Any) -> str:
-    s = " ".join(str(text).split())
-    fence = "``" if "`" in s else "`"
-    return f"{fence}{s}{fence}"
+def _ticks(s: str) -> int:
+    return max((len(m) for m in re.findall("`+", s)), default=0)
 
 
-def totals_line(records: list[dict[str, Any]]) -> str:
-    v = Counter(r.get("verdict", "error") for r in records)
-    parts = [f"{ICON[x]} {x} **{v[x]}**" for x in VERDICTS]
-    return f"**{len(records)} cases**: " + " · ".join(parts)
+def code(text: Any, table: bool = False) -> str:
+    """`text` as a code span whose fence is longer than any backtick run inside it (padded with
+    a space when it starts or ends with a backtick). `table`: inside a table cell, where GFM
+    splits cells at `|` even in code, so it is escaped."""
+    s = _one_line(text)
+    if table:
+        s = s.replace("|", "\\|")
+    fence = "`" * (_ticks(s) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
 
 
-def render_markdown(
-    records: list[dict[str, Any]], meta: dict[str, Any] | None = None, *, limit: int = 20
-) -> str:
-    info = run_info(records, meta)
-    failures = sorted((r for r in records if r.get("verdict") in FAILING), key=sort_key)
-    head = "❌" if failures else "✅"
-    verdict = f"{len(failures)} failing" if failures else "all pass"
+def fenced(lines: list[str], lang: str = "", indent: str = "") -> list[str]:
+    """A fenced code block of `lines` (each made one safe line), its fence longer than any
+    backtick run in them."""
+    body = [_one_line(x) for x in lines]
+    fence = "`" * max(3, max((_ticks(x) for x in body), default=0) + 1)
+    return [f"{indent}{fence}{lang}", *(indent + x for x in body), f"{indent}{fence}"]
+
+
+def totals_line(records: Any) -> str:
+    d = digest_of(records, cases=False, coverage=False)
+    parts = [f"{ICON[x]} {x} **{d.verdicts[x]}**" for x in VERDICTS]
+    return f"**{d.total} cases**: " + " · ".join(parts)
+
+
+def render_markdown(records: Any, meta: dict[str, Any] | None = None, *, limit: int = 20) -> str:
+    """The summary of `records` (a list, a Stream or a Digest)."""
+    d: Digest = digest_of(records, cases=False, coverage=False)
+    info = d.run_info(meta)
+    failures = d.sorted_failures(limit)
+    head = "❌" if d.failed else "⚠️" if info["scope"] else "✅"
+    verdict = f"{d.failed} failing" if d.failed else "all pass"
+    if info["scope"]:  # a shard, or a merge missing shards, is not the whole suite
+        verdict += f" ({esc(info['scope'])} only: not the whole suite)"
     out = [f"## {head} aclnn conformance: {esc(info['backend'])}: {verdict}", ""]
-    out.append(totals_line(records))
+    out.append(totals_line(d))
     out.append("")
     facts = [f"backend {code(info['backend'])}"]
     if info["backend_version"]:
@@ -100,35 +130,32 @@ def render_markdown(
     out += [" · ".join(facts), ""]
     if info.get("setup"):
         out += [f"setup: {esc(info['setup'])}", ""]
-    out += op_dtype_table(records)
-    failing_clauses: Counter = Counter()
-    for r in failures:
-        for c in r.get("clauses") or ["(no clause)"]:
-            failing_clauses[c] += 1
+    out += op_dtype_table(d)
+    failing_clauses = d.failing_clauses
     if failing_clauses:
         out += ["", "### Failing clauses", ""]
         out += [f"- {code(c)}: {n}" for c, n in failing_clauses.most_common(limit)]
         if len(failing_clauses) > limit:
             out.append(f"- … and {len(failing_clauses) - limit} more")
-    out += deviations_list(records, limit)
+    out += deviations_list(d, limit)
     if failures:
         shown = failures[:limit]
-        title = f"First {len(shown)} of {len(failures)} failures" if len(failures) > limit else \
-            f"Failures ({len(failures)})"  # fmt: skip
+        title = f"First {len(shown)} of {d.failed} failures" if d.failed > limit else \
+            f"Failures ({d.failed})"  # fmt: skip
         out += ["", f"### {title}", ""]
         for r in shown:
             out += failure_item(r)
     return "\n".join(out).rstrip() + "\n"
 
 
-def op_dtype_table(records: list[dict[str, Any]]) -> list[str]:
+def op_dtype_table(records: Any) -> list[str]:
     """Op rows x output-dtype columns (`neg`: negative cases), summed over products."""
     by: dict[tuple[str, str], Counter] = {}
-    for (op, _, col), c in grid(records).items():
+    for (op, _, col), c in digest_of(records, cases=False, coverage=False).grid().items():
         by.setdefault((op, col), Counter()).update(c)
     cols = column_order({col for _, col in by})
     ops = sorted({op for op, _ in by})
-    header = ["op", *[("neg (status)" if c == NEGATIVE else c) for c in cols], "all"]
+    header = ["op", *[("neg (status)" if c == NEGATIVE else esc(c)) for c in cols], "all"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" + "---:|" * (len(header) - 1)]
     for op in ops:
         row_total: Counter = Counter()
@@ -137,7 +164,9 @@ def op_dtype_table(records: list[dict[str, Any]]) -> list[str]:
             cnt = by.get((op, c))
             row_total.update(cnt or {})
             cells.append(cell_text(cnt))
-        lines.append(f"| {code(op)} | " + " | ".join(cells) + f" | {cell_text(row_total)} |")
+        lines.append(
+            f"| {code(op, table=True)} | " + " | ".join(cells) + f" | {cell_text(row_total)} |"
+        )
     lines += ["", "Cells: passed/total over all products; columns are the output dtype, "
                   "`neg`: negative cases (status codes). ❌ some fail, ✅ none fails, "
                   "📘 none fails but `n dev` cases are documented deviations of the library, "
@@ -154,23 +183,19 @@ def failure_item(rec: dict[str, Any]) -> list[str]:
             n.max_ulp == st["max_ulp"] for n in small_value_notes(rec)) else ""  # fmt: skip
         stats = f" (max ULP {fmt_ulp(st['max_ulp'])}{small}, max rel {fmt(st['max_rel'])})"
     reason = clip(rec.get("reason") or rec.get("message") or "", 300)
-    lines = [f"- {ICON.get(v, '')} **{v}** {code(rec.get('id'))}{stats}"]
+    lines = [f"- {ICON.get(v, '')} **{esc(v)}** {code(rec.get('id'))}{stats}"]
     if reason:
         lines.append(f"  {esc(reason)}")
     if rec.get("replay"):
-        lines += ["  ```sh", f"  {rec['replay']}", "  ```"]
+        lines += fenced([str(rec["replay"])], "sh", "  ")
     return lines
 
 
-def deviations_list(records: list[dict[str, Any]], limit: int = 20) -> list[str]:
+def deviations_list(records: Any, limit: int = 20) -> list[str]:
     """`### Documented deviations`: each deviation id the run hit, with its case count."""
-    hits: Counter = Counter()
-    reasons: dict[str, str] = {}
-    for r in records:
-        if r.get("verdict") == "deviation":
-            dev = deviation_id(r) or "(no deviation id)"
-            hits[dev] += 1
-            reasons.setdefault(dev, str((r.get("expectation") or {}).get("reason") or ""))
+    found = digest_of(records, cases=False, coverage=False).deviations
+    hits = Counter({dev or "(no deviation id)": d["cases"] for dev, d in found.items()})
+    reasons = {dev or "(no deviation id)": d["reason"] for dev, d in found.items()}
     if not hits:
         return []
     n = sum(hits.values())
@@ -186,7 +211,4 @@ def deviations_list(records: list[dict[str, Any]], limit: int = 20) -> list[str]
 
 
 def write_markdown(path: str | Path, records, meta=None, **kwargs) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(render_markdown(records, meta, **kwargs), encoding="utf-8")
-    return p
+    return write_atomic(path, render_markdown(records, meta, **kwargs))

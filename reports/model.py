@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from conformance import safeio
-from conformance.results import MAX_META_BYTES, read_jsonl
+from conformance.results import MAX_META_BYTES, ResultsFileError, Stream
 from conformance.verdicts import BROKEN, ERRORS, EXPLAINED, FAILING, VERDICTS  # noqa: F401
 
 # Most severe first: the order of tables, legends and sorting.
@@ -41,10 +42,6 @@ assert set(ORDER) == set(VERDICTS), "a verdict was added: give it a place in rep
 assert set(HELP) == set(VERDICTS), "a verdict was added: say what it means in reports.model.HELP"
 
 
-class ResultsFileError(ValueError):
-    """A results file that cannot be reported on: missing, empty, or not results."""
-
-
 @dataclass
 class Run:
     path: Path | None
@@ -53,24 +50,30 @@ class Run:
     torn_lines: int = 0  # lines that were not JSON records (a run killed mid-write)
 
 
-def read_run(path: str | Path) -> Run:
-    """Records and meta of RESULTS.jsonl (+ RESULTS.jsonl.meta.json when present)."""
+def open_results(path: str | Path, clean: bool = True) -> tuple[Stream, dict[str, Any]]:
+    """A results file to read as a Stream (display-safe strings when `clean`), and its meta;
+    ResultsFileError when it is missing, not a regular file, or holds no record (checked by
+    reading up to its first record)."""
     p = Path(path)
-    if not p.exists():
-        raise ResultsFileError(f"{p}: no such results file")
-    if p.is_dir():
-        raise ResultsFileError(f"{p}: is a directory, not a results .jsonl file")
-    try:
-        read = read_jsonl(p)
-    except OSError as exc:
-        raise ResultsFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ResultsFileError(f"{p}: not a results file (not UTF-8 text)") from None
-    if not read.lines:
-        raise ResultsFileError(f"{p}: empty results file (no records)")
-    if not read.records:
-        raise ResultsFileError(f"{p}: no result records; {read.first_bad}")
-    return Run(p, read.records, read_meta(p), read.torn)
+    stream = Stream(p, clean=clean)
+    for _ in stream:
+        break
+    else:
+        if not stream.lines:
+            raise ResultsFileError(f"{p}: empty results file (no records)")
+        raise ResultsFileError(f"{p}: no result records; {stream.first_bad}")
+    return stream, read_meta(p)
+
+
+def read_run(path: str | Path) -> Run:
+    """Records and meta of RESULTS.jsonl (+ RESULTS.jsonl.meta.json when present), in memory
+    (small files; reports stream with open_results)."""
+    p = Path(path)
+    stream, meta = open_results(p, clean=False)
+    by_id: dict[str, dict[str, Any]] = {}
+    for rec in stream:
+        by_id[str(rec["id"])] = rec
+    return Run(p, list(by_id.values()), meta, stream.torn)
 
 
 def read_meta(results_path: Path) -> dict[str, Any]:
@@ -215,38 +218,80 @@ def pass_rate(c: Counter) -> float | None:
 # -- run facts -------------------------------------------------------------------------------
 
 
-def run_info(records: list[dict[str, Any]], meta: dict[str, Any] | None) -> dict[str, Any]:
-    """Header facts: from the meta file where the run wrote one, else from the records."""
-    meta = dict(meta or {})
+INFO_KEYS = ("backend", "backend_version", "oracle", "oracle_version", "seed", "spec_sha256",
+             "tool_version")  # fmt: skip
+DISTINCT_KEPT = 20  # distinct values of a header fact listed at most
 
-    def common(key: str) -> str:
+
+class InfoTally:
+    """The header facts the records hold, gathered one record at a time (`add`): per fact its
+    distinct values (at most DISTINCT_KEPT) with their counts, the cases, their durations."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Counter] = {k: Counter() for k in INFO_KEYS}
+        self.cases = 0
+        self.seconds = 0.0
+
+    def add(self, rec: dict[str, Any]) -> None:
+        self.cases += 1
+        for key in INFO_KEYS:
+            value = rec.get(key)
+            if value is not None and value != "":
+                c = self.values[key]
+                text = str(value)
+                if text in c or len(c) < DISTINCT_KEPT:
+                    c[text] += 1
+        self.seconds += num((rec.get("durations") or {}).get("total")) or 0.0
+
+    def common(self, key: str) -> str:
         """The value of `key` in the records; several (most frequent first) when they differ."""
-        distinct = {r.get(key) for r in records} - {None, ""}
-        if len(distinct) <= 1:
-            return str(next(iter(distinct))) if distinct else ""
-        vals = Counter(str(r[key]) for r in records if r.get(key) not in (None, ""))
-        return ", ".join(v for v, _ in vals.most_common())
+        return ", ".join(v for v, _ in self.values[key].most_common())
 
-    seconds = num(meta.get("seconds"))
-    if seconds is None:
-        seconds = sum(num((r.get("durations") or {}).get("total")) or 0.0 for r in records)
-    return {
-        "backend": meta.get("backend") or common("backend") or "?",
-        "backend_version": common("backend_version"),
-        "oracle": meta.get("oracle") or common("oracle"),
-        "oracle_version": common("oracle_version") or meta.get("oracle_version", ""),
-        "seed": meta.get("seed", common("seed")),
-        "spec_sha256": meta.get("spec_sha256") or common("spec_sha256"),
-        "tool_version": common("tool_version") or meta.get("tool_version", ""),
-        "date": fmt_date(meta.get("date", "")),
-        "host": meta.get("host", ""),
-        "setup": setup_line(meta.get("backend_host")),
-        "seconds": seconds,
-        "seconds_from_meta": "seconds" in meta,
-        "jobs": meta.get("jobs"),
-        "planned": meta.get("cases"),
-        "cases": len(records),
-    }
+    def result(self, meta: dict[str, Any] | None) -> dict[str, Any]:
+        """Header facts: from the meta file where the run wrote one, else from the records."""
+        meta = dict(meta or {})
+        common = self.common
+        seconds = num(meta.get("seconds"))
+        if seconds is None:
+            seconds = self.seconds
+        return {
+            "backend": meta.get("backend") or common("backend") or "?",
+            "backend_version": common("backend_version"),
+            "oracle": meta.get("oracle") or common("oracle"),
+            "oracle_version": common("oracle_version") or meta.get("oracle_version", ""),
+            "seed": meta.get("seed", common("seed")),
+            "spec_sha256": meta.get("spec_sha256") or common("spec_sha256"),
+            "tool_version": common("tool_version") or meta.get("tool_version", ""),
+            "date": fmt_date(meta.get("date", "")),
+            "host": meta.get("host", ""),
+            "setup": setup_line(meta.get("backend_host")),
+            "seconds": seconds,
+            "seconds_from_meta": "seconds" in meta,
+            "jobs": meta.get("jobs"),
+            "planned": meta.get("cases"),
+            "cases": self.cases,
+            "scope": scope(meta),
+        }
+
+
+def scope(meta: dict[str, Any]) -> str:
+    """What part of the suite a run covers when not all of it: `shard 2/4` for one shard,
+    `shards 1/4, 2/4 (3/4, 4/4 missing)` for a merge that lacks some; '' for the whole."""
+    missing = [str(x) for x in meta.get("shards_missing") or ()]
+    if missing:
+        have = ", ".join(str(x) for x in meta.get("shards") or ()) or "none"
+        return f"shards {have} ({', '.join(missing)} missing)"
+    if meta.get("shard"):
+        return f"shard {meta['shard']}"
+    return ""
+
+
+def run_info(records: Iterable[dict[str, Any]], meta: dict[str, Any] | None) -> dict[str, Any]:
+    """Header facts: from the meta file where the run wrote one, else from the records."""
+    tally = InfoTally()
+    for rec in records:
+        tally.add(rec)
+    return tally.result(meta)
 
 
 def setup_line(host: Any) -> str:

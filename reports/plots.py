@@ -8,6 +8,7 @@ element are left out.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -53,43 +54,67 @@ def bin_of(stats: dict[str, Any]) -> int | None:
     return len(BINS) - 1
 
 
-def ulp_panels(records: list[dict[str, Any]]) -> list[Panel]:
-    groups: dict[tuple[str, str], list[tuple[int, bool, float | None]]] = {}
-    notes: dict[tuple[str, str], list[tuple[float, str]]] = {}  # (max ULP, note) per case noted
-    for rec in records:
+@dataclass
+class _Group:
+    counts: list[int]
+    failing: list[int]
+    cases: int = 0
+    worst: float | None = None
+    noted: int = 0  # cases whose max ULP comes from the small-value domain
+    note_ulp: float = -math.inf  # the largest such max ULP, and the first note at it
+    note: str = ""
+
+
+class PanelTally:
+    """The histograms' counts, gathered one record at a time (`add`): memory bounded by the
+    (op, output dtype) pairs, not by the cases."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], _Group] = {}
+
+    def add(self, rec: dict[str, Any]) -> None:
         col = column(rec)
         if col == NEGATIVE:
-            continue
+            return
         st = stats_of(rec)
         b = bin_of(st)
         if b is None:
-            continue
-        bad = rec.get("verdict") in BROKEN
+            return
         key = (str(rec.get("op", "?")), col)
-        groups.setdefault(key, []).append((b, bad, st.get("max_ulp")))
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = _Group([0] * len(LABELS), [0] * len(LABELS))
+        g.cases += 1
+        g.counts[b] += 1
+        g.failing[b] += rec.get("verdict") in BROKEN
+        u = st.get("max_ulp")
+        if u is not None and not math.isnan(u) and (g.worst is None or u > g.worst):
+            g.worst = u
         small = small_value_notes(rec)
         if small:
             top = max(small, key=lambda n: n.max_ulp)
-            notes.setdefault(key, []).append((top.max_ulp, top.short()))
-    panels = []
-    ops = sorted({op for op, _ in groups})
-    for op in ops:
-        for col in column_order({c for o, c in groups if o == op}):
-            items = groups[(op, col)]
-            counts = [0] * len(LABELS)
-            failing = [0] * len(LABELS)
-            for b, bad, _ in items:
-                counts[b] += 1
-                failing[b] += bad
-            ulps = [u for _, _, u in items if u is not None and not math.isnan(u)]
-            worst = max(ulps) if ulps else None
-            noted = notes.get((op, col), [])
-            # the panel's max ULP comes from a case whose max ULP is a small value's
-            note = next((text for u, text in noted if u == worst), "")
-            panels.append(Panel(op, col, counts, failing, len(items), worst,
-                                histogram_svg(counts, failing, f"{op} {col}"), note,
-                                len(noted)))  # fmt: skip
-    return panels
+            g.noted += 1
+            if top.max_ulp > g.note_ulp:
+                g.note_ulp, g.note = top.max_ulp, top.short()
+
+    def result(self) -> list[Panel]:
+        panels = []
+        for op in sorted({op for op, _ in self.groups}):
+            for col in column_order({c for o, c in self.groups if o == op}):
+                g = self.groups[(op, col)]
+                # the panel's max ULP comes from a case whose max ULP is a small value's
+                note = g.note if g.worst is not None and g.note_ulp == g.worst else ""
+                panels.append(Panel(op, col, g.counts, g.failing, g.cases, g.worst,
+                                    histogram_svg(g.counts, g.failing, f"{op} {col}"), note,
+                                    g.noted))  # fmt: skip
+        return panels
+
+
+def ulp_panels(records: Iterable[dict[str, Any]]) -> list[Panel]:
+    tally = PanelTally()
+    for rec in records:
+        tally.add(rec)
+    return tally.result()
 
 
 def histogram_svg(counts: list[int], failing: list[int], title: str) -> str:

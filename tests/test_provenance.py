@@ -62,8 +62,10 @@ def test_merge_refuses_another_seed(runs, tmp_path):
 
 
 def test_merge_force_records_the_mix(runs, tmp_path):
-    ref, seed5 = runs
-    half = forge(seed5, tmp_path / "half.jsonl", keep=10)  # the other 10 ids stay seed 0
+    ref, _ = runs
+    # the first 10 cases again, labelled seed 5 but judged alike (a case judged differently
+    # in two inputs is refused even with --force: test_merge_force_does_not_excuse_conflicts)
+    half = forge(ref, tmp_path / "half.jsonl", keep=10, seed=5)  # the other 10 stay seed 0
     out = tmp_path / "m.jsonl"
     p = conform("merge", "--force", ref, half, "-o", out)
     assert_clean(p, 0)
@@ -75,8 +77,23 @@ def test_merge_force_records_the_mix(runs, tmp_path):
     assert sorted({r["seed"] for r in read_jsonl(out)}) == [0, 5]
 
 
-def test_merge_force_when_later_file_replaces_all(runs, tmp_path):
+def test_merge_force_does_not_excuse_conflicts(runs, tmp_path):
+    """Runs of two seeds judge the same case ids on other values: their statistics differ, so
+    --force (which accepts the provenance mix) still refuses them, naming a case and both."""
     ref, seed5 = runs
+    out = tmp_path / "m.jsonl"
+    line = assert_one_line_error(conform("merge", "--force", ref, seed5, "-o", out),
+                                 "judged differently", str(ref), str(seed5))  # fmt: skip
+    first = {r["id"]: r for r in read_jsonl(ref)}
+    later = {r["id"]: r for r in read_jsonl(seed5)}
+    named = line.split("case ", 1)[1].split(" is judged", 1)[0]
+    assert first[named]["stats"] != later[named]["stats"]
+    assert not out.exists() and not Path(f"{out}.lock").exists()
+
+
+def test_merge_force_when_later_file_replaces_all(runs, tmp_path):
+    ref, _ = runs
+    seed5 = forge(ref, tmp_path / "seed5.jsonl", seed=5)  # every case again, judged alike
     out = tmp_path / "m.jsonl"
     p = conform("merge", "--force", ref, seed5, "-o", out)
     assert_clean(p, 0)
@@ -107,9 +124,9 @@ def test_merge_refuses_another_backend(runs, tmp_path):
 
 
 def test_merge_of_a_mixed_file_is_refused(runs, tmp_path):
-    ref, seed5 = runs
+    ref, _ = runs
     mixed = tmp_path / "mixed.jsonl"
-    half = forge(seed5, tmp_path / "half.jsonl", keep=5)
+    half = forge(ref, tmp_path / "half.jsonl", keep=5, seed=5)
     assert_clean(conform("merge", "--force", ref, half, "-o", mixed), 0)
     assert_one_line_error(
         conform("merge", ref, mixed, "-o", tmp_path / "m.jsonl"), "seed", "mixed [0, 5] vs 0"

@@ -131,7 +131,7 @@
     if (state.clause !== -1) {
       parts.push('<span class="f">clause: ' + esc(state.clauseName) + '<button type="button" data-clear="clause" aria-label="clear">×</button></span>');
     }
-    parts.push('<span class="count">' + n + ' of ' + C.length + ' cases</span>');
+    parts.push('<span class="count">' + n + ' of ' + C.length + (D.omitted && Object.keys(D.omitted).length ? ' listed cases' : ' cases') + '</span>');
     activeEl.innerHTML = parts.join('');
   }
   function renderChips() {
