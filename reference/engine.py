@@ -26,7 +26,7 @@ from conformance.backend import OracleTimeout
 from conformance.call import Call, CallError, Outcome, ScalarArg, TensorArg
 from conformance.flat import BLOCK, FlatView, numel, ranges
 from conformance.registry import Registry, UnknownOp, default_registry
-from conformance.rules import attribute_env, validate
+from conformance.rules import attribute_env, validate, with_defaults
 from conformance.spec import OpSpec
 from reference import errbound, kernel, precise, roundings, settle
 
@@ -78,6 +78,7 @@ def evaluate(call: Call, registry: Registry | None = None, *, exact: bool = Fals
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
         return Outcome(0, outputs, "empty output: nothing computed", nothing_written=True)
     info = out_arg.dtype_info
+    call = with_defaults(spec, call)  # a null that stands for a default: the default's call
     if lazy and info.is_float and not info.opaque and info.category != "complex":
         stream = GoldenStream(spec, call, exact, deadline)
         return Outcome(0, {}, "", golden={spec.formula.output: stream})
