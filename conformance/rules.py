@@ -72,7 +72,8 @@ def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = Non
     for p in spec.tensor_inputs:
         flat = FlatView(call.tensor(p.name), shape)
         with np.errstate(all="ignore"):
-            env[p.name] = flat.get(start, flat.size if stop is None else stop).astype(np.float64)
+            v = flat.get(start, flat.size if stop is None else stop)
+            env[p.name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
     for let in spec.formula.lets:
         env[let.name] = let.value.evaluate(env)
     return env
