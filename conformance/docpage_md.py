@@ -252,7 +252,7 @@ def _notes(itf: Interface, lines: list[str], start: int, end: int, tables: list[
         tensor_lists = [_listed(p) for p in itf.params if p.base and p.kind == "tensor"]
         for o in override_statements(_clean(m.group(2)), names, tuple(ids), j + 1):
             # a note naming no parameter is about the tensors' list: it also holds for a scalar
-            # whose list is the same as a tensor's (hardtanh_backward's min and max)
+            # whose list is the same as a tensor's (a min and a max scalar listed like the tensors)
             targets = o.params or [p.name for p in itf.params if p.base and (
                 p.kind == "tensor" or _listed(p) in tensor_lists)]  # fmt: skip
             for n in targets:
