@@ -234,7 +234,7 @@ def _section(path: str, sha256: str) -> tuple[Any, int]:
 
 def mapping_of(spec: OpSpec) -> AtkMapping:
     """The spec's `atk:` section (read from its file; its structure is checked by the schema,
-    what it names is checked here and by the linter: problems())."""
+    what it names by atk_section.section_problems, here and in the linter)."""
     raw, line = _section(spec.path, spec.sha256) if spec.path else (None, 1)
     where = f"{spec.path}:{line}"
     if not isinstance(raw, dict):
