@@ -108,7 +108,9 @@ def _summary(res, json_path: Path, md_path: Path) -> None:
     for c in res.cases:
         if c.outcome == "skipped":
             key = (f"over --max-elements {res.max_elements}"
-                   if c.reason.startswith("over --max-elements") else c.reason)  # fmt: skip
+                   if c.reason.startswith("over --max-elements") else
+                   "over the case reader's limit (nothing written)"
+                   if c.reason.startswith("over the case reader's limit") else c.reason)  # fmt: skip
             reasons.setdefault(key, []).append(c)
     for reason, items in reasons.items():
         would = {}

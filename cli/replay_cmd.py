@@ -85,6 +85,11 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
                 click.echo(_show_array("  values", a.view()))
             elif isinstance(a, ScalarArg):
                 click.echo(f"  {name}: {a.dtype} scalar {a.value!r}")
+            elif a is None:
+                p = spec.param(name)
+                means = {"default": f"stands for the default {p.default!r}",
+                         "absent": "the parameter takes no part"}.get(p.null, "")  # fmt: skip
+                click.echo(f"  {name}: null" + (f" (if_null: {p.null}: {means})" if means else ""))
             elif not isinstance(a, TensorArg):
                 click.echo(f"  {name}: {a!r}")
         click.echo(heading("status"))

@@ -117,6 +117,8 @@ def render_spec(spec: OpSpec) -> list[str]:
             default += f" ({p.default_dtype})" if p.default is not None else p.default_dtype
         if p.values:
             default += f"  of {{{', '.join(p.values)}}}"
+        if p.null:
+            default += f"; null: {p.null}"  # what a null pointer does (if_null)
         name = f"{p.name} (C: {p.c_name})" if p.c_name else p.name
         rows.append([str(i), name, p.kind, p.role, p.c_type or "-", default])
     out += table(["#", "NAME", "KIND", "ROLE", "C TYPE", "DEFAULT"], rows, right=(0,), total=w)

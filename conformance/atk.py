@@ -10,6 +10,11 @@ be the spec's parameter names. An input without a name (a torch function's posit
 is named by its position, "0", "1", ... Outputs are rarely given (`outputs`, same entries); the importer
 (conformance.atk_import) derives them from the spec.
 
+What the vendor's executor (executor_aclnn<Op>.py) does to the call before it makes it is data in
+the same section, never code: `formats` names an executor-only ATK attribute whose value is the
+storage format of the call's tensors (the executor's get_format), and `replace` gives the tensors
+the executor substitutes for the file's (init_by_input_data), by shape, value and dtype.
+
 Value forms live in conformance.atk_values; writing case directories in conformance.atk_import.
 """
 
@@ -25,7 +30,8 @@ from typing import Any
 
 from conformance import dtypes as dt
 from conformance import safeio
-from conformance.atk_values import Form, FormError, parse_form, text_values
+from conformance.atk_section import FormatRule, Replacement, parse_rules, section_problems
+from conformance.atk_values import NULL_RANGE, Form, FormError, is_null, parse_form, text_values
 from conformance.registry import Registry, UnknownOp
 from conformance.spec import OpSpec
 from conformance.yamlpos import YamlError
@@ -46,6 +52,7 @@ ATK_DTYPES = {
     "complex64": "COMPLEX64", "complex128": "COMPLEX128",
 }  # fmt: skip
 SIMPLE_TYPES = ("tensor", "scalar", "attr")
+NON_PARAM = "non_param"  # the dtype ATK gives an attribute only its executor reads
 
 
 class AtkError(ValueError):
@@ -78,7 +85,7 @@ class AtkCase:
 
 @dataclass(frozen=True)
 class AtkMapping:
-    """A spec's `atk:` section: ATK names -> spec parameters."""
+    """A spec's `atk:` section: ATK names -> spec parameters, and the executor's rewrites."""
 
     op: str
     source: str
@@ -86,6 +93,8 @@ class AtkMapping:
     outputs: dict[str, str] = field(default_factory=dict)
     declared: bool = True  # False: the spec has no atk section (ATK names = parameter names)
     where: str = ""  # file:line of the section, for messages
+    formats: FormatRule | None = None
+    replace: dict[str, Replacement] = field(default_factory=dict)
 
 
 def _where(path: Path, case: Any, idx: int, name: str = "") -> str:
@@ -148,6 +157,8 @@ def _input(path: Path, case: dict, idx: int, raw: Any, output: bool = False,
         dtype = (
             _dtype(atk_dtype, where) if kind == "scalar" else ATK_DTYPES.get(atk_dtype.lower(), "")
         )
+    if is_null(form):
+        return f"input {name!r}: {NULL_RANGE}"
     if kind != "attr" and text_values(form):  # e.g. "default" for an optional tensor
         return f"input {name!r}: range_values {text_values(form)[0]!r} is not a number"
     return AtkInput(name, kind, dtype, atk_dtype, shape, form, raw.get("range_values"),
@@ -223,22 +234,19 @@ def _section(path: str, sha256: str) -> tuple[Any, int]:
 
 def mapping_of(spec: OpSpec) -> AtkMapping:
     """The spec's `atk:` section (read from its file; its structure is checked by the schema,
-    what it names is checked here)."""
+    what it names by atk_section.section_problems, here and in the linter)."""
     raw, line = _section(spec.path, spec.sha256) if spec.path else (None, 1)
     where = f"{spec.path}:{line}"
     if not isinstance(raw, dict):
         return AtkMapping(spec.op, "", {}, {}, False, where)
+    problems = section_problems(raw, {p.name: (p.kind, p.is_output) for p in spec.params})
+    if problems:
+        raise AtkError(f"{where}: {problems[0][1]}")
     inputs = {str(k): str(v) for k, v in (raw.get("inputs") or {}).items()}
     outputs = {str(k): str(v) for k, v in (raw.get("outputs") or {}).items()}
-    m = AtkMapping(str(raw.get("op") or spec.op), str(raw.get("source", "")), inputs, outputs,
-                   True, where)  # fmt: skip
-    names = set(spec.param_names)
-    for section, table in (("inputs", m.inputs), ("outputs", m.outputs)):
-        for atk_name, param in table.items():
-            if param not in names:
-                raise AtkError(f"{where}: atk.{section} maps {atk_name!r} to {param!r}, which is "
-                               f"not a parameter of {spec.name} ({', '.join(spec.param_names)})")  # fmt: skip
-    return m
+    formats, replace = parse_rules(raw)
+    return AtkMapping(str(raw.get("op") or spec.op), str(raw.get("source", "")), inputs, outputs,
+                      True, where, formats, replace)  # fmt: skip
 
 
 def choose_spec(path: Path, cases: list[AtkCase], reg: Registry, op: str | None) -> OpSpec:

@@ -23,9 +23,10 @@ import numpy as np
 
 from conformance import atk_values as av
 from conformance import dtypes as dt
-from conformance.atk import AtkCase, AtkError, AtkInput, AtkMapping
+from conformance.atk import NON_PARAM, AtkCase, AtkError, AtkInput, AtkMapping
 from conformance.call import Call, ScalarArg, TensorArg, contiguous_strides
 from conformance.casefile import FORMAT, TOOL_VERSION, case_dir
+from conformance.casefile import MAX_ELEMENTS as READER_MAX_ELEMENTS
 from conformance.rules import branch_hits, lets_used, validate
 from conformance.spec import Check, DtypeTerm, OpSpec
 
@@ -143,6 +144,7 @@ class Planned:
     args: dict[str, Any]  # the call's arguments, tensors light
     forms: dict[str, AtkInput]  # tensor input parameter -> its ATK input
     item: Imported
+    format: str | None = None  # the storage format of the tensors (atk.formats), when given
 
 
 def _param_for(spec: OpSpec, m: AtkMapping, inp: AtkInput, case: AtkCase) -> str:
@@ -161,9 +163,9 @@ def _param_for(spec: OpSpec, m: AtkMapping, inp: AtkInput, case: AtkCase) -> str
 
 
 def _take(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput,
-          seed: int) -> str:  # fmt: skip
-    """Put ATK input `inp` into the plan's call; returns why the case is skipped ('' if not)."""
-    name = _param_for(spec, m, inp, case)
+          seed: int, name: str) -> str:  # fmt: skip
+    """Put ATK input `inp` into the plan's call as parameter `name`; returns why the case is
+    skipped ('' if not)."""
     p = spec.param(name)
     where = f"ATK input {inp.name!r} (case {case.id})"
     if p.is_output:
@@ -197,6 +199,46 @@ def _take(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInp
     except av.FormError as exc:
         raise AtkError(f"{where}: {exc}") from None
     return ""
+
+
+def _executor_input(m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput,
+                    seed: int) -> bool:  # fmt: skip
+    """An ATK input only the executor reads (atk.formats): noted in the plan, True; an
+    executor-only attribute the spec's section does not handle is an error."""
+    if m.formats is not None and inp.name == m.formats.input:
+        try:
+            plan.format = av.string_value(inp.form, _rng(seed, plan.case_id, inp.name))
+        except av.FormError as exc:
+            raise AtkError(f"ATK input {inp.name!r} (case {case.id}): the storage format: "
+                           f"{exc}") from None  # fmt: skip
+        plan.item.values[f"({inp.name})"] = f"{plan.format} (storage format: atk.formats)"
+        return True
+    if inp.type == "attr" and inp.atk_dtype.strip().lower() == NON_PARAM:
+        raise AtkError(f"ATK input {inp.name!r} (case {case.id}) is an attribute only the "
+                       f"executor reads (dtype {NON_PARAM}); say what the executor does with it "
+                       f"in the spec's atk section ({m.where}), e.g. atk.formats")  # fmt: skip
+    return False
+
+
+def _replace(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None:
+    """The executor's substitutions (atk.replace): the tensors it passes instead of the file's."""
+    for r in m.replace.values():
+        dtype = r.dtype
+        if r.dtype_of:
+            src = plan.args.get(r.dtype_of)
+            if not isinstance(src, TensorArg):
+                raise AtkError(f"case {case.id}: atk.replace.{r.param} takes the dtype of "
+                               f"{r.dtype_of!r}, which the case does not give ({m.where})")  # fmt: skip
+            dtype = src.dtype
+        form = av.parse_form(r.value)
+        info = dt.get(dtype)
+        shape = tuple(r.shape)
+        plan.args[r.param] = _light(info.name, shape)
+        plan.forms[r.param] = AtkInput(
+            r.param, "tensor", info.name, info.name, shape, form, r.value
+        )
+        note = f"replaced by the executor: {form.describe()}, shape {list(shape)}, {info.name}"
+        plan.item.values[r.param] = note + (f" ({r.source})" if r.source else "")
 
 
 def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None:
@@ -235,16 +277,28 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
 
 def plan_case(spec: OpSpec, m: AtkMapping, case: AtkCase, seed: int, case_id: str) -> Planned:
     """The call an ATK case makes (tensors light: dtype and shape only), or why it is skipped
-    (`plan.item.reason`). A mapping problem raises AtkError."""
+    (`plan.item.reason`): the file's inputs mapped, the executor's rewrites applied (atk.replace,
+    atk.formats), the rest from the spec. A mapping problem raises AtkError."""
     plan = Planned(case, case_id, {}, {}, Imported(case.id, case_id, "skipped"))
     plan.item.reason = case.unsupported
     for inp in case.inputs:
         if plan.item.reason:
             return plan
-        plan.item.reason = _take(spec, m, case, plan, inp, seed)
+        if _executor_input(m, case, plan, inp, seed):
+            continue
+        name = _param_for(spec, m, inp, case)
+        if name in m.replace:
+            continue  # the executor passes its own tensor (_replace)
+        plan.item.reason = _take(spec, m, case, plan, inp, seed, name)
     if plan.item.reason:
         return plan
+    _replace(spec, m, case, plan)
     _complete(spec, m, case, plan)
+    if plan.format is not None:
+        wanted = m.formats.params if m.formats is not None and m.formats.params else None
+        for n, a in plan.args.items():
+            if isinstance(a, TensorArg) and (wanted is None or n in wanted):
+                a.format = plan.format
     for n, a in plan.args.items():
         if isinstance(a, TensorArg):
             plan.item.dtypes[n], plan.item.shapes[n] = a.dtype, list(a.shape)
@@ -280,18 +334,26 @@ def _gather(
 
 
 def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
-    """The lets and formula branches an accepted call takes, read back chunk by chunk."""
+    """The lets and formula branches an accepted call takes, read back chunk by chunk: a
+    storage of the output's shape is read a chunk at a time from its file (never mapped: a
+    mapped file's pages count in the importer's memory as they are read, 6 GB for one vendor
+    case); a broadcast one, smaller, is mapped."""
     out = spec.formula.output
     oshape = plan.args[out].shape
     n = int(np.prod(oshape, dtype=np.int64)) if oshape else 1
-    stores = {k: av.read_npy(f, dt.get(plan.args[k].dtype)) for k, f in files.items()}
+    stores = {k: (av.StorageReader(f, dt.get(plan.args[k].dtype))
+                  if tuple(plan.args[k].shape) == tuple(oshape)
+                  else av.read_npy(f, dt.get(plan.args[k].dtype)))
+              for k, f in files.items()}  # fmt: skip
     hits: set[str] = set()
     for a in range(0, n, BRANCH_CHUNK):
         b = min(n, a + BRANCH_CHUNK)
         args = dict(plan.args)
         for k, arr in stores.items():
             t = plan.args[k]
-            args[k] = TensorArg(t.dtype, (b - a,), (1,), 0, _gather(arr, t.shape, oshape, a, b))
+            vals = arr.get(a, b) if isinstance(arr, av.StorageReader) else \
+                _gather(arr, t.shape, oshape, a, b)  # fmt: skip
+            args[k] = TensorArg(t.dtype, (b - a,), (1,), 0, vals)
         args[out] = _light(plan.args[out].dtype, (b - a,))
         hits.update(branch_hits(spec, Call(spec.name, "", args)))
     ordered = [br.id for br in spec.formula.branches if br.id in hits]
@@ -370,6 +432,11 @@ def import_cases(spec: OpSpec, m: AtkMapping, cases: list[AtkCase], out_dir: Pat
         said = "accepted" if verdict.status == 0 else f"rejected by {item.clause}"
         big = max(((int(np.prod(a.shape, dtype=np.int64)), n) for n, a in plan.args.items()
                    if isinstance(a, TensorArg)), default=(0, ""))  # fmt: skip
+        if big[0] > READER_MAX_ELEMENTS:  # whatever --max-elements says: nothing is written
+            item.reason = (f"over the case reader's limit: {big[1]} has {big[0]} elements, a case "
+                           f"directory holds at most {READER_MAX_ELEMENTS} per storage")  # fmt: skip
+            item.would_be = said
+            continue
         if big[0] > max_elements:
             item.reason = f"over --max-elements {max_elements} ({big[1]} has {big[0]} elements)"
             item.would_be = said

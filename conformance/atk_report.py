@@ -28,7 +28,9 @@ def _groups(res: ImportResult, spec: OpSpec) -> tuple[dict[str, Any], dict[str, 
     skipped: dict[str, Any] = {}
     for c in res.cases:
         if c.outcome == "skipped":
-            key = "size" if c.reason.startswith("over --max-elements") else c.reason
+            key = ("size" if c.reason.startswith("over --max-elements") else
+                   "reader-limit" if c.reason.startswith("over the case reader's limit")
+                   else c.reason)  # fmt: skip
             g = skipped.setdefault(key, {"count": 0, "atk_ids": [], "would_be": {}})
             g["count"] += 1
             g["atk_ids"].append(c.atk_id)
@@ -70,7 +72,9 @@ def report_markdown(res: ImportResult, spec: OpSpec) -> str:
         for reason, g in rep["skipped_by_reason"].items():
             would = ", ".join(f"{k}: {v}" for k, v in g["would_be"].items()) or "-"
             ids = ", ".join(g["atk_ids"][:12]) + (" ..." if g["count"] > 12 else "")
-            text = f"over --max-elements {res.max_elements}" if reason == "size" else reason
+            text = (f"over --max-elements {res.max_elements}" if reason == "size" else
+                    "over the case reader's limit (casefile.MAX_ELEMENTS per storage): nothing "
+                    "written" if reason == "reader-limit" else reason)  # fmt: skip
             lines.append(f"| {text} | {g['count']} | {would} | {ids} |")
         lines.append("")
     return "\n".join(lines)

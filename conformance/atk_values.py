@@ -3,13 +3,20 @@
 An ATK input says what its values look like with `range_values`, in one of these forms:
 
 - `[lo, hi]` (two finite numbers): uniform in the closed range (integers for integer dtypes);
+- an interval string `"[ lo, hi )"`, `"( lo, hi ]"`, ...: uniform in the range, an end written `(`
+  or `)` excluded: after the rounding to the dtype no value equals an open end (a draw that
+  rounds onto it is moved to the nearest value of the dtype inside; a closed end, as `[lo, hi]`,
+  only rounds); a dtype with no value inside the open ends skips the case;
 - a number, `true`/`false`, or `"nan"` / `"inf"` / `"-inf"`: every element is that value;
 - `{"name": "nd", "mean": M, "std": S}`: normal; M and S are numbers or `[lo, hi]` ranges, from
   which the tensor's mean and standard deviation are drawn once (uniformly);
 - a list of other forms (anything but two finite numbers): a mix, each element takes one of the
   forms at random; every form is present when there are at least as many elements as forms (the
   first elements take them in order); a scalar takes one of them;
-- a string other than nan/inf: a string attribute's value.
+- a string other than nan/inf: a string attribute's value;
+- `"null"` (alone or in a list): refused. What ATK draws for a null range is defined by its data
+  generator, which is not public (no executor of hicann/ops-nn and no code of hicann/ops-test-kit
+  says it); the importer skips such a case with that reason (`NULL_RANGE`) rather than guess.
 
 Values are drawn in float64 and rounded once (round to nearest even) to the dtype; integer dtypes
 take uniform integers from a range and truncate other draws toward zero, clipped to the dtype's
@@ -22,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +40,13 @@ import numpy as np
 from conformance import dtypes as dt
 
 SPECIAL = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+INTERVAL = re.compile(rf"^\s*([\[(])\s*({_NUM})\s*,\s*({_NUM})\s*([\])])\s*$")
+NULL_RANGE = (
+    'range_values "null": what ATK draws for a null range is up to its data generator, which '
+    "is not public (no executor in hicann/ops-nn, no code in hicann/ops-test-kit defines it); "
+    "not imported rather than guessed"
+)
 CHUNK = 1 << 20  # elements generated and written at a time
 INT_FILL = 77  # an integer output's storage starts as this (floats: NaN; BOOL: true)
 
@@ -46,11 +61,14 @@ class Unrepresentable(ValueError):
 
 @dataclass(frozen=True)
 class Form:
-    """One parsed `range_values`. kind: range | const | nd | mix."""
+    """One parsed `range_values`. kind: range | const | nd | mix. A range's ends are closed
+    unless lo_open / hi_open (an interval string's `(` or `)`)."""
 
     kind: str
     lo: float = 0.0
     hi: float = 0.0
+    lo_open: bool = False
+    hi_open: bool = False
     value: Any = None  # const: a float, a bool or a string
     mean: tuple[float, float] = (0.0, 0.0)  # nd: the range the mean is drawn from (lo == hi: fixed)
     std: tuple[float, float] = (1.0, 1.0)
@@ -58,7 +76,8 @@ class Form:
 
     def describe(self) -> str:
         if self.kind == "range":
-            return f"[{show(self.lo)}, {show(self.hi)}]"
+            return (f"{'(' if self.lo_open else '['}{show(self.lo)}, {show(self.hi)}"
+                    f"{')' if self.hi_open else ']'}")  # fmt: skip
         if self.kind == "const":
             return show(self.value) if not isinstance(self.value, str) else repr(self.value)
         if self.kind == "nd":
@@ -98,6 +117,16 @@ def parse_form(v: Any) -> Form:
     if isinstance(v, int | float):
         return Form("const", value=float(v))
     if isinstance(v, str):
+        m = INTERVAL.match(v)
+        if m:
+            lo, hi = float(m.group(2)), float(m.group(3))
+            if lo > hi:
+                raise FormError(f"interval {v!r}: its low end is above its high end")
+            return Form("range", lo=lo, hi=hi, lo_open=m.group(1) == "(",
+                        hi_open=m.group(4) == ")")  # fmt: skip
+        t = v.strip()
+        if len(t) > 1 and t[0] in "[(" and t[-1] in "])":
+            raise FormError(f"{v!r} is not an interval of two finite numbers, such as '[ -5, 0 )'")
         return Form("const", value=SPECIAL.get(v.strip().lower(), v))
     if isinstance(v, dict):
         if v.get("name") != "nd":
@@ -122,6 +151,12 @@ def leaves(form: Form) -> tuple[Form, ...]:
     return tuple(x for f in form.forms for x in leaves(f))
 
 
+def is_null(form: Form) -> bool:
+    """A `"null"` range (alone or in a mix): see NULL_RANGE."""
+    return any(f.kind == "const" and isinstance(f.value, str) and f.value.strip().lower() == "null"
+               for f in leaves(form))  # fmt: skip
+
+
 def text_values(form: Form) -> list[str]:
     """The strings (other than nan/inf) in a form: none is allowed for a number."""
     return [f.value for f in leaves(form) if f.kind == "const" and isinstance(f.value, str)]
@@ -134,6 +169,16 @@ def unrepresentable(form: Form, d: dt.DType) -> str:
     if d.category != "int":
         return ""
     for f in leaves(form):
+        if (
+            f.kind == "range"
+            and d.category == "float"
+            and not d.opaque
+            and (f.lo_open or f.hi_open)
+        ):
+            try:
+                range_bounds(f, d)
+            except Unrepresentable as exc:
+                return str(exc)
         if f.kind == "const" and not isinstance(f.value, bool) and not math.isfinite(f.value):
             return f"{show(f.value)} cannot be stored as {d.name}"
         if f.kind == "range":
@@ -183,13 +228,51 @@ def _to_dtype(v: np.ndarray, d: dt.DType) -> np.ndarray:
 
 
 def _int_range(f: Form, d: dt.DType) -> tuple[int, int]:
-    lo, hi = math.ceil(f.lo), math.floor(f.hi)
+    lo = math.floor(f.lo) + 1 if f.lo_open else math.ceil(f.lo)
+    hi = math.ceil(f.hi) - 1 if f.hi_open else math.floor(f.hi)
     if d.category == "bool":
         lo, hi = max(lo, 0), min(hi, 1)
     else:
         lim = _int_limits(d)
         lo, hi = max(lo, lim[0]), min(hi, lim[1])
     if lo > hi:
+        raise Unrepresentable(f"no {d.name} value in {f.describe()}")
+    return lo, hi
+
+
+def _step(x: np.ndarray, d: dt.DType, up: bool) -> np.ndarray:
+    """The neighbour of each finite value x of float dtype d (up: the next larger one), by its
+    bits: the same for every IEEE-like format (BF16 and the 8-bit floats included)."""
+    bits_t = np.dtype(f"u{d.np.itemsize}")
+    b = np.ascontiguousarray(x.astype(d.np)).view(bits_t)
+    sign = bits_t.type(1 << (8 * d.np.itemsize - 1))
+    one = bits_t.type(1)
+    neg = (b & sign) != 0
+    zero = (b & ~sign) == 0
+    # moving up: a positive value grows, a negative one shrinks toward -0; -0 and +0 go to the
+    # smallest positive subnormal (down: mirrored)
+    grow = ~neg if up else neg
+    with np.errstate(over="ignore"):
+        out = np.where(grow, b + one, b - one)
+    out = np.where(zero, one if up else sign | one, out).astype(bits_t)
+    return out.view(d.np)
+
+
+def range_bounds(f: Form, d: dt.DType) -> tuple[Any, Any]:
+    """The least and the greatest value of float dtype d a draw from range f may take: past an
+    open end, the dtype's nearest value inside; a closed end bounds nothing (a draw is rounded to
+    the nearest value of the dtype, as a constant is). None for an unbounded side;
+    Unrepresentable when the open ends leave no value of the dtype."""
+    lo = hi = None
+    if f.lo_open:
+        r = dt.round_to(np.array([f.lo]), d)
+        lo = (_step(r, d, up=True) if r.astype(np.float64)[0] <= f.lo else r)[0]
+    if f.hi_open:
+        r = dt.round_to(np.array([f.hi]), d)
+        hi = (_step(r, d, up=False) if r.astype(np.float64)[0] >= f.hi else r)[0]
+    low = float(lo) if lo is not None else float(dt.round_to(np.array([f.lo]), d)[0])
+    high = float(hi) if hi is not None else float(dt.round_to(np.array([f.hi]), d)[0])
+    if (f.lo_open or f.hi_open) and low > high:
         raise Unrepresentable(f"no {d.name} value in {f.describe()}")
     return lo, hi
 
@@ -203,7 +286,24 @@ def _draw(
         return rng.integers(lo, hi, size=n, endpoint=True).astype(d.np)
     if f.kind == "const" and isinstance(f.value, bool):
         return _to_dtype(np.full(n, float(f.value)), d)
+    if f.kind == "range" and d.category == "float" and not d.opaque and (f.lo_open or f.hi_open):
+        lo, hi = range_bounds(f, d)
+        v = _to_dtype(_draw_float64(f, n, rng, nd), d)
+        # rounding to the dtype can land on an open end: the nearest value inside instead
+        return _clip_bits(v, lo, hi)
     return _to_dtype(_draw_float64(f, n, rng, nd), d)
+
+
+def _clip_bits(v: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
+    """v with every value below lo set to lo and above hi to hi (None: no bound), compared in
+    float64 and stored as the bound's own bits (numpy's clip computes badly in BF16)."""
+    w = v.astype(np.float64)
+    out = v.copy()
+    if lo is not None:
+        out[w < float(lo)] = lo
+    if hi is not None:
+        out[w > float(hi)] = hi
+    return out
 
 
 def _nd_params(f: Form, rng: np.random.Generator) -> tuple[float, float]:
@@ -325,3 +425,23 @@ def read_npy(path: Path, d: dt.DType) -> np.ndarray:
     """A storage written by write_npy, memory-mapped (nothing read until used)."""
     a = np.load(path, mmap_mode="r", allow_pickle=False)
     return a.view(d.np) if a.dtype != d.np else a
+
+
+class StorageReader:
+    """Elements [a, b) of a storage written by write_npy, read from the file with plain reads
+    (nothing mapped, so the memory used is the chunk's)."""
+
+    def __init__(self, path: Path, d: dt.DType):
+        self.path, self.d = path, d
+        with open(path, "rb") as f:
+            major, _ = np.lib.format.read_magic(f)
+            read = (np.lib.format.read_array_header_1_0 if major == 1
+                    else np.lib.format.read_array_header_2_0)  # fmt: skip
+            shape, _, dtype = read(f)
+            self.offset, self.saved, self.size = f.tell(), np.dtype(dtype), int(shape[0])
+
+    def get(self, a: int, b: int) -> np.ndarray:
+        with open(self.path, "rb") as f:
+            f.seek(self.offset + a * self.saved.itemsize)
+            raw = np.fromfile(f, dtype=self.saved, count=b - a)
+        return raw.view(self.d.np) if raw.dtype != self.d.np else raw

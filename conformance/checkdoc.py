@@ -288,6 +288,11 @@ class _SpecSide:
                 self.codes.setdefault(c.status, c)
             names = [t.param for t in c.terms if t.param] if c.terms else list(c.params)
             self.covered.setdefault(c.kind, set()).update(names)
+            if c.kind == "castable" and c.to is not None and c.to.dtype:
+                # a scalar's dtype rule: castable to a fixed dtype is its list ("数据类型需要是可
+                # 转换为FLOAT的数据类型"), so the doc's dtype row is covered
+                scalars = [n for n in names if spec.param(n).kind == "scalar"]
+                self.covered.setdefault("dtype_in", set()).update(scalars)
             if c.kind == "max_rank" and c.max is not None:
                 for n in names:
                     self.ranks[n] = min(self.ranks.get(n, c.max), c.max)
@@ -307,13 +312,20 @@ class _SpecSide:
     def _implied(self, spec: OpSpec) -> None:
         """A tensor held to the dtype (shape) of a listed (rank-checked) one shares its list (rank):
         same_dtype / same_shape / shape_is_broadcast say as much as a dtype_in / max_rank check."""
-        for c in spec.checks:
-            names = [t.param for t in c.terms if t.param] if c.terms else list(c.params)
-            if c.kind == "same_dtype":
+        same = [[t.param for t in c.terms if t.param] if c.terms else list(c.params)
+                 for c in spec.checks if c.kind == "same_dtype"]  # fmt: skip
+        grew = True
+        while grew:  # a chain (a = b, then b = listed c) passes the list along, in any order
+            grew = False
+            for names in same:
                 src = next((n for n in names if n in self.dtypes), None)
                 for n in names if src else ():
-                    self.dtypes.setdefault(n, self.dtypes[src])  # type: ignore[index]
-                    self.covered["dtype_in"].add(n)
+                    if n not in self.dtypes:
+                        self.dtypes[n] = self.dtypes[src]  # type: ignore[index]
+                        self.covered.setdefault("dtype_in", set()).add(n)
+                        grew = True
+        for c in spec.checks:
+            names = [t.param for t in c.terms if t.param] if c.terms else list(c.params)
             ranked = [self.ranks[n] for n in (c.of or names) if n in self.ranks]
             whole = c.kind == "same_shape" or (c.of and len(ranked) == len(c.of))
             if c.kind in ("same_shape", "shape_is_broadcast") and ranked and whole:

@@ -29,11 +29,36 @@ class Violation(Exception):
         self.check, self.message = check, message
 
 
+def null_default(p: Param) -> Any:
+    """The argument a null pointer stands for when the parameter says `null: default`: its
+    documented default (a scalar of its default dtype)."""
+    if p.kind == "scalar":
+        return ScalarArg(p.default_dtype or "FLOAT", p.default)
+    return bool(p.default) if p.kind == "bool" else p.default
+
+
+def with_defaults(spec: OpSpec, call: Call) -> Call:
+    """`call` with every null of a `null: default` parameter replaced by that default: the call
+    the op makes. Backends that cannot pass a null (PyTorch, JAX) and the formula see this one."""
+    subs = {p.name: null_default(p) for p in spec.params
+            if p.null == "default" and p.name in call.args and call.args[p.name] is None}  # fmt: skip
+    return Call(call.op, call.product, {**call.args, **subs}) if subs else call
+
+
+def accepted_nulls(spec: OpSpec, call: Call) -> set[str]:
+    """The parameters that are null in `call` and whose null the spec accepts (default, absent):
+    no check reads them (the library tests `ptr != nullptr && ...`)."""
+    return {p.name for p in spec.params if p.nullable and call.args.get(p.name, 0) is None}
+
+
 def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
-    """Scalars (as float64 of their declared dtype), bools and strings of the call."""
+    """Scalars (as float64 of their declared dtype), bools and strings of the call; a null that
+    stands for a default (`null: default`) is that default."""
     env: dict[str, Any] = {}
     for p in spec.attributes:
         v = call.args.get(p.name)
+        if v is None and p.null == "default":
+            v = null_default(p)
         env[p.name] = v.as_float64() if isinstance(v, ScalarArg) else v
     return env
 

@@ -275,9 +275,17 @@ def rank_bounds(text: str) -> tuple[int | None, int | None]:
 def override_statements(
     text: str, names: list[str], products_: tuple[str, ...], line: int
 ) -> list[Override]:
-    """The product note after the product names: "P1、P2的数据类型支持A、B。" statements."""
+    """The product note after the product names: "P1、P2的数据类型支持A、B。" statements, and
+    "不支持A数据类型。" (A removed)."""
     out = []
     for stmt in re.split(r"[。]", text):
+        m = re.search(r"不支持(.+?)数据类型", stmt)  # "不支持BFLOAT16数据类型": the dtypes removed
+        if m and dtype_tokens(m.group(1)):
+            named = tuple(n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", stmt[: m.start()])
+                          if n in names)  # fmt: skip
+            found = tuple(d for d, _ in dtype_tokens(m.group(1)))
+            out.append(Override(products_, named or None, found, True, line))
+            continue
         m = re.search(r"数据类型(不?)支持", stmt)
         head, tail = (stmt[: m.start()], stmt[m.end() :]) if m else ("", stmt)
         found = tuple(d for d, _ in dtype_tokens(tail))

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 from conformance.docpage import (
     DocPage,
+    DocParam,
     Interface,
     StatusRow,
     auto_cast_extras,
@@ -248,12 +249,21 @@ def _notes(itf: Interface, lines: list[str], start: int, end: int, tables: list[
         if not m:
             continue
         ids, _ = product_list(m.group(1))
+        tensor_lists = [_listed(p) for p in itf.params if p.base and p.kind == "tensor"]
         for o in override_statements(_clean(m.group(2)), names, tuple(ids), j + 1):
-            targets = o.params or [p.name for p in itf.params if p.base and p.kind == "tensor"]
+            # a note naming no parameter is about the tensors' list: it also holds for a scalar
+            # whose list is the same as a tensor's (a min and a max scalar listed like the tensors)
+            targets = o.params or [p.name for p in itf.params if p.base and (
+                p.kind == "tensor" or _listed(p) in tensor_lists)]  # fmt: skip
             for n in targets:
                 p = itf.param(n)
                 if p is not None:
                     p.overrides.append(o)
+
+
+def _listed(p: DocParam) -> tuple[str, ...]:
+    """A parameter's own dtype list (without its product limits), for comparing lists."""
+    return tuple(d for d, _ in (p.base or []))
 
 
 def _status(page: DocPage, t: _Table, itf: Interface) -> list[StatusRow] | None:

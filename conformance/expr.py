@@ -7,7 +7,7 @@ name parameters, numbers and the functions below. Grammar (Python syntax, this s
     numbers, True/False, the constants pi e inf nan, parameter and `let` names,
     + - * / ** (binary), unary - + not, and / or, comparisons (chains allowed),
     name == "text" / name != "text" / name in ("a", "b") for string parameters,
-    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs minimum maximum
+    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs minimum maximum conj
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "abs": (1, np.abs),
     "minimum": (2, np.minimum),
     "maximum": (2, np.maximum),
+    "conj": (1, np.conj),  # the complex conjugate; the identity on real values
 }
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 

@@ -30,6 +30,7 @@ class MpEval:
             "erfinv": guarded(m.erfinv, lambda x: -1 <= x <= 1),
             "tanh": m.tanh,
             "abs": abs,
+            "conj": m.conj,
             "log": guarded(m.log, lambda x: x >= 0),
             "log1p": guarded(m.log1p, lambda x: x >= -1),
             "sqrt": guarded(m.sqrt, lambda x: x >= 0),

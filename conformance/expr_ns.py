@@ -21,7 +21,7 @@ from conformance.expr import Expr
 
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 FUNCTIONS = ("exp", "expm1", "log1p", "log", "erf", "erfc", "erfinv", "tanh", "sqrt", "abs", "minimum",
-             "maximum")  # fmt: skip
+             "maximum", "conj")  # fmt: skip
 BINARY = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide",
           ast.Pow: "power"}  # fmt: skip
 COMPARE = {ast.Lt: "less", ast.LtE: "less_equal", ast.Gt: "greater", ast.GtE: "greater_equal",

@@ -179,6 +179,7 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                         make_plan(spec, product, "positive", args, f"layout=out-{lay}", noncontig)
                     )
             plans += _scalar_plans(spec, product, base)
+            plans += _null_plans(spec, product, base)
             if (not large_done and product == spec.products[0]
                     and all(d == "FLOAT" for d in combo.values())):  # fmt: skip
                 shapes = dict.fromkeys([p.name for p in spec.params if p.is_tensor], LARGE_SHAPE)
@@ -212,6 +213,14 @@ def _scalar_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[Case
             out.append(make_plan(spec, product, "positive", args, f"scalar={p.name}:{d}",
                            _ids(spec, "dtype")))  # fmt: skip
     return out
+
+
+def _null_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
+    """One positive case per parameter whose null the spec accepts (`null: default` or
+    `absent`): that argument a null pointer, every other one as in the base case."""
+    return [make_plan(spec, product, "positive", {**base, p.name: None}, f"null={p.name}",
+                      _ids(spec, "null", p.name))
+            for p in spec.params if p.nullable]  # fmt: skip
 
 
 def _valid_positive(spec: OpSpec, plans: list[CasePlan]) -> list[CasePlan]:

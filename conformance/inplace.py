@@ -11,6 +11,8 @@ input it takes the place of and which output is written into it:
       output: out          # ... and written: out's rules now apply to self
       source: ...
       bindings: {aten: {op: x_, args: [self, ...]}}
+      c_type: "const aclTensor*"   # optional: the C type the in-place prototype gives the tensor
+      dtype_sets: {float: {...}}   # optional: dtype sets the in-place API documents on its own
 
 The variant keeps every rule of the out-of-place spec, with the output's name replaced by the
 input's: the input becomes one `inout` tensor (role inout), so cases hand the backend one
@@ -111,12 +113,15 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
     v["source"] = {**data["source"], "inplace": ip["source"]}
     if "products" in ip:
         v["products"] = list(ip["products"])
+    for name, table in (ip.get("dtype_sets") or {}).items():  # the in-place API's own lists
+        v.setdefault("dtype_sets", {})[name] = copy.deepcopy(table)
     params = []
     for p in v["params"]:
         if p["name"] == out:
             continue
         if p["name"] == inp:
-            p = {**p, "role": "inout", "c_name": ip["tensor"], "c_type": "aclTensor*"}
+            p = {**p, "role": "inout", "c_name": ip["tensor"],
+                 "c_type": ip.get("c_type", "aclTensor*")}  # fmt: skip
         params.append(p)
     v["params"] = params
     checks, dropped = [], set()

@@ -22,6 +22,7 @@ import jsonschema
 import specs
 from conformance import bindings, dtypecond
 from conformance import dtypes as dt
+from conformance.atk_section import section_problems
 from conformance.catalog import planned_products, products, status_codes
 from conformance.checks import CHECK_KINDS
 from conformance.compare import field_problem, policy_for, table_problems, tolerance_table
@@ -141,6 +142,7 @@ class Linter:
         sets = self.dtype_sets(data.get("dtype_sets", {}), prods)
         checks = [self.check(i, c, by_name, sets) for i, c in enumerate(data["checks"])]
         formula = self.formula(data["formula"], by_name)
+        self.nulls(params, [c for c in checks if c], formula)
         points = [
             self.special(i, s, by_name, formula)
             for i, s in enumerate(data.get("special_points", []))
@@ -165,11 +167,10 @@ class Linter:
                 for i, d in enumerate(data.get("deviations", []))]  # fmt: skip
         if self.problems:
             return None
-        for key in ("inputs", "outputs"):  # the ATK mapping names parameters of this spec
-            for atk_name, param in (data.get("atk") or {}).get(key, {}).items():
-                if param not in by_name:
-                    self.err(("atk", key, atk_name), f"atk {key}: {atk_name!r} maps to "
-                                                     f"{param!r}, which is no parameter")  # fmt: skip
+        if isinstance(data.get("atk"), dict):  # what the ATK section names is of this spec
+            kinds = {n: (p.kind, p.is_output) for n, p in by_name.items()}
+            for path, msg in section_problems(data["atk"], kinds):
+                self.err(("atk", *path), msg)
         variants = self.inplace_variant(data) if "inplace" in data else ()
         if self.problems:
             return None
@@ -222,12 +223,42 @@ class Linter:
                 ddt = self.dtype_name(("params", i, "default_dtype"), ddt)
             elif kind == "scalar":
                 ddt = "FLOAT"
+            null = p.get("if_null", "")
+            if null and kind == "bool":
+                self.err(("params", i, "if_null"), f"{name}: a bool is passed by value; it cannot be "
+                                                f"null")  # fmt: skip
+            elif null == "default" and (kind == "tensor" or p.get("default") is None):
+                self.err(("params", i, "if_null"), f"{name}: if_null: default needs a documented "
+                         f"`default:` value to take" + (" (a tensor has none: use absent or "
+                                                        "error)" if kind == "tensor" else ""))  # fmt: skip
             out.append(Param(name, kind, p.get("role", "input"), p.get("c_type", ""),
                              p.get("default"), ddt, tuple(p.get("values", [])), p.get("doc", ""),
-                             p.get("c_name", "")))  # fmt: skip
+                             p.get("c_name", ""), null))  # fmt: skip
         if not any(p.is_output for p in out):
             self.err(("params",), "a spec needs at least one output tensor (role: output)")
         return out
+
+    def nulls(self, params: list[Param], checks: list[Check], formula: Formula | None) -> None:
+        """A parameter's `if_null` agrees with the checks and the formula: a null that is accepted
+        (default, absent) is named by no not_null check, a null that is an error by one, and
+        the formula and value checks never read an absent parameter."""
+        null_checked = {n for c in checks if c.kind == "not_null" for n in c.params}
+        exprs = [c.violated_if for c in checks]
+        if formula is not None:
+            exprs += [x.value for x in formula.lets]
+            exprs += [e for b in formula.branches for e in (b.when, b.value)]
+        read = {n for e in exprs if e is not None for n in e.names}
+        for i, p in enumerate(params):
+            where = ("params", i, "if_null")
+            if p.nullable and p.name in null_checked:
+                self.err(where, f"{p.name}: if_null: {p.null} says a null is accepted, but a "
+                                f"not_null check rejects it")  # fmt: skip
+            if p.null == "error" and p.name not in null_checked:
+                self.err(where, f"{p.name}: if_null: error needs a not_null check naming it (its "
+                                f"status and its place in the check order)")  # fmt: skip
+            if p.null == "absent" and p.name in read:
+                self.err(where, f"{p.name}: if_null: absent, but the formula or a value check "
+                                f"reads it (use if_null: default with a documented default)")  # fmt: skip
 
     def dtype_sets(
         self, raw: dict[str, Any], prods: list[str]

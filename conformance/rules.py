@@ -14,7 +14,7 @@ import numpy as np
 from conformance.call import Call
 from conformance.catalog import status_name
 from conformance.checks import kind_of
-from conformance.checks_base import Violation, attribute_env
+from conformance.checks_base import Violation, accepted_nulls, attribute_env, with_defaults
 from conformance.flat import FlatView, numel, ranges
 from conformance.spec import Check, OpSpec
 
@@ -33,11 +33,26 @@ class Verdict:
         return self.status == 0 and not self.empty
 
 
+def check_reads(check: Check) -> set[str]:
+    """Every parameter a check names (its params, dtype terms, `to` and `of`)."""
+    names = set(check.params) | set(check.of)
+    for t in (*check.terms, check.to):
+        if t is not None:
+            names |= set(t.params())
+    return names
+
+
 def validate(spec: OpSpec, call: Call) -> Verdict:
-    """Run the spec's checks in order; the first violation wins, an empty_success rule ends early."""
+    """Run the spec's checks in order; the first violation wins, an empty_success rule ends early.
+    A null the spec accepts (`null: default` or `absent`) is read by no check but a value
+    check, which sees the default it stands for."""
+    nulls = accepted_nulls(spec, call)
+    resolved = with_defaults(spec, call)
     for check in spec.checks:
+        if nulls and check.kind != "value" and check_reads(check) & nulls:
+            continue
         try:
-            done = kind_of(check).evaluate(spec, check, call)
+            done = kind_of(check).evaluate(spec, check, resolved)
         except Violation as v:
             msg = f"{v.message} [{spec.clause(check.id)}, {status_name(check.status)}]"
             return Verdict(check.status, check, msg)
@@ -57,7 +72,8 @@ def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = Non
     for p in spec.tensor_inputs:
         flat = FlatView(call.tensor(p.name), shape)
         with np.errstate(all="ignore"):
-            env[p.name] = flat.get(start, flat.size if stop is None else stop).astype(np.float64)
+            v = flat.get(start, flat.size if stop is None else stop)
+            env[p.name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
     for let in spec.formula.lets:
         env[let.name] = let.value.evaluate(env)
     return env

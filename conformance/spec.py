@@ -12,6 +12,7 @@ from typing import Any
 
 from conformance.expr import Expr
 
+NULL_MEANINGS = ("default", "absent", "error")
 TERM_PROMOTE = re.compile(r"^promote\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)$")
 
 
@@ -26,10 +27,19 @@ class Param:
     values: tuple[str, ...] = ()  # strings: the documented choices
     doc: str = ""
     c_name: str = ""  # the name in the C signature when it differs (an in-place op's selfRef)
+    # What a null pointer does (`if_null:`, NULL_MEANINGS): "default" (accepted, the op uses `default`),
+    # "absent" (accepted, the parameter takes no part), "error" (a not_null check rejects it);
+    # "" when the spec does not say (a pointer no check names is then simply not tested null).
+    null: str = ""  # the `if_null:` field
 
     @property
     def is_tensor(self) -> bool:
         return self.kind == "tensor"
+
+    @property
+    def nullable(self) -> bool:
+        """A null pointer is a valid argument (its `null` is default or absent)."""
+        return self.null in ("default", "absent")
 
     @property
     def is_output(self) -> bool:

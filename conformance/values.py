@@ -43,10 +43,13 @@ def draw(kind: str, d: dt.DType, shape: tuple[int, ...], rng: np.random.Generato
             lo = max(int(info.min), -6)
             v = rng.integers(lo, 7, size=n)
         return v.astype(d.np).reshape(shape)
-    if d.category == "complex":
-        re = draw(kind, dt.get("DOUBLE"), shape, rng)
-        im = draw(kind, dt.get("DOUBLE"), shape, rng)
-        return (re + 1j * im).astype(d.np)
+    if d.category == "complex":  # each part a value of the part dtype (COMPLEX64: FLOAT)
+        part = dt.get("FLOAT" if d.np.itemsize == 8 else "DOUBLE")
+        re = draw(kind, part, shape, rng).astype(np.float64)
+        im = draw(kind, part, shape, rng).astype(np.float64)
+        out = np.empty(shape, dtype=d.np)
+        out.real, out.imag = re, im  # no complex product: inf * 1j would put NaN in a part
+        return out
     if kind == "normal" and n > CHUNKED:  # large: one chunk of float64 at a time
         out = np.empty(n, dtype=d.np)
         for start in range(0, n, CHUNKED):

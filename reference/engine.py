@@ -6,6 +6,11 @@ input element widened exactly to float64, scalars at the value their declared dt
 formula evaluated in float64, and the result rounded once (round-to-nearest-even) to the output
 dtype and written into the output view only.
 
+Complex tensors (COMPLEX64, COMPLEX128) take the numpy evaluator in complex128 and each part is
+rounded once to the output's: complex arithmetic as numpy does it ((ac - bd) + (ad + bc)i), not
+certified correctly rounded like the real dtypes (a part can lose accuracy to cancellation, and
+an overflowing product puts NaN where inf - inf falls).
+
 Evaluation streams: chunk by chunk in the output's C order (conformance/flat.py), through the
 compiled kernel (kernel.py) or the numpy evaluator, so no full-size float64 temporary exists. As
 an oracle (`expect`), nothing is computed up front: the golden is a GoldenStream that the judge
@@ -26,7 +31,7 @@ from conformance.backend import OracleTimeout
 from conformance.call import Call, CallError, Outcome, ScalarArg, TensorArg
 from conformance.flat import BLOCK, FlatView, numel, ranges
 from conformance.registry import Registry, UnknownOp, default_registry
-from conformance.rules import attribute_env, validate
+from conformance.rules import attribute_env, validate, with_defaults
 from conformance.spec import OpSpec
 from reference import errbound, kernel, precise, roundings, settle
 
@@ -78,6 +83,7 @@ def evaluate(call: Call, registry: Registry | None = None, *, exact: bool = Fals
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
         return Outcome(0, outputs, "empty output: nothing computed", nothing_written=True)
     info = out_arg.dtype_info
+    call = with_defaults(spec, call)  # a null that stands for a default: the default's call
     if lazy and info.is_float and not info.opaque and info.category != "complex":
         stream = GoldenStream(spec, call, exact, deadline)
         return Outcome(0, {}, "", golden={spec.formula.output: stream})
@@ -147,6 +153,9 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     scalars = {p.name: call.args[p.name].typed() for p in spec.attributes
                if isinstance(call.args.get(p.name), ScalarArg)}  # fmt: skip
     complex_out = out_dtype.category == "complex"
+    if not complex_out and any(dt.get(d).category == "complex" for d in in_dtypes.values()):
+        raise CallError(f"{spec.name}: a complex input with the real output dtype {out_dtype.name} "
+                        "is not modelled")  # fmt: skip
     # a formula float64 rounds once (roundings.py) is correctly rounded as it stands: its
     # DOUBLE output needs neither long double nor, with --exact, mpmath
     once = out_dtype.name == "DOUBLE" and roundings.correctly_rounded(spec)
@@ -235,14 +244,15 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
                     mask[sub] = precise.near_midpoint(y[sub], out_dtype.name)
         if y is None:
             chunk_env = dict(env)
-            for name, arr in raw.items():
-                chunk_env[name] = arr.astype(np.float64)
+            for name, arr in raw.items():  # complex values stay complex (numpy path only)
+                chunk_env[name] = arr.astype(np.complex128 if np.iscomplexobj(arr) else np.float64)
             if faithful and errbound.extended(spec):
                 y = errbound.evaluate_extended(spec, chunk_env, n)
             elif faithful:
                 y, mask = errbound.faithful_mask(spec, chunk_env, n)
             else:
-                y = evaluate_formula(spec, chunk_env, n)
+                y = evaluate_formula(spec, chunk_env, n,
+                                     np.complex128 if complex_out else np.float64)  # fmt: skip
                 if precise.is_float_output(out_dtype.name) and not complex_out:
                     mask = (
                         np.isfinite(y) if refine_all else precise.near_midpoint(y, out_dtype.name)

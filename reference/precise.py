@@ -147,7 +147,7 @@ class _NotRational(Exception):
 
 
 _RATIONAL = _Rational()
-_RATIONAL_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where"})
+_RATIONAL_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where", "conj"})
 
 
 def rational(spec: OpSpec) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 from conformance.spec import OpSpec
 
 MANY = 2  # two or more roundings: not correctly rounded by construction
-_EXACT_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where"})
+_EXACT_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where", "conj"})
 _ROUNDED_ONCE = frozenset({"sqrt"})
 _EXACT_CONSTANTS = frozenset({"inf", "nan"})
 

@@ -125,9 +125,10 @@ def test_summary_and_report_name_each_rejecting_clause_and_each_skip(leaky):
     assert rejected == {"slope-nonneg-if-result": ["6"], "broadcastable": ["7"],
                         "dtype-gradOutput": ["12"]}  # fmt: skip
     assert {v["status"] for v in rep["rejected_by_clause"].values()} == {161002}
-    size = rep["skipped_by_reason"]["size"]
+    # case 8 holds 10^10 elements: past the case reader's 2^31, whatever --max-elements says
+    size = rep["skipped_by_reason"]["reader-limit"]
     assert size["atk_ids"] == ["8"] and size["would_be"] == {"accepted": 1}
-    other = {k: v["atk_ids"] for k, v in rep["skipped_by_reason"].items() if k != "size"}
+    other = {k: v["atk_ids"] for k, v in rep["skipped_by_reason"].items() if k != "reader-limit"}
     assert sorted(other.values()) == [["10"], ["13"]]  # a grouped input; "default" for a tensor
     assert "'default' is not a number" in next(k for k, v in other.items() if v == ["13"])
     md = (out / "atk-report-leaky_relu_backward.md").read_text(encoding="utf-8")
@@ -376,3 +377,158 @@ def test_lint_names_an_atk_mapping_to_no_parameter(tmp_path):
     assert f"{bad}:{i + 1}: atk inputs: 'grad_output' maps to 'gradOut', which is no parameter" in (
         proc.stdout
     )
+
+
+# -- the vendor files' other forms (issue 23): intervals, null ranges, the executor's rewrites,
+# -- the case reader's limits, bounded memory -------------------------------------------------
+CELU = DATA / "atk_aclnnCelu.json"
+F16_TINY = 2.0**-24  # the least positive FLOAT16 (subnormal), 5.96e-8
+
+
+def test_interval_strings_exclude_their_open_ends(tmp_path):
+    """ "( 0, 1e-07 ]" for a FLOAT16 alpha: about a third of the uniform draws round to 0, which
+    the open end excludes, so celu's alpha-nonzero never fires; "[ 0, 1e-07 ]" lets 0 through."""
+    text = _import(CELU, tmp_path)
+    rep = json.loads((tmp_path / "atk-report-celu.json").read_text(encoding="utf-8"))
+    rejected = {
+        k: sorted(int(i) for i in v["atk_ids"]) for k, v in rep["rejected_by_clause"].items()
+    }
+    assert set(rejected) == {"alpha-nonzero"}, text
+    assert all(40 <= i < 60 for i in rejected["alpha-nonzero"]) and rejected["alpha-nonzero"]
+    c = _cases(tmp_path)
+    half_up = float(np.float16(1e-7))  # the closed end, rounded to FLOAT16: 2 * F16_TINY
+    for i in range(20):
+        alpha = c[str(i)].call.args["alpha"]
+        assert alpha.dtype == "FLOAT16" and 0 < alpha.value <= half_up
+        assert c[str(i + 20)].call.args["alpha"].value < 0
+    # FLOAT16 in (-1e-7, 1e-7): 0 and the two least subnormals; a draw in [1.5, 1.68) x 2^-24
+    # rounds to 2 x 2^-24 = 1.19e-7, past the open end, and is moved back inside
+    x = _vals(c["60"], "self")
+    assert set(np.unique(x).tolist()) == {-F16_TINY, 0.0, F16_TINY}
+    assert 0 < c["60"].call.args["alpha"].value <= 5
+
+
+def test_interval_strings_parse_with_their_ends():
+    f = parse_form("[ -5, 0 )")
+    assert (f.kind, f.lo, f.hi, f.lo_open, f.hi_open) == ("range", -5.0, 0.0, False, True)
+    g = parse_form("( 0, 5 ]")
+    assert (g.lo_open, g.hi_open, g.describe()) == (True, False, "(0, 5]")
+    assert parse_form("(1e-3,2.5e2)").hi == 250.0
+    for bad in ("( 5, 0 )", "[ a, 1 )", "[ -inf, 0 )"):
+        with pytest.raises(FormError):
+            parse_form(bad)
+    # an integer dtype: the open ends drop the end integers
+    v = next(TensorValues(parse_form("( -2, 2 )"), dt.get("INT32"), 1000,
+                          np.random.default_rng(0)).chunks())  # fmt: skip
+    assert set(np.unique(v)) == {-1, 0, 1}
+
+
+def test_a_null_range_is_refused_with_its_reason(tmp_path):
+    """range_values ["null"]: ATK's generator decides what it means and is not public: skipped,
+    said why, nothing written."""
+    _import(DATA / "atk_aclnnSquaredRelu.json", tmp_path)
+    rep = json.loads((tmp_path / "atk-report-squared_relu.json").read_text(encoding="utf-8"))
+    skipped = {tuple(v["atk_ids"]): k for k, v in rep["skipped_by_reason"].items()}
+    assert list(skipped) == [("0", "2")]
+    assert "null" in skipped[("0", "2")] and "not public" in skipped[("0", "2")]
+    assert set(_cases(tmp_path)) == {"1"}
+
+
+def test_the_executors_format_attribute_is_every_tensors_format(tmp_path):
+    """Relu's executor reads the attribute `format` (dtype non_param) in get_format and gives
+    that aclFormat to every tensor; the attribute is no parameter of the call."""
+    _import(DATA / "atk_aclnnRelu.json", tmp_path)
+    want = {"0": "NCHW", "1": "NCL", "2": "ND", "3": "ND"}
+    for d in find_cases(tmp_path):
+        meta = json.loads((d / "case.json").read_text(encoding="utf-8"))
+        assert set(meta["args"]) == {"self", "out"}
+        fmt = want[str(meta["atk"]["id"])]
+        assert meta["args"]["self"]["format"] == fmt and meta["args"]["out"]["format"] == fmt
+    assert sorted(_cases(tmp_path)) == ["0", "1", "2", "3"]
+
+
+def test_an_executor_only_attribute_the_spec_does_not_handle_is_named(tmp_path):
+    """A spec whose atk section does not say what the executor does with `format`: one line
+    naming the attribute, exit 2, nothing imported."""
+    import re
+
+    import yaml
+
+    spec_dir = tmp_path / "specs"
+    spec_dir.mkdir()
+    data = yaml.safe_load((REPO / "specs" / "ops" / "relu.yaml").read_text("utf-8"))
+    data.pop("inplace")
+    data["atk"].pop("formats")
+    data["name"], data["op"] = "relu_plain", "aclnnReluPlain"
+    (spec_dir / "relu_plain.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), "utf-8")
+    proc = cli("--specs", spec_dir, "cases", "import-atk", DATA / "atk_aclnnRelu.json",
+               "-o", tmp_path / "out", "--op", "relu_plain")  # fmt: skip
+    assert proc.returncode == 2
+    *notes, last = proc.stderr.strip().splitlines()
+    assert [n for n in notes if not n.startswith("note: ")] == []  # the --op note, then one error
+    for needle in ("Error: ", "ATK input 'format'", "non_param", "atk.formats"):
+        assert needle in last
+    assert re.search(r"relu_plain\.yaml:\d+", last)
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("case.json"))
+
+
+def test_the_executors_replacement_is_the_call_imported(tmp_path):
+    """LogSigmoidBackward's executor passes torch.tensor([1]).to(self.dtype) as buffer, whatever
+    the file gives: the imported call has that buffer, and the spec's shape-buffer rule (the doc
+    asks buffer's shape to be the others') rejects it."""
+    _import(DATA / "atk_aclnnLogSigmoidBackward.json", tmp_path)
+    c = _cases(tmp_path)
+    for atk_id, dtype in (("0", "FLOAT16"), ("1", "FLOAT")):
+        buf = c[atk_id].call.args["buffer"]
+        assert (buf.dtype, buf.shape) == (dtype, (1,))
+        assert _vals(c[atk_id], "buffer").tolist() == [1.0]
+        assert c[atk_id].expected_status == 161002
+        assert c[atk_id].clauses == ("shape-buffer",)
+    proc = cli("run", "--cases", tmp_path, "--backend", "reference", "-q", "--results",
+               tmp_path / "r.jsonl")  # fmt: skip
+    assert_clean(proc, 0)
+    assert {r["verdict"] for r in read_jsonl(tmp_path / "r.jsonl")} == {"pass"}
+
+
+def test_a_case_past_the_case_readers_limit_is_skipped_and_nothing_written(tmp_path):
+    """2^31 + 1 elements (an int32-boundary case): past casefile.MAX_ELEMENTS whatever
+    --max-elements says; skipped with the reason before anything is allocated or written."""
+    text = _import(DATA / "atk_aclnnErfinv.json", tmp_path, "--max-elements", 1 << 40)
+    assert "case reader's limit" in text
+    rep = json.loads((tmp_path / "atk-report-erfinv.json").read_text(encoding="utf-8"))
+    assert rep["skipped_by_reason"]["reader-limit"]["atk_ids"] == ["0"]
+    assert rep["skipped_by_reason"]["reader-limit"]["would_be"] == {"accepted": 1}
+    assert set(_cases(tmp_path)) == {"1"}
+    written = sum(f.stat().st_size for f in tmp_path.rglob("*") if f.is_file())
+    assert written < 1 << 20
+
+
+def _peak_rss_kb(src: Path, out: Path) -> int:
+    """Peak RSS of `aclnn-conform cases import-atk src` in a child process (Linux ru_maxrss)."""
+    import subprocess
+    import sys
+
+    code = ("import resource, sys; from cli.main import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code, "cases", "import-atk", str(src), "-o",
+                           str(out), "--max-elements", str(1 << 30)], capture_output=True,
+                          text=True, cwd=REPO, check=False)  # fmt: skip
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RSS"))
+    return int(line.split()[1])
+
+
+def test_import_memory_does_not_grow_with_the_tensors(tmp_path):
+    """Values are drawn, written and read back (branch crediting) a chunk at a time: importing
+    tensors of 2^23 elements costs no more memory than tensors of 2^16 (a whole tensor is 32 MB;
+    three of them are written)."""
+    peaks = []
+    for n in (1 << 16, 1 << 23):
+        src = tmp_path / f"atk_aclnnLeakyReluBackward_{n}.json"
+        case = json.loads(LEAKY.read_text("utf-8"))[0]
+        for inp in case["inputs"]:
+            if inp["type"] == "tensor":
+                inp["shape"], inp["dtype"], inp["range_values"] = [n], "fp32", [-1, 1]
+        src.write_text(json.dumps([case]), "utf-8")
+        peaks.append(_peak_rss_kb(src, tmp_path / f"out{n}"))
+    assert peaks[1] - peaks[0] < 24 * 1024, peaks

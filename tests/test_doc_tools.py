@@ -409,3 +409,63 @@ def test_doc_matcher_values_are_checked_and_dtype_aliases_match(tmp_path):
     )
     assert got == [("atlas-a2", "no-bf16-result"), ("atlas-a3", "no-bf16-result")]
     assert rep["unexplained"] == 0
+
+
+# -- issue 23: what the ops-nn pages of the shipped specs needed ------------------------------
+GATE_MD = DOCS / "aclnnToyGate&aclnnInplaceToyGate.md"
+GATE_SPEC = DOCS / "toy_gate.yaml"
+
+
+def _gate_report(spec: Path = GATE_SPEC) -> list[dict[str, Any]]:
+    res = cli("specs", "check-doc", spec, GATE_MD, "--format", "json")
+    return [x for r in json.loads(res.output) for x in r["differences"]]
+
+
+def test_a_same_dtype_chain_written_backwards_passes_the_list_along():
+    """self = other is checked before other = out, and only out has a list: self still has it
+    (fast_gelu_backward's checks read this way)."""
+    diffs = _gate_report()
+    assert {d["param"] for d in diffs} == {"beta"}  # beta: the deviation beta-list only
+    assert all(d["explained_by"] == "beta-list" for d in diffs)
+
+
+def test_a_note_removing_a_dtype_holds_for_the_tensors_and_a_scalar_listed_alike():
+    """ "<term>Atlas 训练系列产品</term>：不支持BFLOAT16数据类型。": no BF16 for the tensors on
+    Atlas training, nor for alpha, whose list is theirs; beta's own list is untouched."""
+    itf = load_page(GATE_MD).interface("aclnnToyGate")
+    assert itf is not None
+    for name in ("self", "other", "out", "alpha"):
+        p = itf.param(name)
+        assert p.dtypes["atlas-training"] == ("FLOAT", "FLOAT16"), name
+        assert p.dtypes["atlas-a2"] == ("FLOAT", "FLOAT16", "BF16"), name
+    assert itf.param("beta").dtypes["atlas-training"] == ("FLOAT", "DOUBLE", "INT32")
+
+
+def test_a_scalar_checked_by_a_cast_covers_the_dtype_row(tmp_path):
+    """The 161002 row names beta; the spec checks beta with castable ... to: FLOAT (a scalar's
+    dtype rule): covered. Without that check the row names an uncovered parameter."""
+    assert not [d for d in _gate_report() if d["kind"] == "check-missing"]
+    text = GATE_SPEC.read_text("utf-8")
+    lines = [ln for ln in text.splitlines() if "id: cast-beta" not in ln]
+    bare = tmp_path / "toy_gate.yaml"
+    bare.write_text("\n".join(lines) + "\n", "utf-8")
+    missing = [d for d in _gate_report(bare) if d["kind"] == "check-missing"]
+    assert {(d["op"], d["param"]) for d in missing} == {("aclnnToyGate", "beta"),
+                                                        ("aclnnInplaceToyGate", "beta")}  # fmt: skip
+
+
+def test_an_in_place_variant_takes_its_own_c_type_and_dtype_lists(tmp_path):
+    """inplace.c_type: the in-place prototype's `const aclTensor *selfRef`; inplace.dtype_sets:
+    its own table's list (no BF16), the out-of-place spec keeping its own."""
+    from conformance.loader import load_spec
+
+    spec = load_spec(GATE_SPEC)
+    (variant,) = spec.variants
+    assert variant.param("self").c_type == "const aclTensor*"
+    assert variant.dtypes_for("float", "atlas-a2") == ("FLOAT", "FLOAT16")
+    assert spec.dtypes_for("float", "atlas-a2") == ("FLOAT", "FLOAT16", "BF16")
+    text = GATE_SPEC.read_text("utf-8").replace('  c_type: "const aclTensor*"\n', "")
+    plain = tmp_path / "toy_gate.yaml"
+    plain.write_text(text, "utf-8")
+    (ctype,) = [d for d in _gate_report(plain) if d["kind"] == "c-type"]
+    assert ctype["op"] == "aclnnInplaceToyGate" and ctype["explained_by"] is None

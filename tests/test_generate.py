@@ -398,13 +398,19 @@ def test_value_kinds_draw_what_they_say(op, cases):
         if kind is None:
             continue
         tensors = list(_tensors(c, outputs=False).values())
-        inputs = [t for t in tensors if t.dtype_info.is_float]
+        inputs = [t for t in tensors if t.dtype_info.category in ("float", "complex")]
         if not inputs:  # integer inputs (hardsigmoid's INT32, say): values, not float kinds
             assert tensors and all(t.dtype_info.category in ("int", "bool") for t in tensors)
             continue
-        fi = ml_dtypes.finfo(inputs[0].dtype_info.np)
         seen[(c.product, inputs[0].dtype)].add(kind)
-        v = np.concatenate([np.asarray(t.view()).astype(np.float64).reshape(-1) for t in inputs])
+        if inputs[0].dtype_info.category == "complex":  # its parts are the float values
+            fi = np.finfo(np.real(np.zeros(1, inputs[0].dtype_info.np)).dtype)
+            parts = [np.asarray(t.view()).reshape(-1) for t in inputs]
+            v = np.concatenate([f(a).astype(np.float64) for a in parts for f in (np.real, np.imag)])
+        else:
+            fi = ml_dtypes.finfo(inputs[0].dtype_info.np)
+            v = np.concatenate([np.asarray(t.view()).astype(np.float64).reshape(-1)
+                                for t in inputs])  # fmt: skip
         finite = v[np.isfinite(v)]
         if kind == "special":
             assert np.isnan(v).any() and np.isposinf(v).any() and np.isneginf(v).any(), c.id
@@ -499,6 +505,9 @@ def test_scalar_values_fit_their_dtype(op, cases):
     for c in _positive(cases[op]):
         for name in scalars:
             s = c.call.args[name]
+            if s is None:  # a null the spec accepts (if_null): only in its own null case
+                assert spec.param(name).nullable and c.id.endswith(f"/null={name}")
+                continue
             cat = dt.get(s.dtype).category
             if cat == "bool":
                 assert s.value is True

@@ -28,7 +28,8 @@ Tensors are read as logical views with numpy and the result is written into a co
 output storage through its view with numpy: layouts do not reach a kernel here, so `strided`
 only means that the adapter handles any view correctly. JAX checks no aclnn parameters (status
 "none"): a call it cannot compute at all returns ACLNN_ERR_PARAM_INVALID with JAX's message.
-Null pointers are skipped, and so are the variants a binding marks unsupported.
+Null pointers are skipped (a null the spec says stands for a default is that default), and so
+are the variants a binding marks unsupported.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from conformance.expr import Expr, ExprError, compile_expr
 from conformance.expr_ns import evaluate_with, jax_namespace
 from conformance.loader import status_codes
 from conformance.registry import UnknownOp
-from conformance.rules import attribute_env
+from conformance.rules import attribute_env, with_defaults
 from conformance.spec import OpSpec
 
 INSTALL_HINT = "not installed — pip install 'aclnn-conformance[jax]'"
@@ -155,8 +156,8 @@ class JaxBackend(Backend):
             return f"{self.name}: {exc}"
         if b is None:
             return f"{self.name}: {spec.path} has no bindings.jax section"
-        for name, arg in call.args.items():
-            if arg is None:
+        for name, arg in with_defaults(spec, call).args.items():
+            if arg is None and not spec.param(name).nullable:
                 return f"{self.name} has no null pointers ({name} is null)"
             if isinstance(arg, TensorArg | ScalarArg) and dt.get(arg.dtype).opaque:
                 return f"{self.name} has no opaque {arg.dtype} values ({name})"
@@ -170,6 +171,7 @@ class JaxBackend(Backend):
         b = self.binding(spec)
         if b is None:
             raise BackendError(f"{spec.path} has no bindings.jax section")
+        call = with_defaults(spec, call)  # a null standing for a default: the default
         outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs}
         out = call.tensor(b.output)
         env = attribute_env(spec, call)

@@ -10,8 +10,10 @@ result is stored the way an out= variant stores it: `torch.can_cast(result, out 
 shapes, then a copy through an as_strided view of a copy of the output storage, so nothing
 outside the view changes. PyTorch has no aclnn status codes: any exception is a rejection
 (ACLNN_ERR_PARAM_INVALID with `raised` set and the exception text as message), so the backend declares "accept_reject".
-Null pointers and dtypes torch lacks are skipped. Every input tensor is read back from the device
-after the call, so that an op writing an input fails "inputs are unchanged".
+Null pointers and dtypes torch lacks are skipped; a null the spec accepts is passed as the default
+it stands for (`null: default`) or as None (`null: absent`, an Optional ATen argument). Every
+input tensor is read back from the device after the call, so that an op writing an input fails
+"inputs are unchanged".
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from conformance.backend import (
 from conformance.backends import ascend_host
 from conformance.bindings import Binding, BindingCache, BindingError
 from conformance.call import Call, Outcome, ScalarArg, TensorArg
+from conformance.checks_base import with_defaults
 from conformance.loader import status_codes
 from conformance.registry import UnknownOp
 from conformance.spec import OpSpec
@@ -204,8 +207,9 @@ class TorchBackend(Backend):
         except (UnknownOp, BindingError) as exc:
             return f"{self.name}: {exc}"
         outputs = {p.name for p in spec.outputs}
+        call = with_defaults(spec, call)  # a null standing for a default: the default
         for name, arg in call.args.items():
-            if arg is None:
+            if arg is None and not spec.param(name).nullable:  # an absent one passes None
                 return f"{self.name} cannot pass a null pointer ({name} is null)"
             if isinstance(arg, TensorArg) and arg.dtype not in TORCH_DTYPES:
                 return f"{self.name} has no {arg.dtype} tensors ({name})"
@@ -221,6 +225,7 @@ class TorchBackend(Backend):
         if b is None:
             raise BackendError(f"{spec.path} has no bindings.aten section")
         self._ready()
+        call = with_defaults(spec, call)
         outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs}
         # An in-place op's tensor is handed over as a view of its own device storage, which is
         # then read back as it is: a result that does not land there is not in place. Every

@@ -37,9 +37,8 @@ SPECIAL = [0.0, -0.0, 0.5, 1.0, 0.99951171875, 1e-30, -1.0, 2.0, float("inf"), f
 
 def allowed(param: str, product: str) -> set[str]:
     """gradOutput, output, gradInput: FLOAT, FLOAT16, BFLOAT16, DOUBLE, COMPLEX64, COMPLEX128;
-    Atlas inference/training without BFLOAT16. The spec leaves the complex dtypes out (its
-    engine is real-valued): they are not listed here either."""
-    base = {"FLOAT", "FLOAT16", "DOUBLE"}
+    Atlas inference/training without BFLOAT16."""
+    base = {"FLOAT", "FLOAT16", "DOUBLE", "COMPLEX64", "COMPLEX128"}
     return base if product in ("atlas-inference", "atlas-training") else base | {"BF16"}
 
 
