@@ -23,9 +23,10 @@ import numpy as np
 
 from conformance import atk_values as av
 from conformance import dtypes as dt
+from conformance import safeio
 from conformance.atk import NON_PARAM, AtkCase, AtkError, AtkInput, AtkMapping
 from conformance.call import Call, ScalarArg, TensorArg, contiguous_strides
-from conformance.casefile import FORMAT, TOOL_VERSION, case_dir
+from conformance.casefile import FORMAT, TOOL_VERSION, make_case_dir
 from conformance.casefile import MAX_ELEMENTS as READER_MAX_ELEMENTS
 from conformance.rules import branch_hits, lets_used, validate
 from conformance.spec import Check, DtypeTerm, OpSpec
@@ -362,8 +363,7 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
 
 def write_planned(spec: OpSpec, plan: Planned, root: Path, seed: int, product: str,
                   kind: str, status: int, source: dict[str, Any]) -> None:  # fmt: skip
-    d = case_dir(root, plan.case_id)
-    d.mkdir(parents=True, exist_ok=True)
+    d = make_case_dir(root, plan.case_id)  # a symlink planted under root is refused
     args_json: dict[str, Any] = {}
     files: dict[str, Path] = {}
     for name, a in plan.args.items():
@@ -399,7 +399,7 @@ def write_planned(spec: OpSpec, plan: Planned, root: Path, seed: int, product: s
             "spec_sha256": spec.sha256, "tool_version": TOOL_VERSION, "args": args_json,
             "atk": {**source, "id": plan.case.id}}  # fmt: skip
     text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
-    (d / "case.json").write_text(text, encoding="utf-8")
+    safeio.write_file(d / "case.json", lambda f: f.write(text.encode("utf-8")))
 
 
 def case_id_for(spec: OpSpec, atk_id: str) -> str:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from conformance import dtypes as dt
+from conformance import safeio
 
 SPECIAL = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -398,13 +399,17 @@ def write_npy(path: Path, d: dt.DType, n: int, chunks: Iterator[np.ndarray]) -> 
     np.lib.format.write_array_header_1_0(head, header)
     h = hashlib.sha256(head.getvalue())
     written = 0
-    with open(path, "wb") as f:
+
+    def write(f) -> None:
+        nonlocal written
         f.write(head.getvalue())
         for c in chunks:
             raw = np.ascontiguousarray(c.astype(d.np, copy=False).view(saved)).tobytes()
             h.update(raw)
             f.write(raw)
             written += c.size
+
+    safeio.write_file(path, write)  # a planted symlink is replaced, never followed
     if written != n:
         raise ValueError(f"{path}: wrote {written} elements, expected {n}")
     return encoding, h.hexdigest()

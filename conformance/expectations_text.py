@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from conformance.yamlpos import YamlError
+from conformance import safeio
+from conformance.yamlpos import MAX_BYTES, YamlError
 from conformance.yamlpos import load as load_yaml
 
 HEADER = "# Expectations (see README, 'Expectations'); rewritten by --update-expectations.\n"
@@ -52,12 +53,10 @@ def rewrite(path: str | Path, entries: list[Any], backend: str | None) -> str:
         return (
             _fresh([], [], backend)
             if not Path(path).exists()
-            else _fresh(
-                Path(path).read_text(encoding="utf-8").splitlines(keepends=True), [], backend
-            )
+            else _fresh(safeio.read_text(path, MAX_BYTES).splitlines(keepends=True), [], backend)
         )
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = safeio.read_text(path, MAX_BYTES).splitlines(keepends=True)
         doc = load_yaml(path)
     except (OSError, UnicodeDecodeError, YamlError):
         return _fresh([], entries, backend)

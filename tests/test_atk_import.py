@@ -532,3 +532,28 @@ def test_import_memory_does_not_grow_with_the_tensors(tmp_path):
         src.write_text(json.dumps([case]), "utf-8")
         peaks.append(_peak_rss_kb(src, tmp_path / f"out{n}"))
     assert peaks[1] - peaks[0] < 24 * 1024, peaks
+
+
+def test_import_never_follows_a_symlink_planted_in_the_output(tmp_path):
+    """Issue 22 point 21: case.json and the .npy files replace a planted file link (the file it
+    points to keeps its bytes); a planted folder link is refused, nothing written through it."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    out = tmp_path / "out"
+    first = out / "leaky_relu_backward" / "atk" / "0000"
+    first.mkdir(parents=True)
+    (first / "case.json").symlink_to(victim)
+    (first / "gradOutput.npy").symlink_to(victim)
+    _import(LEAKY, out)
+    assert victim.read_text() == "keep me"
+    assert not (first / "case.json").is_symlink() and not (first / "gradOutput.npy").is_symlink()
+    assert json.loads((first / "case.json").read_text())["op"] == "leaky_relu_backward"
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "leaky_relu_backward").symlink_to(outside)
+    proc = cli("cases", "import-atk", LEAKY, "-o", linked)
+    assert proc.returncode == 2 and "symbolic link" in proc.stderr, proc.stderr
+    assert list(outside.iterdir()) == []
