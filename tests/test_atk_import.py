@@ -504,13 +504,14 @@ def test_a_case_past_the_case_readers_limit_is_skipped_and_nothing_written(tmp_p
 
 
 def _peak_rss_kb(src: Path, out: Path) -> int:
-    """Peak RSS of `aclnn-conform cases import-atk src` in a child process (Linux ru_maxrss)."""
+    """Peak RSS of `aclnn-conform cases import-atk src` in a child process (VmHWM: see
+    tests/support/rss.py)."""
     import subprocess
     import sys
 
-    code = ("import resource, sys; from cli.main import main\n"
+    code = ("import sys; from cli.main import main; from tests.support.rss import peak_kib\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")  # fmt: skip
+            "print('RSS', peak_kib())")  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code, "cases", "import-atk", str(src), "-o",
                            str(out), "--max-elements", str(1 << 30)], capture_output=True,
                           text=True, cwd=REPO, check=False)  # fmt: skip

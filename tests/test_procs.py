@@ -260,15 +260,16 @@ sys.exit(3)
 """
 
 MEASURE = """
-import resource, sys, numpy as np
+import sys, numpy as np
 sys.path.insert(0, {repo!r})
+from tests.support.rss import peak_kib
 from conformance.backends.exec_backend import ExecBackend, ExecHarnessError
 from tests.test_backend_exec import leaky_call
 try:
     ExecBackend(cmd={cmd!r}).execute(leaky_call([1.0], [1.0]))
 except ExecHarnessError as exc:
     print(exc)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(peak_kib())
 """
 
 
