@@ -32,6 +32,18 @@ from conformance.compare import (
 from conformance.flat import BLOCK
 
 
+def _magnitude(parts: np.ndarray) -> np.ndarray:
+    """Per part of complex values laid out (re, im, re, im, ...): the element's magnitude |z|,
+    which each part's error is relative to (as numpy.isclose and torch.isclose compare complex
+    values: a part that cancels to near 0 is not judged by its own tiny size); a part's own |x|
+    where the magnitude is not finite (a NaN or infinite part)."""
+    pairs = parts.reshape(-1, 2)
+    with np.errstate(invalid="ignore", over="ignore"):
+        mag = np.repeat(np.hypot(pairs[:, 0], pairs[:, 1]), 2)
+    own = np.abs(parts)
+    return np.where(np.isfinite(mag), mag, own)
+
+
 def _block_sums(terms: np.ndarray) -> np.ndarray:
     """Sums per BLOCK, added in index order (cumsum), as conformance.measure adds them."""
     full = terms.size - terms.size % BLOCK
@@ -83,7 +95,7 @@ class Accumulator:
         self.candidates: list[tuple[float, float, int, float, float, float]] = []
         fmt = None if self.part.opaque else self.part.name
         self.compiled = _compiled(math.prod(self.shape))
-        if self.compiled is not None and fmt in self.compiled.FORMATS:
+        if self.compiled is not None and fmt in self.compiled.FORMATS and not self.complex:
             self.format = self.compiled.FORMATS[fmt]
             self.pow2 = self.compiled.powers(self.format[0], self.format[1], self.format[3])
             # compiled (or loaded from numba's cache) now, before a judge's clock starts: the
@@ -97,9 +109,11 @@ class Accumulator:
         g_in, a_in = np.asarray(golden).reshape(-1), np.asarray(actual).reshape(-1)
         if self.compiled is not None and a_in.dtype == self.dt.np and g_in.dtype.kind in "fc":
             return self._measure_compiled(start * (2 if self.complex else 1), g_in, a_in)
+        scale = None
         if self.complex:
             g, a = _as_parts(g_in).reshape(-1), _as_parts(a_in).reshape(-1)
             start *= 2
+            scale = _magnitude(g)
         elif np.iscomplexobj(g_in) or np.iscomplexobj(a_in):
             raise ValueError(f"complex values for the real output dtype {self.dt.name}")
         else:
@@ -107,9 +121,11 @@ class Accumulator:
         differ = None
         if self.policy.exact and g_in.dtype.kind in "biu" and a_in.dtype.kind in "biu":
             differ = g_in != a_in  # exact even where float64 would round large integers
-        self._measure(start, g, a, differ)
+        self._measure(start, g, a, differ, scale)
 
-    def _measure(self, start: int, g: np.ndarray, a: np.ndarray, differ: Any) -> None:
+    def _measure(self, start: int, g: np.ndarray, a: np.ndarray, differ: Any,
+                 scale: np.ndarray | None = None) -> None:  # fmt: skip
+        """`scale`: the magnitude each element's error is relative to (|g| when None)."""
         part, policy = self.part, self.policy
         floating = part.is_float and not part.opaque
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -129,7 +145,7 @@ class Accumulator:
             abs_err = np.abs(a - g)
             abs_err[finite & a_nan] = np.inf
             abs_err[~finite] = np.nan
-            buf = np.abs(g)
+            buf = np.abs(g) if scale is None else scale
             small = finite & (buf < policy.small_threshold)
             normal = finite & ~small
             measured = normal & ~a_bad  # a NaN/inf actual already fails as a NaN/inf mismatch

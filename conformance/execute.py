@@ -291,12 +291,25 @@ def _value_deviation(spec: OpSpec, case: Case, devs: list[Any], differs: str,
             raise
         except Exception:  # the derived formula cannot be computed here: nothing is excused
             continue
+        outputs = _outputs(spec, case, got)
         if all(_stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock).passed
-               for f in _outputs(spec, case, got)):  # fmt: skip
+               for f in outputs):  # fmt: skip
             return (
                 trial[0],
                 "values: the output passes against the deviation's formula",
                 tuple(trial[1:]),
+            )
+        # the formula's values, with NaN/inf placed as a nonfinite deviation of the case says
+        nonfinite = next((d for d in found if d.differs == "nonfinite"), None)
+        if nonfinite is not None and all(
+            _stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock,
+                            mask=f.t.dtype).passed for f in outputs
+        ):  # fmt: skip
+            return (
+                trial[0],
+                "values and nonfinite: the finite elements pass against the deviation's "
+                "formula; only NaN/inf placement differs",
+                (*trial[1:], nonfinite),
             )
     return None
 

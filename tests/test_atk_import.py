@@ -244,6 +244,7 @@ def test_string_attributes_and_an_output_the_file_gives(tmp_path):
     assert "1 accepted, 2 rejected" in text
 
 
+@pytest.mark.gates
 def test_imported_cases_run_and_agree_with_the_reference(leaky, tmp_path):
     results = tmp_path / "r.jsonl"
     proc = conform("run", "--cases", leaky[0], "--results", results, "-q")
@@ -519,6 +520,7 @@ def _peak_rss_kb(src: Path, out: Path) -> int:
     return int(line.split()[1])
 
 
+@pytest.mark.large
 def test_import_memory_does_not_grow_with_the_tensors(tmp_path):
     """Values are drawn, written and read back (branch crediting) a chunk at a time: importing
     tensors of 2^23 elements costs no more memory than tensors of 2^16 (a whole tensor is 32 MB;

@@ -543,6 +543,7 @@ def _unrepresentable_scalar(rec: dict) -> bool:
             and rec["reason"].startswith(f"aclCreateScalar cannot make a {m.group(1)} scalar"))  # fmt: skip
 
 
+@pytest.mark.gates
 def test_generated_leaky_suite_through_the_double(lib_dir, tmp_path):
     out = tmp_path / "r.jsonl"
     res = run_cli("--backend", "aclnn", "--backend-opt", f"lib_dir={lib_dir}", "--op",
@@ -567,6 +568,7 @@ def test_generated_leaky_suite_through_the_double(lib_dir, tmp_path):
         assert r["status_match"] is True and "mismatch ratio" in r["reason"]
 
 
+@pytest.mark.gates
 def test_generated_suite_with_workers(lib_dir, tmp_path):
     out = tmp_path / "r.jsonl"
     res = run_cli("--backend", "aclnn", "--backend-opt", f"lib_dir={lib_dir}", "--op",
@@ -580,6 +582,7 @@ def test_generated_suite_with_workers(lib_dir, tmp_path):
     assert res.exit_code in (0, 1)
 
 
+@pytest.mark.gates
 def test_hand_written_case_directories(lib_dir, tmp_path):
     kept, out = tmp_path / "kept", tmp_path / "r.jsonl"
     res = run_cli("--backend", "aclnn", "--backend-opt", f"lib_dir={lib_dir}", "--cases",

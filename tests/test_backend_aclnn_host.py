@@ -175,6 +175,7 @@ def re_escape(s: str) -> str:
     return re.escape(s)
 
 
+@pytest.mark.gates
 def test_hand_written_case_with_true_in_a_tensor_slot(lib_dir, tmp_path):
     def edit(args):
         args["gradOutput"] = {"kind": "bool", "value": True}
@@ -201,6 +202,7 @@ def test_inputs_are_read_back_from_the_device(backend, monkeypatch):
     assert call.args["self"].storage[1] == before[1]
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("isolate", ["--isolate", "--no-isolate"])
 def test_an_op_that_writes_an_input_fails_the_run(lib_dir, tmp_path, monkeypatch, isolate):
     out = tmp_path / "r.jsonl"
@@ -451,6 +453,7 @@ def _run_faulting(lib_dir, tmp_path, monkeypatch, var: str, *extra: str) -> list
     return records(out)
 
 
+@pytest.mark.gates
 def test_a_device_fault_ends_the_worker(lib_dir, tmp_path, monkeypatch):
     recs = _run_faulting(lib_dir, tmp_path, monkeypatch, "ACLNN_TEST_DOUBLE_DEVICE_FAULT")
     crashed = [r for r in recs if r["verdict"] == "crash"]
@@ -461,6 +464,7 @@ def test_a_device_fault_ends_the_worker(lib_dir, tmp_path, monkeypatch):
     assert {r["verdict"] for r in recs if r is not crashed[0]} == {"pass"}  # a fresh worker
 
 
+@pytest.mark.gates
 def test_a_sync_timeout_ends_the_worker(lib_dir, tmp_path, monkeypatch):
     recs = _run_faulting(lib_dir, tmp_path, monkeypatch, "ACLNN_TEST_DOUBLE_SYNC_TIMEOUT",
                          "--backend-opt", "sync_timeout=0.5")  # fmt: skip
@@ -531,6 +535,7 @@ def test_opp_latest_under_ascend_home_path_is_enough(backend, tmp_path, monkeypa
     assert backend.host_facts()["diagnosis"] == ""
 
 
+@pytest.mark.gates
 def test_run_without_operator_package_stops_with_one_message(lib_dir, tmp_path, monkeypatch):
     monkeypatch.delenv("ASCEND_OPP_PATH")
     out = tmp_path / "r.jsonl"
@@ -566,6 +571,7 @@ def test_saturation_mode_is_recorded_diagnosed_and_settable(lib_dir, counter, no
     c.close()
 
 
+@pytest.mark.gates
 def test_device_start_up_is_not_charged_to_the_first_case(lib_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("ACLNN_TEST_DOUBLE_SETDEVICE_MS", "4000")  # a slow first aclrtSetDevice
     out = tmp_path / "r.jsonl"
@@ -631,6 +637,7 @@ def test_backends_unknown_name_is_a_usage_error():
     assert res.exit_code == 2 and "unknown backend 'aclnnn'" in res.stderr
 
 
+@pytest.mark.gates
 def test_run_meta_and_report_record_the_host(lib_dir, double_root, tmp_path):
     out, md, html = tmp_path / "r.jsonl", tmp_path / "r.md", tmp_path / "r.html"
     cli("run", "--backend", "aclnn", "--backend-opt", f"lib_dir={lib_dir}", "--op",

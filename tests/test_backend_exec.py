@@ -60,6 +60,7 @@ def leaky_call(g, x, slope=0.01, dtype="FLOAT", out_dtype=None, product="atlas-a
 # -- the example harness ------------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_example_harness_passes_generated_leaky_cases(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     out = tmp_path / "r.jsonl"
@@ -201,6 +202,7 @@ def _dead(pid: int, wait: float = 5.0) -> bool:
     return False
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("mode", list(CASES))
 def test_broken_harness_is_an_error_verdict_and_the_run_goes_on(tmp_path, mode):
     script = tmp_path / "bad.py"
@@ -232,6 +234,7 @@ OTHER = {  # mode: (verdict, what the reason says)
 }
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("mode", list(OTHER))
 def test_changed_inputs_fail_and_a_signal_is_a_crash(tmp_path, mode):
     """The comparison rules forbid writing an input: a harness that rewrites (or removes) an

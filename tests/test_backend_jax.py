@@ -276,6 +276,7 @@ def conform(*args) -> subprocess.CompletedProcess:
                           timeout=300, stdin=subprocess.DEVNULL, cwd=REPO)  # fmt: skip
 
 
+@pytest.mark.gates
 def test_cli_run_hardshrink_against_jax(tmp_path):
     results = tmp_path / "r.jsonl"
     proc = conform("run", "--backend", "jax", "--op", "hardshrink_backward", "--product",

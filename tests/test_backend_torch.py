@@ -273,6 +273,7 @@ def conform(*args) -> subprocess.CompletedProcess:
                           timeout=300, stdin=subprocess.DEVNULL, cwd=REPO)  # fmt: skip
 
 
+@pytest.mark.gates
 def test_cli_run_hardshrink_against_torch(tmp_path):
     results = tmp_path / "r.jsonl"
     proc = conform("run", "--backend", "torch", "--op", "hardshrink_backward", "--product",

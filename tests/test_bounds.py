@@ -97,6 +97,7 @@ def _hostile_tree(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.gates
 def test_p14_hostile_case_directories_are_their_cases_errors_and_the_run_goes_on(tmp_path):
     root = _hostile_tree(tmp_path)
     results = tmp_path / "r.jsonl"
@@ -264,6 +265,7 @@ def test_p15_fifo_case_json_with_filters_does_not_hang_the_selection(tmp_path):
     assert "FIFO" in recs["leaky-slope-half"]["reason"]
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero-link"])
 def test_p15_spec_folder_with_a_fifo_or_device_yaml_is_refused(tmp_path, kind):
     folder = tmp_path / "specs"
@@ -618,6 +620,7 @@ def test_p21_empty_keep_outputs_and_shard_are_refused(tmp_path, option):
     assert code == 2 and f"{option} ''" in err
 
 
+@pytest.mark.gates
 def test_p21_lint_file_clashing_with_a_shipped_op(tmp_path):
     same = tmp_path / "relu.yaml"
     same.write_text(RELU, encoding="utf-8")

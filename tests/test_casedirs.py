@@ -40,6 +40,7 @@ def _write_meta(case: Path, meta: dict) -> None:
 # -- the hand-written cases -----------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_hand_cases_pass_and_kept_outputs_are_the_hand_derived_values(tmp_path):
     keep, results = tmp_path / "K", tmp_path / "r.jsonl"
     proc = conform("run", "--cases", HAND, "--keep-outputs", keep, "--results", results)
@@ -84,6 +85,7 @@ def test_hand_cases_are_read_as_written():
 # -- damaged cases --------------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_one_corrupted_byte_makes_that_case_an_error_and_the_other_still_passes(tmp_path):
     root = _copy_hand(tmp_path / "cases")
     npy = root / "leaky-slope-half" / "self.npy"
@@ -213,6 +215,7 @@ def test_read_case_rejects_a_damaged_case_with_a_reason(tmp_path, damage):
     assert needle in str(info.value)
 
 
+@pytest.mark.gates
 def test_a_run_over_damaged_cases_records_errors_and_completes(tmp_path):
     root = tmp_path / "cases"
     root.mkdir()
@@ -238,6 +241,7 @@ def test_a_run_over_damaged_cases_records_errors_and_completes(tmp_path):
     assert f"error {len(DAMAGE)}" in proc.stdout
 
 
+@pytest.mark.gates
 def test_a_missing_npy_is_an_error_verdict_not_the_end_of_the_run(tmp_path):
     root = _copy_hand(tmp_path / "cases")
     (root / "leaky-slope-half" / "self.npy").unlink()
@@ -257,6 +261,7 @@ def test_read_case_of_a_missing_npy_raises_case_file_error(tmp_path):
         read_case(root / "leaky-slope-half", root)
 
 
+@pytest.mark.gates
 def test_run_cases_honours_the_op_filter(tmp_path):
     results = tmp_path / "r.jsonl"
     # neither hand case is an elu_backward case: an empty selection is a usage error ...
@@ -273,6 +278,7 @@ def test_run_cases_honours_the_op_filter(tmp_path):
     assert [r["id"] for r in read_jsonl(results)] == ["leaky-slope-half"]
 
 
+@pytest.mark.gates
 def test_run_cases_keyword_filter(tmp_path):
     results = tmp_path / "r.jsonl"
     proc = conform("run", "--cases", HAND, "-k", "strided", "--results", results, "-q")
@@ -283,6 +289,7 @@ def test_run_cases_keyword_filter(tmp_path):
 # -- export / round trip --------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_export_then_run_cases_round_trip(tmp_path):
     out, results = tmp_path / "exported", tmp_path / "r.jsonl"
     sel = ["--op", "gelu_backward_v2", "--product", "atlas-a2", "--max-cases", "60"]

@@ -177,6 +177,7 @@ def test_show_elu_every_part_of_the_spec():
     assert "161001" in out and "161002" in out
 
 
+@pytest.mark.gates
 def test_show_names_give_the_same_output():
     a = run("specs", "show", "elu_backward").stdout
     assert a == run("specs", "show", "aclnnEluBackward").stdout
@@ -312,6 +313,7 @@ def test_readme_specs_list_is_current(monkeypatch):
     _ops_not_in_the_readme()
 
 
+@pytest.mark.gates
 def test_readme_specs_lint_is_current():
     """The README's `specs lint` line is the real one for the spec files of the ops it shows."""
     files = [str(raw(n)["__file__"]) for n in _readme_ops()]

@@ -372,6 +372,24 @@ def test_complex_compares_real_and_imaginary_parts():
     assert res.worst[0].index == (1, 1)  # element 1, imaginary part
 
 
+def test_a_complex_part_is_judged_relative_to_the_elements_magnitude():
+    """A part that cancels to near 0 is judged, as numpy.isclose and torch.isclose judge complex
+    values, against |expected|: the real part of 1e-6 + 1j off by 1e-7 is 10 % of that part
+    but 1e-7 of the element (passes FLOAT's rel 1e-4); off by 1e-3 it is 1e-3 of the element
+    (fails)."""
+    g = np.array([1e-6 + 1j, 3 - 4j], np.complex128)
+    near = np.array([1.1e-6 + 1j, 3 - 4j], np.complex64)
+    far = np.array([1e-3 + 1j, 3 - 4j], np.complex64)
+    policy = policy_for("COMPLEX64")
+    assert policy.rel == 1e-4  # the parts' (FLOAT) dual-ratio threshold, from the defaults
+    for a, close in ((near, True), (far, False)):
+        rel = abs(complex(a[0]) - complex(g[0])) / abs(complex(g[0]))  # independent: |a-e|/|e|
+        assert (rel <= policy.rel) == close
+        res = compare(g, a, "COMPLEX64", policy)
+        assert res.stats.mismatches == (0 if close else 1), res.stats
+        assert res.stats.max_rel == pytest.approx(float(abs(a[0].real - g[0].real)), rel=1e-6)
+
+
 def test_shape_mismatch_raises():
     with pytest.raises(ValueError, match="shape"):
         compare(np.zeros(3), np.zeros(4, np.float32), "FLOAT", policy_for("FLOAT"))

@@ -118,6 +118,7 @@ def test_expm1_is_within_2_to_the_minus_58_near_zero_and_beyond():
     assert _check("expm1", [(hi, lo)], 2.0**-58) == hi.size
 
 
+@pytest.mark.kernels
 def test_erfc_is_within_2_to_the_minus_62_from_2_down_to_2_to_the_minus_960():
     rng = np.random.default_rng(5)
     hi = np.concatenate([rng.uniform(-6, 25.8, N // 2), rng.standard_normal(N // 4),
@@ -128,6 +129,7 @@ def test_erfc_is_within_2_to_the_minus_62_from_2_down_to_2_to_the_minus_960():
     assert _check("erfc", [(hi, lo)], 2.0**-62) == hi.size
 
 
+@pytest.mark.kernels
 def test_tanh_and_log1p_are_within_2_to_the_minus_57_and_56():
     rng = np.random.default_rng(6)
     tiny = np.ldexp(rng.choice([-1.0, 1.0], N // 4), rng.integers(-900, -3, N // 4))

@@ -47,6 +47,7 @@ def _params():
     return out
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("name, product, dtype", _params())
 def test_decided_elements_round_as_the_exact_value_does(name, product, dtype):
     spec = REG.get(name)

@@ -485,12 +485,14 @@ def _exec_run(root: Path, harness: Path, mode: str, *extra):
     return proc, read_jsonl(results)
 
 
+@pytest.mark.gates
 def test_exec_harness_with_the_kernel_formula_is_a_deviation(exec_setup):
     proc, recs = _exec_run(*exec_setup, "kernel")
     assert_clean(proc, 0)
     assert recs and {r["verdict"] for r in recs} == {"deviation"}
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("mode", ["sevens", "segfault"])
 def test_exec_harness_writing_sevens_or_crashing_is_red(exec_setup, mode):
     proc, recs = _exec_run(*exec_setup, mode)
@@ -521,6 +523,7 @@ def test_strict_refuses_an_entry_that_fits_every_case(exec_setup, tmp_path, entr
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.gates
 def test_strict_fails_a_message_entry_that_excused_every_case(exec_setup, tmp_path):
     import yaml
 
@@ -541,6 +544,7 @@ def test_strict_fails_a_message_entry_that_excused_every_case(exec_setup, tmp_pa
     assert {r["verdict"] for r in recs} <= {"crash", "error"}
 
 
+@pytest.mark.gates
 def test_strict_fails_a_run_that_judged_no_case(tmp_path):
     pytest.importorskip("jax")
     proc = conform("run", "--backend", "jax", "--op", "relu", "--product", "ascend950", "-k",
@@ -553,6 +557,7 @@ def test_strict_fails_a_run_that_judged_no_case(tmp_path):
     assert_clean(plain, 0)
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("backend", ["torch", "reference"])
 def test_strict_refuses_a_backend_judged_by_itself(tmp_path, backend):
     if backend == "torch":
@@ -580,6 +585,7 @@ def _atk_case(case_id: int, lambd: float) -> dict:
                         "align_32B": None}]}  # fmt: skip
 
 
+@pytest.mark.gates
 def test_an_imported_case_gets_the_deviation_its_values_exercise(tmp_path):
     """hardshrink_backward/negative-lambd-torch: an ATK-style case (self = 0, lambd = -0.5) is
     judged like the generated point=x-zero-negative-lambd, though its id names no point."""
@@ -676,3 +682,36 @@ def test_sigmoid_backward_torch_rounding_applies_under_any_id():
     got = judge(spec, case, backend, ORACLE, deviations=True)
     assert got.verdict == "deviation"
     assert got.record["expectation"]["deviation"] == "sigmoid_backward/torch-f16-rounding"
+
+
+def test_a_formula_and_a_nonfinite_deviation_together_excuse_both_and_nothing_else():
+    """sigmoid_backward on COMPLEX64 under torch's name: PyTorch's conjugating formula
+    (torch-complex-conj) with the NaN of a complex product placed in the other part
+    (complex-nonfinite-parts) is a deviation of both; the conjugate with a wrong finite value
+    beside the NaN stays a failure."""
+    g = np.array([1 + 2j, 0.5 - 1j, np.inf + 0j], np.complex64)
+    y = np.array([0.3 + 0.4j, -0.2 + 0.1j, 0.25 + 0j], np.complex64)
+    args = {"gradOutput": TensorArg.from_array(g, "COMPLEX64"),
+            "output": TensorArg.from_array(y, "COMPLEX64"),
+            "gradInput": TensorArg.empty_like_shape((3,), "COMPLEX64")}  # fmt: skip
+    case = _case("sigmoid_backward", "atlas-a2", args)
+    g128, y128 = g.astype(np.complex128), y.astype(np.complex128)
+    with np.errstate(all="ignore"):
+        conj = g128 * np.conj(y128 * (1 - y128))  # PyTorch's value, by its own formula
+    conj[2] = complex(np.nan, np.inf)  # the inf * 0 of the product lands in the real part
+
+    def torchlike(call, bad=False):
+        out = conj.copy()
+        if bad:
+            out[0] += 0.25
+        storage = call.args["gradInput"].storage.copy()
+        storage[:] = out.astype(np.complex64)
+        return Outcome(0, {"gradInput": storage})
+
+    spec = REG.get("sigmoid_backward")
+    got = judge(spec, case, _Fake("torch", torchlike), ORACLE, deviations=True)
+    assert got.verdict == "deviation", got.reason
+    assert got.record["expectation"]["deviations"] == [
+        "sigmoid_backward/torch-complex-conj", "sigmoid_backward/complex-nonfinite-parts"]
+    bad = judge(spec, case, _Fake("torch", lambda c: torchlike(c, True)), ORACLE, deviations=True)
+    assert bad.verdict == "fail"

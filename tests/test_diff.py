@@ -80,6 +80,7 @@ def test_diff_command_exits_1_on_the_regression_and_writes_markdown_and_html(tmp
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
 
 
+@pytest.mark.gates
 def test_no_regression_exits_0(tmp_path):
     old = write(tmp_path / "old.jsonl", records())
     proc = conform("diff", old, old)
@@ -160,6 +161,7 @@ def test_cases_added_and_removed():
     assert "### Added (1)" in md and "### Removed (1)" in md and "### Regressions" not in md
 
 
+@pytest.mark.gates
 def test_diff_command_errors_are_one_line(tmp_path):
     old = write(tmp_path / "old.jsonl", records())
     assert_one_line_error(conform("diff", old, tmp_path / "missing.jsonl"), "no such results file")
@@ -192,6 +194,7 @@ def test_a_deviation_counts_as_not_failing_before(new, kind):
     assert d.regressed == (kind == "regressions")
 
 
+@pytest.mark.gates
 def test_diff_command_on_deviations(tmp_path):
     """fail -> deviation exits 0 and shows both verdicts; deviation -> fail exits 1."""
     failing = write(tmp_path / "failing.jsonl", records())

@@ -140,6 +140,7 @@ def _faithful(r: float, e) -> bool:
     return mpmath.mpf(float(lo)) < e < mpmath.mpf(float(hi)) or mpmath.mpf(r) == e
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("name,product", _params())
 def test_double_outputs_are_within_one_ulp_of_the_exact_value(name, product):
     rng = np.random.default_rng(20261125)

@@ -42,6 +42,8 @@ from tests.oracles._common import ZERO_RESULT, f32, log_uniform
 from tests.support.paths import evaluate_both
 from tests.support.rounding import NP, round_exact
 
+pytestmark = pytest.mark.registry
+
 mp = mpmath.mp
 mp.dps = 40
 PRODUCT = "atlas-a2"  # the only product listing BF16; the formulas do not depend on the product

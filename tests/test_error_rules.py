@@ -279,6 +279,7 @@ def _unreachable_ops():
     return [op for op, orc in ORACLES.items() if orc.UNREACHABLE]
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("op", _unreachable_ops())
 def test_unreachable_clauses_are_unreachable(op):
     """Sweep every dtype combination of the three tensors: the listed clauses never decide.

@@ -55,6 +55,7 @@ def _exact_flags(spec, env, inputs):
     return out, ~flags
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("name", _params())
 def test_every_element_called_exact_is_the_exact_value(name):
     spec = REG.get(name)

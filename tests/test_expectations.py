@@ -57,6 +57,7 @@ def write(path, entries, **top):
     return path
 
 
+@pytest.mark.gates
 def test_without_expectations_the_f16_cases_fail(env, tmp_path):
     p, recs = run(env, tmp_path)
     f16 = [r for i, r in recs.items() if "/f16/" in i]
@@ -65,6 +66,7 @@ def test_without_expectations_the_f16_cases_fail(env, tmp_path):
     assert p.returncode == 1
 
 
+@pytest.mark.gates
 def test_xfail_hides_the_failure_and_xpass_fails_only_under_strict(env, tmp_path):
     f = write(tmp_path / "e.yaml", [
         {"match": "elu_backward/*/f16/*", "kind": "xfail", "reason": "no fp16 kernels"},
@@ -81,6 +83,7 @@ def test_xfail_hides_the_failure_and_xpass_fails_only_under_strict(env, tmp_path
     assert p.returncode == 1
 
 
+@pytest.mark.gates
 def test_entries_for_another_backend_or_version_do_not_apply(env, tmp_path):
     f = write(tmp_path / "e.yaml", [
         {"match": "elu_backward/*/f16/*", "kind": "xfail", "reason": "torch only", "backend": "torch"},
@@ -91,6 +94,7 @@ def test_entries_for_another_backend_or_version_do_not_apply(env, tmp_path):
     assert all(r["verdict"] == "fail" for i, r in recs.items() if "/f16/" in i)
 
 
+@pytest.mark.gates
 def test_an_expired_entry_warns_and_no_longer_hides(env, tmp_path):
     f = write(tmp_path / "e.yaml", [
         {"match": "elu_backward/*/f16/*", "kind": "xfail", "reason": "r", "expires": "2020-01-01"},
@@ -101,6 +105,7 @@ def test_an_expired_entry_warns_and_no_longer_hides(env, tmp_path):
     assert all(r["verdict"] == "fail" for i, r in recs.items() if "/f16/" in i)
 
 
+@pytest.mark.gates
 def test_skip_entries_are_not_run(env, tmp_path):
     f = write(tmp_path / "e.yaml", [{"match": "elu_backward/*/f16/*", "kind": "skip", "reason": "later"}],
               backend="nof16")  # fmt: skip
@@ -110,6 +115,7 @@ def test_skip_entries_are_not_run(env, tmp_path):
     assert p.returncode == 0
 
 
+@pytest.mark.gates
 def test_update_expectations_round_trips(env, tmp_path):
     f = write(tmp_path / "e.yaml", [
         {"match": "elu_backward/atlas-training/f16/isResult=1/*", "kind": "xfail", "reason": "kept reason"},
@@ -133,6 +139,7 @@ def test_update_expectations_round_trips(env, tmp_path):
     assert yaml.safe_load(f.read_text()) == yaml.safe_load(before)
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize(
     "body, message",
     [
@@ -169,6 +176,7 @@ def test_malformed_files_are_clear_errors(tmp_path, body, message):
     assert p.returncode == 2 and "Traceback" not in p.stderr and "bad.yaml" in p.stderr
 
 
+@pytest.mark.gates
 def test_update_expectations_keeps_comments_and_the_text_of_kept_entries(env, tmp_path):
     f = tmp_path / "e.yaml"
     f.write_text(

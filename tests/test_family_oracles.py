@@ -30,6 +30,8 @@ from tests.oracles._common import Scalar
 from tests.support.paths import evaluate_both
 from tests.support.rounding import NP, UINT, round_exact
 
+pytestmark = pytest.mark.registry
+
 REG = default_registry()
 ORACLES = oracles.of(REG.names(), "elementwise")
 FLOATS = ("FLOAT", "FLOAT16", "BF16")

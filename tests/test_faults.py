@@ -103,6 +103,7 @@ def cli(env, *args, timeout=300):
                           text=True, timeout=timeout)  # fmt: skip
 
 
+@pytest.mark.gates
 def test_every_fault_is_classified_and_the_run_completes(env, tmp_path):
     results = tmp_path / "r.jsonl"
     p = cli(
@@ -135,6 +136,7 @@ def test_every_fault_is_classified_and_the_run_completes(env, tmp_path):
     assert others and all(r["verdict"] == "pass" for r in others)
 
 
+@pytest.mark.gates
 def test_resume_after_kill_9_loses_nothing_and_repeats_nothing(tmp_path):
     results = tmp_path / "r.jsonl"
     args = [sys.executable, "-m", "cli.main", "run", "--op", "softplus_backward", "--product", "atlas-a2",

@@ -131,6 +131,7 @@ def _mutations():
     )
 
 
+@pytest.mark.gates
 @FUZZ
 @given(st.lists(_mutations(), min_size=1, max_size=4))
 def test_mutated_specs_lint_to_problems_not_exceptions(tmp_path_factory, muts):
@@ -247,6 +248,7 @@ def test_nan_and_inf_scalars_are_valid_values(tmp_path):
     assert c.call.args["negativeSlope"].value != c.call.args["negativeSlope"].value  # NaN
 
 
+@pytest.mark.gates
 def test_symlinks_escaping_the_case_directory_are_refused(tmp_path):
     outside = tmp_path / "outside"
     shutil.copytree(HAND / "leaky-slope-half", outside)

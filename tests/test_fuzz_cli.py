@@ -332,6 +332,7 @@ def run_cases(tmp: Path, root: Path, target: str, *extra: Any) -> tuple[int, lis
     return code, recs
 
 
+@pytest.mark.gates
 @profile(default=12, slow=400)
 @given(case_mutations)
 def test_fuzz_case_directories(tmp_path_factory, muts):
@@ -533,6 +534,7 @@ def test_fuzz_results_file_commands(tmp_path_factory, command, kind, value):
 # -- a few real processes ------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_fuzz_real_process_on_a_tree_of_hostile_cases(tmp_path):
     """Many mutated copies of one case in one tree, run by a real `aclnn-conform` process."""
     root, outside = _case_tree(tmp_path)
@@ -569,6 +571,7 @@ def test_fuzz_real_process_on_a_tree_of_hostile_cases(tmp_path):
     assert elapsed < 120
 
 
+@pytest.mark.gates
 def test_fuzz_real_process_with_a_fifo_spec_and_a_device_expectations(tmp_path):
     folder = tmp_path / "specs"
     folder.mkdir()

@@ -68,6 +68,7 @@ def no_file(path: Path) -> None:
 # -- 1. expectations that match what the backend said ------------------------------------------
 
 
+@pytest.mark.gates
 def test_a_message_entry_explains_the_bug_wherever_it_shows_and_never_xpasses(env, tmp_path):
     exp = tmp_path / "e.yaml"
     exp.write_text("format: 1\nentries:\n  - match: 'hardshrink_backward/*'\n"
@@ -112,6 +113,7 @@ def test_the_shipped_torch_entry_matches_onednn_message_not_one_cpus_ids():
 # -- 2. the backend's own words, never an invented status code --------------------------------
 
 
+@pytest.mark.gates
 def test_summary_replay_and_diff_show_what_the_backend_raised(env, tmp_path):
     results = tmp_path / "r.jsonl"
     sel = ("--op", "hardshrink_backward", "--product", "atlas-a2", "-k", "bf16/-/values=normal")
@@ -136,6 +138,7 @@ def test_summary_replay_and_diff_show_what_the_backend_raised(env, tmp_path):
 # -- 3. green for nothing ----------------------------------------------------------------------
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("filters, needle", [
     (("--clause", "nonexistent"), "--clause 'nonexistent'"),
     (("-k", "nomatch"), "-k nomatch"),
@@ -148,6 +151,7 @@ def test_filters_that_select_nothing_are_a_usage_error(tmp_path, filters, needle
     no_file(results)
 
 
+@pytest.mark.gates
 def test_allow_empty_accepts_an_empty_run(tmp_path):
     results = tmp_path / "r.jsonl"
     proc = conform("run", "-k", "nomatch", "--allow-empty", "--results", results, "-q")
@@ -155,12 +159,14 @@ def test_allow_empty_accepts_an_empty_run(tmp_path):
     assert "0 cases" in proc.stdout
 
 
+@pytest.mark.gates
 def test_an_empty_cases_directory_is_a_usage_error(tmp_path):
     (tmp_path / "empty").mkdir()
     proc = conform("run", "--cases", tmp_path / "empty", "--results", tmp_path / "r.jsonl")
     assert_one_line_error(proc, "select no case", "--cases")
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("backend", backend_names())
 def test_an_unknown_backend_option_is_a_usage_error_for_every_backend(backend, tmp_path):
     results = tmp_path / "r.jsonl"
@@ -169,6 +175,7 @@ def test_an_unknown_backend_option_is_a_usage_error_for_every_backend(backend, t
     no_file(results)
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("backend, option", [
     ("torch", ("--lib-dir", "/opt/cann")),
     ("reference", ("--exec-cmd", "harness")),
@@ -198,6 +205,7 @@ def cli_error(*args) -> str:
     return proc.stderr.strip().removeprefix("Error: ")
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("plugin_args, cli_args, renames", [
     ((), None, {}),
     (("--aclnn-backend", "reference", "--aclnn-op", "elu_forward"), ("run", "--op", "elu_forward"),
@@ -236,6 +244,7 @@ def test_plugin_usage_errors_stop_the_session_with_the_clis_message(tmp_path, pl
 # -- 5. results that say where they came from (resume; merge: tests/test_provenance.py) --------
 
 
+@pytest.mark.gates
 def test_resume_refuses_another_run_unless_forced(tmp_path):
     results = tmp_path / "r.jsonl"
     assert_clean(conform("run", *LEAKY, "--max-cases", "10", "--results", results, "-q"), 0)
@@ -257,6 +266,7 @@ def test_resume_refuses_another_run_unless_forced(tmp_path):
 # -- 6. exit codes -------------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("args, needle", [
     (("--seed", "-1"), "--seed"),
     (("--backend", "torch", "--device", "tpu"), "--device 'tpu'"),
@@ -296,6 +306,7 @@ def _signal_state(pid: int) -> str:
     return "; ".join(out)
 
 
+@pytest.mark.gates
 def test_ctrl_c_exits_130_and_says_how_to_resume(env, tmp_path):
     results = tmp_path / "r.jsonl"
     exe = Path(sys.executable).with_name("aclnn-conform")
@@ -337,6 +348,7 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(env, tmp_path):
     assert len(ids) == len(set(ids)) and set(ids) == set(listed)
 
 
+@pytest.mark.gates
 def test_fail_fast_says_it_stopped_and_how_many_did_not_run(env, tmp_path):
     results = tmp_path / "r.jsonl"
     proc = conform("run", "--backend", "raising", "--op", "hardshrink_backward", "--product",
@@ -348,6 +360,7 @@ def test_fail_fast_says_it_stopped_and_how_many_did_not_run(env, tmp_path):
     assert f"{total - ran} of {total} selected cases did not run" in proc.stderr
 
 
+@pytest.mark.gates
 def test_quiet_still_prints_the_totals(tmp_path):
     proc = conform("run", *LEAKY, "--max-cases", "15", "--results", tmp_path / "r.jsonl", "-q")
     assert_clean(proc, 0)
@@ -379,6 +392,7 @@ def hostile_case(root: Path) -> Path:
     return root
 
 
+@pytest.mark.large
 def test_a_case_declaring_10_to_the_12_elements_is_refused_before_allocating(tmp_path):
     root = hostile_case(tmp_path / "cases")
     results = tmp_path / "r.jsonl"
@@ -397,6 +411,7 @@ def test_a_case_declaring_10_to_the_12_elements_is_refused_before_allocating(tmp
     assert peak_kib < 500 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
 
 
+@pytest.mark.gates
 def test_max_case_bytes_is_the_budget(tmp_path):
     results = tmp_path / "r.jsonl"
     # the budget counts each view's bytes and each output once more (the backend's copy): a 3x5

@@ -100,6 +100,7 @@ def exports(tmp_path_factory) -> dict[str, dict[str, bytes]]:
     return out
 
 
+@pytest.mark.gates
 def test_same_seed_exports_byte_identical_case_directories(exports):
     a, b = exports["a"], exports["b"]
     assert a, "nothing exported"
@@ -128,6 +129,7 @@ def test_another_seed_keeps_the_ids_but_changes_tensor_values(exports):
     assert all(a[n] == c[n] for n in a if n.endswith("/gradInput.npy"))
 
 
+@pytest.mark.gates
 def test_case_ids_are_unique_across_the_suite(suite):
     ids = [p.id for _, p in suite]
     assert len(ids) == len(set(ids)) > 1000
@@ -136,6 +138,7 @@ def test_case_ids_are_unique_across_the_suite(suite):
         assert op in OPS and product in REG.get(op).products
 
 
+@pytest.mark.gates
 def test_case_values_depend_only_on_seed_and_id(plans):
     spec = REG.get("gelu_backward_v2")
     plan = next(p for p in plans[spec.name] if p.id.endswith("/values=normal"))
@@ -148,6 +151,7 @@ def test_case_values_depend_only_on_seed_and_id(plans):
 # -- clause coverage ------------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("op", OPS)
 def test_every_clause_of_the_spec_is_exercised(op, cases):
     spec = REG.get(op)
@@ -328,6 +332,7 @@ def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
             assert sh[out] == tuple(np.broadcast_shapes(sh[a], sh[b]))
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("op", OPS)
 def test_one_case_per_op_has_at_least_a_million_elements(op, cases):
     out = REG.get(op).formula.output
@@ -522,6 +527,7 @@ def _static(pairs) -> set[tuple[str, str]]:
     return {(s.name, c) for s, p in pairs for c in p.clauses}
 
 
+@pytest.mark.gates
 def test_select_keeps_every_static_clause_and_the_budget(suite):
     pairs = suite
     clauses = _static(pairs)

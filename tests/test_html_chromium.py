@@ -43,7 +43,10 @@ def _missing() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(_missing() is not None, reason=str(_missing())),
+]
 
 
 @pytest.fixture(scope="module")

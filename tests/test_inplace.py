@@ -150,6 +150,7 @@ def _torch_folder(tmp_path: Path, aten_op: str) -> Path:
     return folder
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("aten_op,passes", [("leaky_relu_", True), ("leaky_relu", False)])
 def test_torch_in_place_passes_and_a_functional_op_does_not(tmp_path, aten_op, passes):
     """aten::leaky_relu_ writes into its argument: every computed case passes. The functional
@@ -170,6 +171,7 @@ def test_torch_in_place_passes_and_a_functional_op_does_not(tmp_path, aten_op, p
         assert {r["verdict"] for r in computed} == {"fail"}, proc.stdout[-2000:]
 
 
+@pytest.mark.gates
 def test_shipped_variants_pass_on_the_reference(tmp_path):
     if not SHIPPED:
         pytest.skip("no shipped spec has an inplace section")
@@ -180,6 +182,7 @@ def test_shipped_variants_pass_on_the_reference(tmp_path):
     assert {r["verdict"] for r in read_jsonl(results)} == {"pass"}
 
 
+@pytest.mark.gates
 def test_fixture_copy_is_independent(tmp_path):
     """The fixture stays loadable on its own (a spec folder of one file)."""
     shutil.copy(FIXTURE, tmp_path / "xelu.yaml")

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.plugins import install_plugin
 
 FAULTY = """
@@ -38,6 +40,7 @@ def run_cli(args, env, timeout=240):
                           text=True, timeout=timeout)  # fmt: skip
 
 
+@pytest.mark.gates
 def test_crash_abort_and_hang_are_classified_and_the_run_goes_on(tmp_path):
     env = install_plugin(
         tmp_path / "plug", "faulty_backend", FAULTY, {"faulty": "faulty_backend:Faulty"}
@@ -62,6 +65,7 @@ def test_crash_abort_and_hang_are_classified_and_the_run_goes_on(tmp_path):
     assert p.returncode == 1  # crashes and timeouts are conformance failures
 
 
+@pytest.mark.gates
 def test_without_isolation_a_raising_backend_is_an_error_not_a_crash(tmp_path):
     src = FAULTY.replace("ctypes.string_at(0)          # segfault", "raise RuntimeError('boom')")
     env = install_plugin(
@@ -75,6 +79,7 @@ def test_without_isolation_a_raising_backend_is_an_error_not_a_crash(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr
 
 
+@pytest.mark.gates
 def test_a_backend_that_cannot_start_is_an_infrastructure_error(tmp_path):
     src = FAULTY + "\n    def __init__(self, **kw):\n        raise OSError('device busy')\n"
     env = install_plugin(

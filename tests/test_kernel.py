@@ -79,6 +79,7 @@ def test_compiled_and_numpy_paths_agree_bit_for_bit(name, product, dtype):
         evaluate_both(call, registry=REG)
 
 
+@pytest.mark.kernels
 def test_generated_source_names_nothing_from_the_spec():
     """The kernel's text is made of generated names and the whitelist: no spec text is executed."""
     allowed = {"math", "np", "njit", "prange", "kernel", "y", "flags", "mode", "drop", "guard",
@@ -155,6 +156,7 @@ def test_approximate_kernels_multiply_by_the_reciprocal_of_an_irrational_divisor
     assert "(v0 / 6.0)" in hardsigmoid
 
 
+@pytest.mark.kernels
 @needs_numba
 def test_the_kernel_is_compiled_once_and_then_loaded_from_the_cache(tmp_path):
     """A second process finds the machine code on disk: numba reports a cache hit, no miss."""

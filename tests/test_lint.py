@@ -141,6 +141,7 @@ def test_the_undefected_copy_is_valid(tmp_path, monkeypatch):
 # -- each bad spec, through CliRunner -------------------------------------------------------------
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("name,line,text", _params())
 def test_bad_spec_rejected_at_its_line(name, line, text, monkeypatch):
     monkeypatch.chdir(BAD)
@@ -215,6 +216,7 @@ def _summary(files: list[Path]) -> str:
     return f"{n} spec{'s' if n != 1 else ''} OK ({clauses} clauses)\n"
 
 
+@pytest.mark.gates
 def test_shipped_specs_are_clean():
     files = spec_files()
     assert files
@@ -227,6 +229,7 @@ def test_shipped_specs_are_clean():
     assert sorted(names) == sorted(default_registry().names())
 
 
+@pytest.mark.gates
 def test_shipped_specs_via_python_m():
     ops = specs.root() / "ops"
     proc = subprocess.run(
@@ -240,6 +243,7 @@ def test_shipped_specs_via_python_m():
 # -- nothing in a spec is executed --------------------------------------------------------------------
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("where", ["value", "when", "violated_if", "special_point"])
 def test_code_in_a_spec_is_never_run(tmp_path, monkeypatch, where):
     target = Path("/tmp") / f"pwned_{uuid.uuid4().hex}"
@@ -340,6 +344,7 @@ def test_same_op_in_two_files(tmp_path, monkeypatch):
     }
 
 
+@pytest.mark.gates
 def test_deeply_nested_yaml_gives_no_traceback(tmp_path, monkeypatch):
     (tmp_path / "deep.yaml").write_text(valid_copy() + "x: " + "[" * 5000 + "]" * 5000 + "\n")
     monkeypatch.chdir(tmp_path)
@@ -349,6 +354,7 @@ def test_deeply_nested_yaml_gives_no_traceback(tmp_path, monkeypatch):
     assert m["file"] == "deep.yaml"
 
 
+@pytest.mark.gates
 def test_deeply_nested_yaml_is_reported_as_such(tmp_path, monkeypatch):
     (tmp_path / "deep.yaml").write_text(valid_copy() + "x: " + "[" * 5000 + "]" * 5000 + "\n")
     monkeypatch.chdir(tmp_path)

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conformance import results as res
 
 FILTER = ["--op", "softplus_backward", "--product", "atlas-training", "-q"]
@@ -24,6 +26,7 @@ def key(records):
             for r in records}  # fmt: skip
 
 
+@pytest.mark.gates
 def test_three_shards_merged_equal_one_run(tmp_path):
     whole = tmp_path / "whole.jsonl"
     cli("run", *FILTER, "--results", str(whole))

@@ -98,6 +98,7 @@ def test_checks_read_no_accepted_null_and_value_checks_see_the_default(tmp_path)
     assert v.status == 161002 and v.check.id == "beta-nonneg"
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize(
     "edit, needle",
     [
@@ -133,6 +134,7 @@ def test_an_absent_parameter_takes_no_part(tmp_path):
 
 
 # -- through the backends, the case format and replay ---------------------------------------
+@pytest.mark.gates
 def test_null_cases_export_read_back_and_run(tmp_path):
     out = tmp_path / "cases"
     assert_clean(conform("cases", "export", out, "--op", "swish", "-k", "null=", "--product",
@@ -149,6 +151,7 @@ def test_null_cases_export_read_back_and_run(tmp_path):
     assert {r["verdict"] for r in read_jsonl(res)} == {"pass"}
 
 
+@pytest.mark.gates
 def test_jax_computes_a_null_default_as_its_default(tmp_path):
     pytest.importorskip("jax")
     res = tmp_path / "r.jsonl"
@@ -160,6 +163,7 @@ def test_jax_computes_a_null_default_as_its_default(tmp_path):
     assert got and {r["verdict"] for r in got} == {"pass"}
 
 
+@pytest.mark.gates
 def test_torch_passes_a_null_default_as_its_default(tmp_path):
     """A spec folder leaky_relu whose negativeSlope may be null (default 0.01): PyTorch, which
     has no null scalars, is called with 0.01, and agrees with the reference."""

@@ -23,9 +23,13 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 import specs
 from conformance.registry import default_registry
 from tests.support.runcli import REPO
+
+pytestmark = pytest.mark.promise
 
 EXTRA = REPO / "tests" / "data" / "spec_folder" / "tanh_backward.yaml"
 HOOK = REPO / "tests" / "support" / "specs_root_hook"

@@ -75,6 +75,7 @@ def test_64_bit_integers_beyond_2_to_53_keep_every_bit():
     assert got.outputs["out"].tolist() == [2**62 + 1, 2**63 - 1, 0, 2**53 + 1, 3]
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("name", ["hardswish_backward", "hardswish_backward_v2"])
 @pytest.mark.parametrize("dtype", ["BF16", "FLOAT16"])
 def test_exact_ties_behind_a_division_by_three_round_to_even(name, dtype, monkeypatch):

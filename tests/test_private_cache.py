@@ -107,6 +107,7 @@ def test_a_planted_folder_is_refused_with_one_warning(fresh, how, monkeypatch, c
     assert "compiled in memory" in err[0]
 
 
+@pytest.mark.kernels
 @needs_numba
 def test_refused_cache_compiles_in_memory_and_gives_the_same_bits(fresh, monkeypatch):
     """The in-memory module (no file, no cache) computes what the cached one computes."""
@@ -164,6 +165,7 @@ class _Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
+@pytest.mark.kernels
 @needs_numba
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
 def test_a_planted_numba_index_in_the_shared_tmp_folder_is_never_unpickled(tmp_path):

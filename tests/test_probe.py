@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conformance.probe import probe_op
 from conformance.registry import default_registry
 from tests.support.plugins import install_plugin
@@ -61,6 +63,7 @@ def test_crash_timeout_and_error_are_cells_of_their_own():
     assert row.cells["FLOAT"] == "agree-accept" and row.cells["COMPLEX64"] == "agree-reject"
 
 
+@pytest.mark.gates
 def test_the_probe_exits_non_zero_and_names_them(tmp_path):
     env = install_plugin(tmp_path, "flaky_probe", FLAKY, {"flaky": "flaky_probe:Flaky"})
     proc = conform("probe", "--backend", "flaky", "--op", "relu", "--product", "ascend950",

@@ -87,6 +87,7 @@ def _alive(pid: int) -> bool:
 # -- point 18: a dead parent takes its workers with it; SIGTERM and SIGINT -------------------------
 
 
+@pytest.mark.gates
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG")
 def test_kill_9_of_the_parent_takes_every_worker_with_it(tmp_path):
     """-j 2 with exec: the pool workers, their isolated backend workers and the harnesses."""
@@ -111,6 +112,7 @@ def test_kill_9_of_the_parent_takes_every_worker_with_it(tmp_path):
         proc.communicate()
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("sig, code, group, backend", [
     (signal.SIGTERM, 143, False, "reference"),  # `kill PID`, a CI job's cancel
     (signal.SIGINT, 130, True, "exec"),  # Ctrl-C in a terminal: the whole process group
@@ -145,6 +147,7 @@ def test_a_signal_stops_the_run_with_its_meta_and_the_resume_hint(
     assert not [p for p in workers if _alive(p)]
 
 
+@pytest.mark.gates
 def test_jobs_are_capped_with_a_message(tmp_path):
     cap = config.JOBS_PER_CPU * config.cpu_count()
     assert config.checked_jobs(cap) == (cap, "")
@@ -169,6 +172,7 @@ def test_a_timeout_that_is_no_bound_is_a_usage_error(tmp_path, value):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("value", ["inf", "nan", "0", "-5"])
 def test_an_exec_timeout_that_is_no_bound_is_a_usage_error(tmp_path, value):
     proc = conform("run", "--backend", "exec", "--exec-cmd", PY, "--backend-opt",
@@ -176,6 +180,7 @@ def test_an_exec_timeout_that_is_no_bound_is_a_usage_error(tmp_path, value):
     assert_one_line_error(proc, "timeout must be a positive, finite number")
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("value", ["lots", "0", "-1G", "nanG", "inf", "10K"])
 def test_a_bad_max_memory_is_a_usage_error(tmp_path, value):
     proc = conform("run", "--op", "relu", "--max-memory", value, "--results", tmp_path / "r")
@@ -201,6 +206,7 @@ json.dump({"status": 161002, "message": f"limit={soft}"},
 """
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("isolate", ["--isolate", "--no-isolate"])
 def test_an_exec_harness_runs_under_the_memory_limit(tmp_path, isolate):
     (tmp_path / "h.py").write_text(REPORT_LIMIT)
@@ -231,6 +237,7 @@ class Hog(Backend):
 """
 
 
+@pytest.mark.gates
 def test_an_isolated_worker_over_the_memory_limit_costs_its_case_only(tmp_path):
     from tests.support.plugins import install_plugin
 
@@ -273,6 +280,7 @@ print(peak_kib())
 """
 
 
+@pytest.mark.large
 def test_a_harness_writing_1_5_gb_of_output_costs_no_memory(tmp_path):
     (tmp_path / "chatty.py").write_text(textwrap.dedent(CHATTY.format(mib=1536)))
     cmd = f"{PY} {tmp_path / 'chatty.py'}"
@@ -309,6 +317,7 @@ time.sleep(120)
 """
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("isolate", ["--isolate", "--no-isolate"])
 def test_a_hanging_harness_is_stopped_at_the_case_timeout_with_everything_it_started(
     tmp_path, isolate
@@ -372,6 +381,7 @@ def numpy_path(monkeypatch):
     kernel.set_mode(old)
 
 
+@pytest.mark.large
 def test_a_large_case_over_the_timeout_is_a_timeout_in_bounded_time(numpy_path):
     """2^24 elements through the numpy path take 2.1 s to judge here (10^8: 14 s), on 2 busy
     cores; under --timeout 0.2 the reference as the backend stops between chunks (0.21 s)."""
@@ -416,6 +426,7 @@ def test_the_comparison_stops_at_the_timeout_too(numpy_path):
     assert took < 0.3 + 1.0, took
 
 
+@pytest.mark.gates
 def test_a_backend_call_that_cannot_be_stopped_is_a_timeout_when_it_returns():
     from conformance.backend import Backend, Capabilities
     from conformance.execute import judge
@@ -461,6 +472,7 @@ def _isolated_judge(oracle_isolated: bool) -> tuple[str, str, float]:
         iso.close()
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("oracle_isolated", [True, False])
 def test_an_isolated_case_over_the_timeout_is_a_timeout_not_an_error(numpy_path, oracle_isolated):
     """--backend reference --isolate judged by itself (the oracle is then the isolated

@@ -51,6 +51,7 @@ def runs(tmp_path_factory):
 # -- merge (CLI) ----------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_merge_refuses_another_seed(runs, tmp_path):
     ref, seed5 = runs
     out = tmp_path / "m.jsonl"
@@ -313,6 +314,7 @@ def test_check_resume_unknown_fields(runs):
     assert pv.check_resume(ref, {}, force=False) is None
 
 
+@pytest.mark.gates
 def test_resume_refuses_other_expectations(tmp_path):
     """The expectations decide verdicts, so --resume keeps the records only under the same
     expectations (file content and spec deviations, by hash); --force records the mix and the

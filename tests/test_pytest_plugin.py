@@ -50,6 +50,7 @@ def run_verdicts(tmp_path_factory):
     }
 
 
+@pytest.mark.gates
 def test_each_case_has_the_same_outcome_as_in_aclnn_conform_run(tmp_path, run_verdicts):
     p, outcomes = run_pytest(tmp_path)
     assert outcomes == run_verdicts
@@ -57,11 +58,13 @@ def test_each_case_has_the_same_outcome_as_in_aclnn_conform_run(tmp_path, run_ve
     assert p.returncode == 0
 
 
+@pytest.mark.gates
 def test_xdist_workers_split_the_same_cases(tmp_path, run_verdicts):
     p, outcomes = run_pytest(tmp_path, "-n", "2")
     assert outcomes == run_verdicts and p.returncode == 0
 
 
+@pytest.mark.gates
 def test_k_selects_by_case_id(tmp_path, run_verdicts):
     _, outcomes = run_pytest(tmp_path, "-k", "neg and null-ptr")
     want = {i: v for i, v in run_verdicts.items() if "/neg/null-ptr/" in i}
@@ -75,6 +78,7 @@ def test_without_a_backend_the_suite_says_so(tmp_path):
     assert "ERROR: the aclnn conformance suite needs --aclnn-backend NAME" in p.stderr
 
 
+@pytest.mark.gates
 def test_readme_pytest_k_examples_select_what_they_say(tmp_path):
     """Each README example with -k selects only cases of the operators it names (-k matches id
     substrings: `-k "elu and bf16"` used to select gelu_backward_v2 cases too)."""
@@ -120,6 +124,7 @@ class Marker(Backend):
 '''
 
 
+@pytest.mark.gates
 def test_a_skip_entry_keeps_the_case_from_running(tmp_path):
     """A case skipped by the expectations (say, because it wedges a device) is never handed to
     the backend under pytest either (issue 22 point 10)."""

@@ -43,6 +43,7 @@ def _replay_json(env, *args) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.gates
 def test_replay_of_a_failing_case_reproduces_its_stats_and_worst_elements(env, failing_runs):
     failing = [r for r in failing_runs["wrong-ulp"].values() if r["verdict"] == "fail"]
     assert len(failing) >= 4
@@ -57,6 +58,7 @@ def test_replay_of_a_failing_case_reproduces_its_stats_and_worst_elements(env, f
         assert got["stats"]["max_ulp"] == 2
 
 
+@pytest.mark.gates
 def test_replay_of_a_status_failure_reproduces_the_statuses(env, failing_runs):
     recs = failing_runs["wrong-status"]
     assert len(recs) == 4 and {r["verdict"] for r in recs.values()} == {"fail"}
@@ -67,6 +69,7 @@ def test_replay_of_a_status_failure_reproduces_the_statuses(env, failing_runs):
         assert (got["expected_status"], got["actual_status"]) == (161001, 161002)
 
 
+@pytest.mark.gates
 def test_the_recorded_replay_line_runs_as_printed(env, failing_runs):
     rec = next(r for r in failing_runs["wrong-ulp"].values() if r["verdict"] == "fail")
     argv = shlex.split(rec["replay"])
@@ -77,12 +80,14 @@ def test_the_recorded_replay_line_runs_as_printed(env, failing_runs):
     assert (got["stats"], got["worst"], got["verdict"]) == (rec["stats"], rec["worst"], "fail")
 
 
+@pytest.mark.gates
 def test_another_seed_replays_different_values(env, failing_runs):
     rec = next(r for r in failing_runs["wrong-ulp"].values() if r["verdict"] == "fail")
     got = _replay_json(env, rec["id"], "--seed", SEED + 1, "--backend", "wrong-ulp")
     assert got["worst"] != rec["worst"]
 
 
+@pytest.mark.gates
 def test_plain_replay_shows_inputs_statuses_worst_elements_clauses_and_verdict(env, failing_runs):
     rec = next(r for r in failing_runs["wrong-ulp"].values() if r["verdict"] == "fail")
     proc = conform("replay", rec["id"], "--seed", SEED, "--backend", "wrong-ulp", env=env)
@@ -102,12 +107,14 @@ def test_plain_replay_shows_inputs_statuses_worst_elements_clauses_and_verdict(e
     assert f"  fail: {rec['reason']}" in out
 
 
+@pytest.mark.gates
 def test_replay_of_a_passing_case_exits_0(env):
     proc = conform("replay", "softplus_backward/atlas-training/f32/-/point=at-threshold")
     assert_clean(proc, 0)
     assert "  pass" in proc.stdout
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize(
     ("case_id", "needle"),
     [

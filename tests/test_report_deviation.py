@@ -57,6 +57,7 @@ def test_the_sample_file_is_what_its_readme_says(run):
 # -- deviation --------------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_html_shows_the_deviation_and_its_id(run):
     html = render_html(run.records, run.meta)
     assert re.search(r'data-verdict="deviation"[^>]*><b>1</b> deviation</button>', html)

@@ -181,6 +181,7 @@ def test_junit_stays_valid_with_control_characters_and_markup(run, schema):
 # -- summary JSON -----------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_json_summary_totals_matrix_failures(run):
     s = json.loads(json.dumps(summary(run.records, run.meta)))
     assert s["format"] == "aclnn-conformance-summary" and s["version"] == 1
@@ -308,6 +309,7 @@ def test_write_reports_writes_what_is_asked_in_order(run, tmp_path):
     assert write_reports(run.records, run.meta) == []
 
 
+@pytest.mark.gates
 def test_report_command_writes_all_four(tmp_path):
     shutil.copy(MIXED, tmp_path / "r.jsonl")
     shutil.copy(str(MIXED) + ".meta.json", tmp_path / "r.jsonl.meta.json")
@@ -343,6 +345,7 @@ def test_report_command_rejects_unusable_results_in_one_line(tmp_path, content, 
     assert not (tmp_path / "s.json").exists()
 
 
+@pytest.mark.gates
 def test_report_command_needs_an_output_and_warns_on_torn_lines(tmp_path):
     assert_one_line_error(conform("report", MIXED), "at least one of --html")
     path = tmp_path / "r.jsonl"

@@ -94,6 +94,7 @@ def wait_for(cond, what: str, timeout: float = 120.0) -> None:
 # -- point 3: one writer per results file; the run's own records ------------------------------
 
 
+@pytest.mark.gates
 def test_a_second_run_on_a_results_file_is_refused_and_the_first_is_unaffected(tmp_path):
     cmd, gate, mark = gated_cmd(tmp_path)
     results = tmp_path / "results.jsonl"
@@ -117,6 +118,7 @@ def test_a_second_run_on_a_results_file_is_refused_and_the_first_is_unaffected(t
     assert not Path(f"{results}.lock").exists()  # released at the end
 
 
+@pytest.mark.gates
 def test_a_run_whose_file_is_replaced_reports_its_own_records(tmp_path):
     """The issue's case: another process replaces the results file while a run writes it; the
     run's summary, exit code and reports still come from what it recorded."""
@@ -140,6 +142,7 @@ def test_a_run_whose_file_is_replaced_reports_its_own_records(tmp_path):
     assert len(own) == 8 and {r["verdict"] for r in own} == {"error"}
 
 
+@pytest.mark.gates
 def test_a_lock_left_by_a_dead_run_does_not_block(tmp_path):
     results = tmp_path / "r.jsonl"
     dead = {"pid": 999999, "host": "gone", "started": "2000-01-01T00:00:00+00:00"}
@@ -150,6 +153,7 @@ def test_a_lock_left_by_a_dead_run_does_not_block(tmp_path):
     assert not Path(f"{results}.lock").exists()
 
 
+@pytest.mark.gates
 def test_resume_counts_the_earlier_records_read_under_the_lock(tmp_path):
     """A resumed run's summary covers the file it continues: its earlier records (read once,
     under the lock) and its new ones, each case once."""
@@ -199,6 +203,7 @@ def test_report_refuses_an_output_that_is_an_input(small_results, tmp_path, args
     assert not (tmp_path / "a.md").exists()
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize(
     "args, options",
     [
@@ -234,6 +239,7 @@ def test_run_refuses_an_output_that_is_an_input_before_touching_the_results(
     assert not Path(f"{small_results}.lock").exists()
 
 
+@pytest.mark.gates
 def test_diff_and_merge_refuse_an_output_that_is_an_input(small_results, tmp_path):
     other = synth(tmp_path / "o.jsonl", 20)
     before = small_results.read_bytes()
@@ -244,6 +250,7 @@ def test_diff_and_merge_refuse_an_output_that_is_an_input(small_results, tmp_pat
     _unchanged(small_results, before)
 
 
+@pytest.mark.gates
 def test_oracle_options_reach_the_oracle(tmp_path):
     """--oracle exec runs the harness given by --oracle-opt: the example harness computes
     leaky_relu_backward, so the reference judged against it passes every case."""
@@ -257,6 +264,7 @@ def test_oracle_options_reach_the_oracle(tmp_path):
     assert {r["verdict"] for r in recs} == {"pass"}
 
 
+@pytest.mark.gates
 def test_an_oracle_that_cannot_start_leaves_the_results_untouched(small_results):
     before = small_results.read_bytes()
     proc = conform("run", "--op", "relu", "--max-cases", "2", "--oracle", "exec",
@@ -273,6 +281,7 @@ def test_an_oracle_that_cannot_start_leaves_the_results_untouched(small_results)
 # -- point 6: diff and merge do not turn partial results green ---------------------------------
 
 
+@pytest.mark.gates
 def test_diff_fails_on_cases_missing_on_either_side_unless_allowed(tmp_path):
     whole = synth(tmp_path / "whole.jsonl", 50, fail_every=0)
     recs = read_jsonl(whole)
@@ -285,6 +294,7 @@ def test_diff_fails_on_cases_missing_on_either_side_unless_allowed(tmp_path):
     assert_clean(conform("diff", whole, whole), 0)
 
 
+@pytest.mark.gates
 def test_diff_of_unrelated_runs_is_refused(tmp_path):
     a = synth(tmp_path / "a.jsonl", 16, fail_every=0)
     other = [{**r, "id": r["id"].replace("synthetic", "other")} for r in read_jsonl(a)]
@@ -293,6 +303,7 @@ def test_diff_of_unrelated_runs_is_refused(tmp_path):
         assert_one_line_error(conform("diff", a, b, *extra), "no case in common")
 
 
+@pytest.mark.gates
 def test_merge_refuses_conflicting_duplicates_and_takes_identical_ones_once(tmp_path):
     a = synth(tmp_path / "a.jsonl", 30, fail_every=0)
     recs = read_jsonl(a)
@@ -315,6 +326,7 @@ def test_merge_refuses_conflicting_duplicates_and_takes_identical_ones_once(tmp_
     assert not out2.exists()
 
 
+@pytest.mark.gates
 def test_run_records_its_shard_and_merge_names_a_missing_one(tmp_path):
     shards = []
     for i in (1, 2, 3):
@@ -369,6 +381,7 @@ def _no_raw_controls(text: str) -> None:
     assert not bad, [hex(ord(c)) for c in bad[:5]]
 
 
+@pytest.mark.gates
 def test_reports_of_hostile_text_are_written_and_valid(tmp_path):
     results = tmp_path / "r.jsonl"
     # json.dumps escapes the surrogate and the controls: the file itself is valid JSONL
@@ -387,6 +400,7 @@ def test_reports_of_hostile_text_are_written_and_valid(tmp_path):
     assert "\\x1b" in texts["html"] or "\\\\x1b" in texts["html"]
 
 
+@pytest.mark.gates
 def test_a_case_directory_named_in_bytes_that_are_not_utf8(tmp_path):
     """The issue's case: a case directory whose name is not UTF-8 broke every report (exit 3, a
     0-byte HTML). Now the run and all four reports complete, showing the byte as `\\xff`."""
@@ -450,6 +464,7 @@ def test_markdown_escapes_controls_and_keeps_ids_in_their_spans():
     assert "````relu/``` `x` ``|y/\\xfe\\x1b[2J````" in line
 
 
+@pytest.mark.gates
 def test_console_escapes_hostile_backend_text(tmp_path):
     """A harness whose result message holds a lone surrogate, NUL and ESC: the failure line on
     the console shows them as escapes, and every report is written."""
@@ -505,6 +520,7 @@ def _can_mount_tmpfs(tmp_path: Path) -> bool:
     return p.returncode == 0
 
 
+@pytest.mark.gates
 def test_a_full_disk_ends_in_one_line_with_the_path_and_how_to_resume(tmp_path):
     if not _can_mount_tmpfs(tmp_path):
         pytest.skip("cannot mount a small tmpfs here (unshare -r -m)")
@@ -597,6 +613,7 @@ def test_html_lists_every_failure_and_a_bounded_number_of_passes():
     assert f"every case that did not pass and 5 of the {len(passes)} passing cases" in page
 
 
+@pytest.mark.gates
 def test_junit_of_a_stream_is_valid_and_counts_every_case(tmp_path):
     path = synth(tmp_path / "r.jsonl", 500, fail_every=25)
     out = tmp_path / "j.xml"
@@ -631,7 +648,7 @@ def _peak_rss_kb(*args) -> int:
 RSS_GROWTH_BOUND_MB = 80
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_reports_of_200k_records_stay_in_bounded_memory(tmp_path):
     small = synth(tmp_path / "small.jsonl", 1000, fail_every=100)
     big = synth(tmp_path / "big.jsonl", 200_000, fail_every=100)

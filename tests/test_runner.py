@@ -78,6 +78,7 @@ def full_run(tmp_path_factory):
     return proc, results
 
 
+@pytest.mark.gates
 def test_the_full_default_suite_passes_against_the_reference(full_run, suite):
     proc, results = full_run
     assert_clean(proc, 0)
@@ -90,6 +91,7 @@ def test_the_full_default_suite_passes_against_the_reference(full_run, suite):
     assert proc.stdout.strip().endswith(f"results: {results}")  # quiet: no summary when all pass
 
 
+@pytest.mark.gates
 def test_every_record_has_the_design_fields(full_run, suite):
     _, results = full_run
     recs = read_jsonl(results)
@@ -146,6 +148,7 @@ def resume_base(tmp_path_factory):
     return lines
 
 
+@pytest.mark.gates
 def test_resume_runs_only_the_missing_cases(resume_base, tmp_path):
     results = tmp_path / "r.jsonl"
     results.write_text("".join(resume_base[:12]), encoding="utf-8")
@@ -158,6 +161,7 @@ def test_resume_runs_only_the_missing_cases(resume_base, tmp_path):
     assert [r["id"] for r in recs] == [json.loads(line)["id"] for line in resume_base]
 
 
+@pytest.mark.gates
 def test_resume_after_a_torn_last_line_records_every_case_once(resume_base, tmp_path):
     results = tmp_path / "r.jsonl"
     torn = resume_base[12][: len(resume_base[12]) // 2]
@@ -174,6 +178,7 @@ def test_resume_after_a_torn_last_line_records_every_case_once(resume_base, tmp_
     assert Counter(good) == Counter(json.loads(line)["id"] for line in resume_base)
 
 
+@pytest.mark.gates
 def test_without_resume_the_results_file_starts_afresh(resume_base, tmp_path):
     results = tmp_path / "r.jsonl"
     results.write_text("".join(resume_base[:5]) + '{"id": "stale", "verdict": "fail"}\n')
@@ -184,6 +189,7 @@ def test_without_resume_the_results_file_starts_afresh(resume_base, tmp_path):
 # -- shards ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.gates
 def test_three_shards_cover_exactly_the_unsharded_set(tmp_path, in_process):
     sel = ("--op", "softplus_backward", "--product", "atlas-training", "--max-cases", "100")
     whole = _listed(*sel)
@@ -213,6 +219,7 @@ def test_filter_product_keeps_only_that_product(in_process):
     assert not any(i.startswith(("hardshrink_backward/", "softplus_backward/")) for i in ids)
 
 
+@pytest.mark.gates
 def test_filter_product_selects_a_subset_of_the_suite(suite, in_process):
     ids = _listed("--product", "atlas-a2")
     assert set(ids) == {p.id for _, p in suite if p.product == "atlas-a2"}
@@ -232,6 +239,7 @@ def test_filter_dtype_accepts_the_short_names_used_in_case_ids(in_process):
     )
 
 
+@pytest.mark.gates
 def test_filter_clause_by_id_and_by_qualified_name(suite, in_process):
     ids = _listed("--clause", "null-ptr")
     assert ids == [p.id for _, p in suite if "null-ptr" in p.clauses]
@@ -264,6 +272,7 @@ def test_filter_max_cases_keeps_the_static_clauses_covered(suite, in_process):
     assert ids == [i for i in plans if i in set(ids)]  # suite order
 
 
+@pytest.mark.gates
 def test_run_selects_what_cases_list_selects(tmp_path, suite, in_process):
     sel = ("--op", "leaky_relu_backward", "--product", "atlas-inference", "--dtype", "fp16",
            "-k", "values=")  # fmt: skip
@@ -300,6 +309,7 @@ def ulp_runs(plugin_env, tmp_path_factory):
     return out
 
 
+@pytest.mark.gates
 def test_jobs_2_gives_the_same_verdicts_as_jobs_1(ulp_runs):
     one, two = ulp_runs[1][1], ulp_runs[2][1]
     assert len(one) == 80
@@ -357,6 +367,7 @@ def test_progress_is_plain_lines_when_not_a_tty(ulp_runs):
     assert ulp_runs[2][0].stderr == ""  # -q: no progress at all
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_fail_fast_stops_after_the_first_failure(plugin_env, tmp_path, jobs):
     results = tmp_path / "r.jsonl"
@@ -392,6 +403,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path, args, needle):
     assert not results.exists()
 
 
+@pytest.mark.gates
 def test_exit_code_1_on_failures_and_0_when_all_pass(plugin_env, tmp_path):
     sel = ("--op", "elu_backward", "--product", "atlas-training", "-k", "/f16/isResult=0/values=")
     failing = conform("run", "--backend", "wrong-ulp", "--results", tmp_path / "a.jsonl", "-q",

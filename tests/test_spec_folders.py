@@ -52,6 +52,7 @@ def how(mode: str, folder: Path) -> tuple[tuple[str, ...], dict[str, str] | None
     return (("--specs", str(folder)), None) if mode == "option" else ((), env_with(folder))
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("mode", ["option", "env"])
 def test_a_spec_folder_adds_an_operator_to_every_command(mode, tmp_path):
     pre, env = how(mode, FOLDER)
@@ -74,6 +75,7 @@ def test_a_spec_folder_adds_an_operator_to_every_command(mode, tmp_path):
     assert "unknown error" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("backend", ["torch", "jax"])
 def test_the_new_operator_runs_on_torch_and_jax_from_its_bindings(backend, tmp_path):
     pytest.importorskip(backend, reason=f"the {backend} extra is not installed")
@@ -88,6 +90,7 @@ def test_the_new_operator_runs_on_torch_and_jax_from_its_bindings(backend, tmp_p
     assert not [s for s in skipped if "binding" in s], skipped[:3]
 
 
+@pytest.mark.gates
 def test_the_pytest_plugin_takes_spec_folders(tmp_path):
     p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q",
                         "-p", "no:cacheprovider", "--aclnn-backend", "reference",
@@ -129,6 +132,7 @@ def binding_line(folder: Path, key: str) -> int:
     return next(i for i, ln in enumerate(lines, 1) if i > start and ln.strip().startswith(key))
 
 
+@pytest.mark.gates
 def test_a_misspelled_aten_op_is_a_lint_problem_and_skips_only_its_op(tmp_path):
     pytest.importorskip("torch", reason="the torch extra is not installed")
     folder = misspelled(tmp_path, "aten", "tanh_backwrd")
@@ -150,6 +154,7 @@ def test_a_misspelled_aten_op_is_a_lint_problem_and_skips_only_its_op(tmp_path):
     assert sum(r["verdict"] == "pass" for r in leaky) > 100
 
 
+@pytest.mark.gates
 def test_a_wrong_jax_forward_is_a_lint_problem_and_skips_only_its_op(tmp_path):
     folder = misspelled(tmp_path, "jax", "output - output * slef")
     proc = conform("specs", "lint", folder)
@@ -168,6 +173,7 @@ def test_a_wrong_jax_forward_is_a_lint_problem_and_skips_only_its_op(tmp_path):
     assert any(r["verdict"] == "pass" for r in recs if r["op"] == "hardshrink_backward")
 
 
+@pytest.mark.gates
 def test_no_operator_is_named_in_the_code():
     """Operator knowledge lives in YAML: no op name of any spec in the registry (its spec name,
     its aclnn name, or that without `aclnn`) appears as a word in a Python file of the core. The
@@ -188,6 +194,7 @@ def test_no_operator_is_named_in_the_code():
     assert not found, "\n".join(found)
 
 
+@pytest.mark.gates
 def test_results_of_a_spec_folder_run_record_the_folder(tmp_path):
     results = tmp_path / "r.jsonl"
     proc = conform("--specs", FOLDER, "run", "--op", NAME, "--max-cases", "5",

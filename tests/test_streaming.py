@@ -69,6 +69,7 @@ def _judge(name, plan):
     return judge(spec, build(spec, plan, 0), REF, REF).record
 
 
+@pytest.mark.gates
 @pytest.mark.parametrize("name,plan", _plans())
 def test_chunked_and_unchunked_judging_give_identical_records(name, plan, request):
     whole = _judge(name, plan)
@@ -193,6 +194,7 @@ def test_the_oracle_is_bounded_by_the_timeout():
     assert time.monotonic() - t0 < 30
 
 
+@pytest.mark.gates
 def test_compiling_the_oracles_kernels_is_not_charged_to_the_timeout(monkeypatch):
     """A kernel's first compilation on a machine takes seconds (the comparison pass: 20 s on 2
     cores): the golden stream is prepared before the clock starts, so the case still passes."""
@@ -211,6 +213,7 @@ def test_compiling_the_oracles_kernels_is_not_charged_to_the_timeout(monkeypatch
     assert prepared and judged.verdict == "pass", judged.reason
 
 
+@pytest.mark.gates
 def test_exact_is_recorded_in_the_results_and_the_reports(tmp_path):
     results = tmp_path / "r.jsonl"
     md = tmp_path / "r.md"
@@ -230,6 +233,7 @@ def test_exact_is_recorded_in_the_results_and_the_reports(tmp_path):
     assert all("DOUBLE faithful" in r["oracle_version"] for r in recs)
 
 
+@pytest.mark.gates
 def test_exact_is_refused_where_nothing_has_an_exact_mode(tmp_path):
     proc = conform("run", "--backend", "torch", "--oracle", "torch", "--exact", "--op",
                    "softplus_backward", "--results", tmp_path / "r.jsonl")  # fmt: skip
@@ -237,6 +241,7 @@ def test_exact_is_refused_where_nothing_has_an_exact_mode(tmp_path):
     assert "--exact" in proc.stderr and "drop --exact" in proc.stderr
 
 
+@pytest.mark.large
 def test_the_large_profile_adds_model_shapes_for_every_op():
     default = {p.id for _, p in plan_suite(REG)}
     large = plan_suite(REG, profile="large")

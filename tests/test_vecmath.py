@@ -214,6 +214,7 @@ def test_expm1_log1p_tanh_ieee_edges(functions):
     assert same(run("tanh", [0.0, -0.0, nan, inf, -inf, 1e300]), [0.0, -0.0, nan, 1.0, -1.0, 1.0])
 
 
+@pytest.mark.kernels
 def test_erfinv_within_four_ulp(functions):
     """Uniform over (-1, 1), the steep ends down to 1 - 2^-53, tiny values, and both sides of the
     splits (a = 3/4 between erf's series and erfc, w = 5 between the two first guesses)."""

@@ -193,6 +193,7 @@ def _run(env, tmp_path, backend, *select):
     return by_id(read_jsonl(results))
 
 
+@pytest.mark.gates
 def test_cli_two_ulp(plugin_env, tmp_path):
     cid = "leaky_relu_backward/atlas-a2/f16/selfIsResult=0/values=normal"
     recs = _run(plugin_env, tmp_path, "wrong-ulp", "--op", "leaky_relu_backward",
@@ -208,6 +209,7 @@ def test_cli_two_ulp(plugin_env, tmp_path):
     assert rec["replay"].endswith("--seed 0 --backend wrong-ulp")
 
 
+@pytest.mark.gates
 def test_cli_wrong_null_status(plugin_env, tmp_path):
     recs = _run(plugin_env, tmp_path, "wrong-status", "--op", "hardshrink_backward",
                 "--product", "atlas-a2", "-k", "/neg/null-ptr/")  # fmt: skip
@@ -218,6 +220,7 @@ def test_cli_wrong_null_status(plugin_env, tmp_path):
         assert rec["clauses"] == ["hardshrink_backward/null-ptr"]
 
 
+@pytest.mark.gates
 def test_cli_gap_writer(plugin_env, tmp_path):
     recs = _run(plugin_env, tmp_path, "wrong-gaps", "--op", "leaky_relu_backward",
                 "--product", "atlas-training", "-k", "/layout=out-")  # fmt: skip
@@ -229,6 +232,7 @@ def test_cli_gap_writer(plugin_env, tmp_path):
             assert rec["verdict"] == "pass", cid
 
 
+@pytest.mark.gates
 def test_cli_input_mutator(plugin_env, tmp_path):
     recs = _run(plugin_env, tmp_path, "wrong-input", "--op", "gelu_backward_v2",
                 "--product", "atlas-training", "-k", "/values=normal")  # fmt: skip
@@ -238,6 +242,7 @@ def test_cli_input_mutator(plugin_env, tmp_path):
         assert "input gradOutput was modified" in rec["reason"]
 
 
+@pytest.mark.gates
 def test_cli_error_writer(plugin_env, tmp_path):
     recs = _run(plugin_env, tmp_path, "wrong-error-write", "--op", "softplus_backward",
                 "--product", "atlas-training", "-k", "/neg/null-ptr/")  # fmt: skip
@@ -249,6 +254,7 @@ def test_cli_error_writer(plugin_env, tmp_path):
             assert "output storage written" in rec["reason"]
 
 
+@pytest.mark.gates
 def test_cli_raising_backend_costs_one_case_each_and_the_run_goes_on(plugin_env, tmp_path):
     recs = _run(plugin_env, tmp_path, "wrong-raise", "--op", "hardshrink_backward",
                 "--op", "leaky_relu_backward", "--product", "atlas-training",
