@@ -8,7 +8,8 @@ candidates, which accumulate.py merges. The figures are the numpy pass's, bit fo
 (tests/test_measure.py), so records do not depend on whether numba is installed.
 
 Only imported where numba is (the `fast` extra); real floating outputs of the formats in FORMATS
-and complex outputs of float32/float64 parts take it, everything else the numpy pass.
+take it, everything else the numpy pass (complex outputs too: a part's error is relative to the
+element's magnitude, accumulate._magnitude).
 """
 
 from __future__ import annotations

@@ -712,6 +712,8 @@ def test_a_formula_and_a_nonfinite_deviation_together_excuse_both_and_nothing_el
     got = judge(spec, case, _Fake("torch", torchlike), ORACLE, deviations=True)
     assert got.verdict == "deviation", got.reason
     assert got.record["expectation"]["deviations"] == [
-        "sigmoid_backward/torch-complex-conj", "sigmoid_backward/complex-nonfinite-parts"]
+        "sigmoid_backward/torch-complex-conj",
+        "sigmoid_backward/complex-nonfinite-parts",
+    ]
     bad = judge(spec, case, _Fake("torch", lambda c: torchlike(c, True)), ORACLE, deviations=True)
     assert bad.verdict == "fail"

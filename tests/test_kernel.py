@@ -70,6 +70,7 @@ def _params():
 
 
 @needs_numba
+@pytest.mark.kernels
 @pytest.mark.parametrize("name,product,dtype", _params())
 def test_compiled_and_numpy_paths_agree_bit_for_bit(name, product, dtype):
     spec = REG.get(name)
