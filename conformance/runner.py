@@ -16,11 +16,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from conformance import dtypes as dt
-from conformance import limits
+from conformance import limits, safeio
 from conformance.backend import Backend, BackendError, backend_class, load_backend, takes_option
 from conformance.bindings import binding_id
 from conformance.call import Outcome, TensorArg
@@ -320,8 +321,9 @@ def over_budget(call: Any, budget: int | None, outputs: frozenset[str] = frozens
     need, name, numel = case_bytes(call, outputs)
     if need <= budget:
         return ""
-    return (f"case needs about {_size(need)} of memory (its storages; {numel:,} elements in "
-            f"the view of {name}), above --max-case-bytes {_size(budget)}; raise it if this "
+    size = partial(safeio.size_text, exact=False)
+    return (f"case needs about {size(need)} of memory (its storages; {numel:,} elements in "
+            f"the view of {name}), above --max-case-bytes {size(budget)}; raise it if this "
             "machine has the memory")  # fmt: skip
 
 
@@ -338,16 +340,8 @@ def overlapping(call: Any, outputs: frozenset[str]) -> str:
     return ""
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def _keep(root: str, case_id: str, got: Outcome | None, rec: dict[str, Any]) -> None:
     """--keep-outputs: the backend's output storages as DIR/<case-id>/<param>.npy + result.json."""
-    from conformance import safeio
     from conformance.casefile import make_case_dir, save_array
 
     d = make_case_dir(Path(root), case_id)

@@ -45,12 +45,13 @@ def kind_of(mode: int) -> str:
     return "not a file"
 
 
-def size_text(n: int) -> str:
-    """A byte count for messages: 4294967296 -> '4.0 GiB (4294967296 bytes)'."""
+def size_text(n: int, exact: bool = True) -> str:
+    """A byte count for messages: 4294967296 -> '4.0 GiB (4294967296 bytes)', or '4.0 GiB'
+    without `exact`."""
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
-            return f"{n / scale:.1f} {unit} ({n} bytes)"
-    return f"{n} bytes"
+            return f"{n / scale:.1f} {unit}" + (f" ({n} bytes)" if exact else "")
+    return f"{n} bytes" if exact else f"{n} B"
 
 
 def _refuse(path: str | Path, why: str, code: int = errno.EINVAL) -> RefusedFile:

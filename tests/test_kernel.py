@@ -157,27 +157,33 @@ def test_approximate_kernels_multiply_by_the_reciprocal_of_an_irrational_divisor
     assert "(v0 / 6.0)" in hardsigmoid
 
 
+# A child process that compiles (or loads) softplus_backward's kernel `k` and runs it once.
+COMPILE = """
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np
+from conformance.registry import default_registry
+from conformance.rules import attribute_env
+from reference import kernel
+from tests.test_kernel import _call_any
+spec = default_registry().get("softplus_backward")
+call = _call_any(spec)
+env = attribute_env(spec, call)
+k = kernel.get(spec, env)
+raw = {{p.name: call.tensor(p.name).storage for p in spec.tensor_inputs}}
+y, f = np.empty(4), np.empty(4, np.uint8)
+k.run(raw, env, y, f, 1, (24, -126))
+"""
+
+
 @pytest.mark.kernels
 @needs_numba
 def test_the_kernel_is_compiled_once_and_then_loaded_from_the_cache(tmp_path):
     """A second process finds the machine code on disk: numba reports a cache hit, no miss."""
-    script = textwrap.dedent(f"""
-        import json, sys
-        sys.path.insert(0, {ROOT!r})
-        import numpy as np
-        from conformance.registry import default_registry
-        from conformance.rules import attribute_env
-        from reference import kernel
-        from tests.test_kernel import _call_any
-        spec = default_registry().get("softplus_backward")
-        call = _call_any(spec)
-        env = attribute_env(spec, call)
-        k = kernel.get(spec, env)
-        raw = {{p.name: call.tensor(p.name).storage for p in spec.tensor_inputs}}
-        y, f = np.empty(4), np.empty(4, np.uint8)
-        k.run(raw, env, y, f, 1, (24, -126))
+    script = COMPILE.format(root=ROOT) + textwrap.dedent("""
+        import json
         s = k.fn.stats
-        print(json.dumps({{"hits": sum(s.cache_hits.values()), "misses": sum(s.cache_misses.values())}}))
+        print(json.dumps({"hits": sum(s.cache_hits.values()), "misses": sum(s.cache_misses.values())}))
     """)
     env = {**os.environ, "ACLNN_CONFORM_CACHE": str(tmp_path), "ACLNN_CONFORM_KERNEL": "numba"}
     runs = []

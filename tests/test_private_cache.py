@@ -11,13 +11,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from reference import kernel
 from tests.support.paths import HAVE_NUMBA
+from tests.test_kernel import COMPILE
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
@@ -136,23 +136,7 @@ def test_refused_cache_compiles_in_memory_and_gives_the_same_bits(fresh, monkeyp
     assert list(fresh.rglob("k_memtestFalse*.nbi"))
 
 
-COMPILE = """
-import sys
-sys.path.insert(0, {root!r})
-import numpy as np
-from conformance.registry import default_registry
-from conformance.rules import attribute_env
-from reference import kernel
-from tests.test_kernel import _call_any
-spec = default_registry().get("softplus_backward")
-call = _call_any(spec)
-env = attribute_env(spec, call)
-k = kernel.get(spec, env)
-raw = {{p.name: call.tensor(p.name).storage for p in spec.tensor_inputs}}
-y, f = np.empty(4), np.empty(4, np.uint8)
-k.run(raw, env, y, f, 1, (24, -126))
-print("ok", kernel.private_cache())
-"""
+COMPILE_AND_SAY = COMPILE + 'print("ok", kernel.private_cache())\n'
 
 
 class _Payload:
@@ -172,7 +156,7 @@ def test_a_planted_numba_index_in_the_shared_tmp_folder_is_never_unpickled(tmp_p
     """The finding: $TMPDIR/aclnn-conformance-kernels was used as found and numba unpickled its
     __pycache__/*.nbi. Here the planted folder (world-writable) is refused; made private, the
     same plant would run (the control shows the test can fail)."""
-    script = textwrap.dedent(COMPILE.format(root=ROOT))
+    script = COMPILE_AND_SAY.format(root=ROOT)
     base = {k: v for k, v in os.environ.items() if k != "ACLNN_CONFORM_CACHE"}
     base["ACLNN_CONFORM_KERNEL"] = "numba"
     good = tmp_path / "good"
