@@ -292,6 +292,9 @@ def _entry(item: Any, where: str, default_backend: str | None, line: int) -> Ent
     for key in ("kind", "reason", *(k for k in ("match", "message", "binding") if k in item)):
         if not isinstance(item.get(key), str) or not item[key].strip():
             raise ExpectationsError(f"{where}: `{key}` is required (text)")
+    for key in ("backend", "version", "deviation"):
+        if key in item and (not isinstance(item[key], str) or not item[key].strip()):
+            raise ExpectationsError(f"{where}: `{key}` must be text")
     kind = item["kind"]
     if kind not in KINDS:
         raise ExpectationsError(f"{where}: kind must be one of {', '.join(KINDS)}")
@@ -338,6 +341,10 @@ def load(path: str | Path, today: _dt.date | None = None) -> Expectations:
     if not isinstance(data, dict) or data.get("format") != 1:
         raise ExpectationsError(f"{path}:1: not an expectations file (needs `format: 1`)")
     default_backend = data.get("backend")
+    if default_backend is not None and (
+        not isinstance(default_backend, str) or not default_backend
+    ):
+        raise ExpectationsError(f"{path}:{doc.line(('backend',))}: backend must be text")
     raw = data.get("entries") or []
     if not isinstance(raw, list):
         raise ExpectationsError(f"{path}:{doc.line(('entries',))}: entries must be a list")

@@ -35,6 +35,12 @@ SEED_DIR = Path(os.environ.get("ACLNN_CONFORM_SEEDS", REPO.parent / "shared" / "
 PROTO = re.compile(r"aclnnStatus\s+(aclnn[A-Za-z0-9]+?)GetWorkspaceSize\s*\(")
 
 
+@pytest.fixture(autouse=True)
+def _in_the_checkout(monkeypatch):
+    """The commands below name tests/data/... as a user in the checkout would."""
+    monkeypatch.chdir(REPO)
+
+
 def _seeds() -> list[Any]:
     """(seed file, spec name) for every seed page, the op read from the page's own prototype."""
     if not SEED_DIR.is_dir():

@@ -299,6 +299,11 @@ def test_verdicts_and_differs_decide_what_an_entry_excuses(tmp_path):
         ({"match": "a", "kind": "skip", "reason": "r", "verdicts": ["crash"]}, "a skip entry"),
         ({"dtypes": {"any": ["FLOAT99"]}, "kind": "xfail", "reason": "r"}, "unknown dtype"),
         ({"dtypes": {"mixed": "yes"}, "kind": "xfail", "reason": "r"}, "mixed must be true"),
+        # found by the fuzz test's long profile: a bool where text belongs was an internal error
+        ({"match": "a", "kind": "xfail", "reason": "r", "version": True}, "`version` must be text"),
+        ({"match": "a", "kind": "xfail", "reason": "r", "backend": 3}, "`backend` must be text"),
+        ({"match": "a", "kind": "xfail", "reason": "r", "deviation": ["x"]},
+         "`deviation` must be text"),
     ],
 )  # fmt: skip
 def test_malformed_selectors_are_clear_errors(tmp_path, entry, message):
