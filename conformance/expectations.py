@@ -54,7 +54,8 @@ KINDS = ("xfail", "skip", "flaky", "waiver", "deviation")
 FAILING = BROKEN  # the verdicts an entry can explain
 DIFFERS = ("status", "values", "nonfinite")
 FIELDS = ("match", "message", "kind", "reason", "backend", "version", "expires", "deviation",
-          "binding", "dtypes", "verdicts", "differs")  # fmt: skip
+          "binding", "dtypes", "verdicts", "differs", "within")  # fmt: skip
+WITHIN = ("abs", "rel")  # bounds on a failed output's largest error (its stats' max_abs, max_rel)
 
 
 class ExpectationsError(ValueError):
@@ -81,6 +82,9 @@ class Entry:
     dtypes: dtypecond.DtypeCondition | None = None
     verdicts: tuple[str, ...] = ("fail",)  # the failing verdicts it excuses
     differs: str | None = None  # only a failure of this kind (status | values | nonfinite)
+    # only a values failure whose every failed output errs by at most these (max_abs, max_rel),
+    # with NaN/inf where expected: a known imprecision, not any wrong value
+    within: tuple[tuple[str, float], ...] | None = None
     raw_dtypes: Any = field(default=None, compare=False, repr=False)
 
     @property
@@ -92,7 +96,7 @@ class Entry:
     def narrowing(self) -> list[str]:
         """The keys by which the entry selects cases (none: it fits every case)."""
         keys = [] if _catch_all(self.match) else ["match"]
-        keys += [k for k in ("message", "binding", "dtypes", "version", "differs")
+        keys += [k for k in ("message", "binding", "dtypes", "version", "differs", "within")
                  if getattr(self, k) is not None]  # fmt: skip
         return keys
 
@@ -130,9 +134,28 @@ class Entry:
             kinds = ("values", "nonfinite") if self.differs == "values" else (self.differs,)
             if verdict != "fail" or got not in kinds:
                 return False
+        if self.within is not None and not self._within(rec):
+            return False
         if self.message is not None:
             said = f"{rec.get('message') or ''}\n{rec.get('reason') or ''}"
             return self.message in said
+        return True
+
+    def _within(self, rec: dict[str, Any]) -> bool:
+        """Every output that failed errs by no more than the entry's bounds, and places NaN and
+        inf where the expected values have them (a record without statistics does not fit)."""
+        failed = [c for c in (rec.get("comparisons") or {}).values()
+                  if isinstance(c, dict) and not c.get("passed", True)]  # fmt: skip
+        if rec.get("differs") != "values" or not failed:
+            return False
+        for comp in failed:
+            stats = comp.get("stats") or {}
+            if stats.get("nan_mismatches", 1) or stats.get("inf_mismatches", 1):
+                return False
+            for key, limit in self.within or ():
+                err = stats.get(f"max_{key}")
+                if not isinstance(err, int | float) or not err <= limit:
+                    return False
         return True
 
     def applies(self, case_id: str, backend: str, version: str,
@@ -161,6 +184,8 @@ class Entry:
         value = getattr(self, key)
         if key == "dtypes":
             return json.dumps(value.to_json())
+        if key == "within":
+            return json.dumps(dict(value))
         return repr(value)
 
     def to_yaml(self) -> dict[str, Any]:
@@ -174,6 +199,8 @@ class Entry:
             out["dtypes"] = self.raw_dtypes or self.dtypes.to_json()
         if self.differs:
             out["differs"] = self.differs
+        if self.within is not None:
+            out["within"] = dict(self.within)
         out.update(kind=self.kind, reason=self.reason)
         if self.verdicts != ("fail",):
             out["verdicts"] = list(self.verdicts)
@@ -228,6 +255,8 @@ class Expectations:
         for key in ("deviation", "message", "binding", "differs"):
             if getattr(entry, key) is not None:
                 rec["expectation"][key] = getattr(entry, key)
+        if entry.within is not None:
+            rec["expectation"]["within"] = dict(entry.within)
         if entry.line:
             rec["expectation"]["where"] = f"{self.path}:{entry.line}"
         if v in FAILING:
@@ -323,11 +352,30 @@ def _entry(item: Any, where: str, default_backend: str | None, line: int) -> Ent
         if "fail" not in verdicts:
             raise ExpectationsError(f"{where}: differs says what kind of failure is excused, so "
                                     "verdicts must include fail")  # fmt: skip
+    within = _within(item.get("within"), differs, where) if "within" in item else None
     return Entry(item.get("match", "*"), kind, item["reason"].strip(),
                  item.get("backend", default_backend), item.get("version"),
                  _date(item.get("expires"), where), item.get("deviation"), line,
                  item.get("message"), item.get("binding"), cond, tuple(verdicts), differs,
-                 item.get("dtypes"))  # fmt: skip
+                 within, item.get("dtypes"))  # fmt: skip
+
+
+def _within(value: Any, differs: str | None, where: str) -> tuple[tuple[str, float], ...]:
+    """`within: {abs: X, rel: Y}`: finite positive bounds, on an entry about values."""
+    if differs != "values":
+        raise ExpectationsError(f"{where}: `within` bounds a values failure, so it needs "
+                                "`differs: values`")  # fmt: skip
+    if not isinstance(value, dict) or not value or set(value) - set(WITHIN):
+        raise ExpectationsError(f"{where}: within must map some of {', '.join(WITHIN)} to a "
+                                "number (the largest error excused)")  # fmt: skip
+    out = []
+    for key in WITHIN:
+        if key in value:
+            x = value[key]
+            if isinstance(x, bool) or not isinstance(x, int | float) or not 0 < x < float("inf"):
+                raise ExpectationsError(f"{where}: within.{key} must be a finite number > 0")
+            out.append((key, float(x)))
+    return tuple(out)
 
 
 def load(path: str | Path, today: _dt.date | None = None) -> Expectations:
