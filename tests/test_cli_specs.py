@@ -356,7 +356,7 @@ def test_python_api_page_example_runs(tmp_path):
 
 def test_readme_setup_commands():
     """The two set-up commands of the README; .ci/run installs the same and runs the same tests."""
-    setup = README.split("## Set-up on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    setup = README.split("## Install, run, test", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.*?)\n```", setup, re.S)
     assert blocks == [
         "pip install -e '.[torch,jax,fast,test]' && aclnn-conform run --backend torch --html report.html",

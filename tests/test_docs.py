@@ -187,3 +187,53 @@ def test_the_benchmark_rows_are_the_json_numbers():
             assert abs(float(cells[6].removesuffix("x")) - r["ref_s"] / r["torch_s"]) <= 0.05
         else:
             assert cells[5] == cells[6] == "-"
+
+
+# -- the README's tour is real output ----------------------------------------------------------
+
+
+def tour() -> list[tuple[str, list[str]]]:
+    """(command, lines shown after it) of each `$ ` prompt in the README's console blocks."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    out: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)```", readme, re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                out.append((line[2:], []))
+            elif out:
+                out[-1][1].append(line)
+    return out
+
+
+def timeless(line: str) -> str:
+    return re.sub(r" in \d+(\.\d+)? s\b", " in T s", line)
+
+
+@pytest.mark.gates
+def test_the_readme_tour_is_real_output(tmp_path):
+    """Each command of the README's tour, run in order in a fresh folder beside the checkout's
+    tests/ (the fixtures it names), exits as the tour implies, and the lines it shows appear, in
+    that order, in the real output (timings aside; `backends` by name only: it depends on the
+    host). `[...]` lines mark what the README leaves out."""
+    import os
+
+    (tmp_path / "tests").symlink_to(REPO / "tests")
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    env.pop("ACLNN_CONFORM_SPECS", None)
+    steps = tour()
+    assert [c.split()[:2] for c, _ in steps][:1] == [["aclnn-conform", "backends"]]
+    for command, shown in steps:
+        p = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=600)  # fmt: skip
+        fails = (
+            "--no-expectations" in command or " replay " in command or "lint toy.yaml" in command
+        )
+        assert (p.returncode != 0) == fails, (command, p.returncode, p.stderr[-2000:])
+        real = [timeless(x) for x in (p.stdout + p.stderr).splitlines()]
+        if command == "aclnn-conform backends":
+            real, shown = [x.split()[0] for x in real], [x.split()[0] for x in shown]
+        it = iter(real)
+        for line in shown:
+            if line.startswith("[..."):
+                continue
+            assert any(timeless(line) == x for x in it), (command, line)
