@@ -278,35 +278,39 @@ def test_internal_error_is_one_line_unless_debugging(monkeypatch):
     assert isinstance(r.exception, ZeroDivisionError)
 
 
-# -- the README shows real output -------------------------------------------------------------------
+# -- the docs show real output (README.md, docs/spec-format.md, docs/python-api.md) ---------------
 
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
+SPEC_PAGE = (REPO / "docs" / "spec-format.md").read_text(encoding="utf-8")
+PYTHON_PAGE = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
 
 
 def _readme_block(command: str) -> str:
-    """The lines the README's example session shows after `$ command`, up to the next prompt."""
-    session = re.search(r"```console\n(.*?)```", README, re.S).group(1)  # type: ignore[union-attr]
+    """The lines docs/spec-format.md's example session shows after `$ command`, up to the next
+    prompt."""
+    session = re.search(r"```console\n(.*?)```", SPEC_PAGE, re.S).group(1)  # type: ignore[union-attr]
     after = session.split(f"$ {command}\n", 1)[1]
     return after.split("\n$ ", 1)[0].rstrip("\n") + "\n"
 
 
 def _readme_ops() -> list[str]:
-    """The ops the README's `specs list` example shows, in its order."""
+    """The ops docs/spec-format.md's `specs list` example shows, in its order."""
     return [x.split()[0] for x in _readme_block("aclnn-conform specs list").splitlines()[1:]]
 
 
 def _ops_not_in_the_readme() -> None:
-    """Ops of the registry the README's examples do not show: listed, not a failure (adding an
-    operator is adding one YAML file; the README is updated when an op ships)."""
+    """Ops of the registry the spec page's examples do not show: listed, not a failure (adding an
+    operator is adding one YAML file; docs/spec-format.md is updated when an op ships)."""
     missing = sorted(set(default_registry().names()) - set(_readme_ops()))
     if missing:
-        warnings.warn(f"the README's specs list/lint examples do not show: {', '.join(missing)}",
+        warnings.warn(f"docs/spec-format.md's specs list/lint examples do not show: {', '.join(missing)}",
                       stacklevel=2)  # fmt: skip
 
 
-def test_readme_specs_list_is_current(monkeypatch):
-    """The README's `specs list` block is the real output for the ops it shows, byte for byte."""
+def test_spec_page_specs_list_is_current(monkeypatch):
+    """docs/spec-format.md's `specs list` block is the real output for the ops it shows, byte
+    for byte."""
     shown = Registry([default_registry().get(n) for n in _readme_ops()])
     monkeypatch.setattr(cli.specs_cmd, "registry", lambda: shown)
     assert run("specs", "list").stdout == _readme_block("aclnn-conform specs list")
@@ -314,14 +318,16 @@ def test_readme_specs_list_is_current(monkeypatch):
 
 
 @pytest.mark.gates
-def test_readme_specs_lint_is_current():
-    """The README's `specs lint` line is the real one for the spec files of the ops it shows."""
-    files = [str(raw(n)["__file__"]) for n in _readme_ops()]
+def test_spec_page_specs_lint_is_current():
+    """docs/spec-format.md's `specs lint` line is the real one for the spec files of the ops it
+    shows."""
+    # an in-place API is derived from its out-of-place spec's file: each file once
+    files = list(dict.fromkeys(str(default_registry().get(n).path) for n in _readme_ops()))
     assert run("specs", "lint", *files).stdout == _readme_block("aclnn-conform specs lint")
     _ops_not_in_the_readme()
 
 
-def test_readme_specs_show_excerpt_is_current():
+def test_spec_page_specs_show_excerpt_is_current():
     shown = run("specs", "show", "elu_backward").stdout.splitlines()
     block = _readme_block(
         "aclnn-conform specs show elu_backward        # or: specs show aclnnEluBackward"
@@ -331,9 +337,10 @@ def test_readme_specs_show_excerpt_is_current():
     assert all(any(x == y for y in it) for x in kept)  # the excerpt's lines, in order
 
 
-def test_readme_python_example_runs(tmp_path):
-    code = re.search(r"## Python API\n\n```python\n(.*?)```", README, re.S).group(1)  # type: ignore[union-attr]
-    want = re.search(r"prints\n\n```text\n(.*?)```", README, re.S).group(1)  # type: ignore[union-attr]
+def test_python_api_page_example_runs(tmp_path):
+    """docs/python-api.md's example runs and prints what the page says it prints."""
+    code = re.search(r"```python\n(.*?)```", PYTHON_PAGE, re.S).group(1)  # type: ignore[union-attr]
+    want = re.search(r"prints\n\n```text\n(.*?)```", PYTHON_PAGE, re.S).group(1)  # type: ignore[union-attr]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -349,7 +356,7 @@ def test_readme_python_example_runs(tmp_path):
 
 def test_readme_setup_commands():
     """The two set-up commands of the README; .ci/run installs the same and runs the same tests."""
-    setup = README.split("## Set-up on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    setup = README.split("## Install, run, test", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.*?)\n```", setup, re.S)
     assert blocks == [
         "pip install -e '.[torch,jax,fast,test]' && aclnn-conform run --backend torch --html report.html",

@@ -1,7 +1,7 @@
 """Performance measurements of the suite: a script, not a test (it asserts nothing).
 
-    python tests/bench/bench.py [--quick] [--out FILE.json] [--update-readme]
-    python tests/bench/bench.py --from FILE.json --update-readme   (the README table only)
+    python tests/bench/bench.py [--quick] [--out FILE.json] [--update-docs]
+    python tests/bench/bench.py --from FILE.json --update-docs   (the table only, nothing measured)
 
 1. per op and output dtype (FLOAT at 2^26, FLOAT16 / BF16 and DOUBLE at 2^22; --quick:
    2^22 and the seed ops), the reference's elements/s against the torch CPU kernel in the same
@@ -12,7 +12,9 @@
 4. cases/s of generation, reference evaluation and compare() over the default suite, the judge()
    overhead per small case, and the default suite's wall time through the CLI.
 
-Prints Markdown tables; --update-readme rewrites the README's table between its bench markers.
+Prints Markdown tables. --update-docs writes the results to docs/benchmarks.json and rewrites the
+table of docs/benchmarks.md between its bench markers from them (tests/test_docs.py checks that
+the page is what this script makes of that JSON).
 """
 
 from __future__ import annotations
@@ -321,15 +323,24 @@ def merge(base: dict, res: dict) -> dict:
     return merged
 
 
-def update_readme(text: str) -> None:
-    readme = ROOT / "README.md"
-    body = readme.read_text(encoding="utf-8")
-    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
-    if start not in body or end not in body:
-        raise SystemExit(f"README.md has no {start} ... {end} section")
-    head, rest = body.split(start, 1)
-    _, tail = rest.split(end, 1)
-    readme.write_text(f"{head}{start}\n{text}\n{end}{tail}", encoding="utf-8")
+PAGE = ROOT / "docs" / "benchmarks.md"
+RESULTS = ROOT / "docs" / "benchmarks.json"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def page_with(body: str, text: str) -> str:
+    """The benchmark page `body` with `text` between its bench markers."""
+    if START not in body or END not in body:
+        raise SystemExit(f"{PAGE} has no {START} ... {END} section")
+    head, rest = body.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{text}\n{END}{tail}"
+
+
+def update_docs(res: dict) -> None:
+    """docs/benchmarks.json := res; docs/benchmarks.md's table := markdown(res)."""
+    RESULTS.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    PAGE.write_text(page_with(PAGE.read_text(encoding="utf-8"), markdown(res)), encoding="utf-8")
 
 
 def main() -> None:
@@ -339,7 +350,8 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, help="write the results as JSON")
     ap.add_argument("--from", dest="from_", type=Path, help="report FILE.json instead of measuring")
-    ap.add_argument("--update-readme", action="store_true", help="rewrite the README's table")
+    ap.add_argument("--update-docs", action="store_true",
+                    help="write docs/benchmarks.json and the table of docs/benchmarks.md")  # fmt: skip
     ap.add_argument(
         "--skip",
         default="",
@@ -386,8 +398,8 @@ def main() -> None:
             a.out.write_text(json.dumps(res, indent=1) + "\n")
     text = markdown(res)
     print(text)
-    if a.update_readme:
-        update_readme(text)
+    if a.update_docs:
+        update_docs(res)
 
 
 if __name__ == "__main__":
