@@ -14,7 +14,8 @@ from ..conformance.spec.model import OpSpec
 from ..conformance.spec.yamlpos import Located
 from ..conformance.spec.yamlpos import load as load_yaml
 from ..conformance.vendor.checkdoc import CheckDocError, Difference, Report, compare
-from ..conformance.vendor.docpage.page import DocError, DocPage, load_page
+from ..conformance.vendor.docpage.load import load_page
+from ..conformance.vendor.docpage.page import DocError, DocPage
 from ..conformance.vendor.draft import draft
 from .errors import EXIT_PROBLEMS, UserError
 from .options import registry

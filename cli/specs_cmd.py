@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..conformance.cases.generate import base_rejection
-from ..conformance.spec import bindings
+from ..conformance.run.backend import check_bindings
 from ..conformance.spec.lint import lint_tolerances
 from ..conformance.spec.load import Problem, SpecError, lint_file, load_spec, status_name
 from ..conformance.spec.model import Check, OpSpec
@@ -307,7 +307,7 @@ def lint_cmd(paths: tuple[str, ...]) -> None:
         shown = _display_path(f)
         spec, found = _lint_one(shown)
         if spec is not None and not found:
-            found = [_binding_problem(shown, e) for e in bindings.check(spec)]
+            found = [_binding_problem(shown, e) for e in check_bindings(spec)]
         if found:
             bad_files += 1
             problems.extend(found)

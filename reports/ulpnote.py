@@ -106,7 +106,7 @@ def _overrides(op: str) -> dict[str, Any] | None:
 
 @cache
 def _policy(op: str, dtype: str) -> tuple[float, float] | None:
-    from ..conformance.judge.compare import policy_for
+    from ..conformance.spec.tolerances import policy_for
 
     try:
         p = policy_for(dtype, _overrides(op))

@@ -19,9 +19,10 @@ import pytest
 from aclnn_conformance.cli.main import main
 from aclnn_conformance.conformance.acl import dtypes as dt
 from aclnn_conformance.conformance.cases.casedir import find_cases, read_case
+from aclnn_conformance.conformance.spec.atk_forms import FormError, parse_form
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.conformance.vendor.atk.files import mapping_of
-from aclnn_conformance.conformance.vendor.atk.values import FormError, TensorValues, parse_form
+from aclnn_conformance.conformance.vendor.atk.values import TensorValues
 from click.testing import CliRunner
 
 from tests.support.runcli import (

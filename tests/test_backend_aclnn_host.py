@@ -23,9 +23,10 @@ import pytest
 from aclnn_conformance.cli.main import main
 from aclnn_conformance.conformance.acl import dtypes as dt
 from aclnn_conformance.conformance.acl.call import CallError, TensorArg
+from aclnn_conformance.conformance.acl.planned import set_dtype
 from aclnn_conformance.conformance.cases.build import build
 from aclnn_conformance.conformance.cases.generate import dtype_combos
-from aclnn_conformance.conformance.cases.plan import CasePlan, base_args, set_dtype
+from aclnn_conformance.conformance.cases.plan import CasePlan, base_args
 from aclnn_conformance.conformance.run.backend import BackendCrash, BackendError, BackendTimeout
 from aclnn_conformance.conformance.run.backends import aclnn_backend as acl
 from aclnn_conformance.conformance.run.backends.aclnn_backend import AclError, AclnnBackend

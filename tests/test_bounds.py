@@ -29,12 +29,12 @@ from aclnn_conformance.conformance.cases.casedir import (
 )
 from aclnn_conformance.conformance.cases.generate import build, plan_op
 from aclnn_conformance.conformance.files import safeio
-from aclnn_conformance.conformance.judge.compare import table_problems
 from aclnn_conformance.conformance.run import config
 from aclnn_conformance.conformance.run.runner import case_bytes, over_budget, overlapping
 from aclnn_conformance.conformance.spec import yamlpos
 from aclnn_conformance.conformance.spec.load import lint_file
 from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.tolerances import table_problems
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st

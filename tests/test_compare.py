@@ -11,13 +11,9 @@ import json
 import ml_dtypes
 import numpy as np
 import pytest
-from aclnn_conformance.conformance.judge.compare import (
-    Comparison,
-    Policy,
-    compare,
-    policy_for,
-    ulp_distance,
-)
+from aclnn_conformance.conformance.judge.accumulate import compare
+from aclnn_conformance.conformance.judge.compare import Comparison, ulp_distance
+from aclnn_conformance.conformance.spec.tolerances import Policy, policy_for
 
 from tests.support.paths import HAVE_NUMBA
 

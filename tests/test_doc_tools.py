@@ -22,7 +22,7 @@ from aclnn_conformance import specs
 from aclnn_conformance.cli.main import main
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.conformance.vendor.checkdoc import KINDS
-from aclnn_conformance.conformance.vendor.docpage.page import load_page
+from aclnn_conformance.conformance.vendor.docpage.load import load_page
 from click.testing import CliRunner
 
 from tests.support.runcli import REPO, assert_one_line_error, conform

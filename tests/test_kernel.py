@@ -1,7 +1,7 @@
 """The compiled kernels (numba) against the numpy evaluator, and how they are built and cached.
 
 The kernels are generated from the spec's formula (reference/codegen.py); the numpy evaluator
-(reference/engine.evaluate_formula) is the fallback. For every spec in the registry and every
+(reference/formula.evaluate_formula) is the fallback. For every spec in the registry and every
 float output dtype it takes, both paths must give the same bits on the same inputs (random values
 over many decades, the special values, and values near the branch points), after the near-midpoint
 test and the mpmath refinement. The correct-rounding tests against the hand-written oracles

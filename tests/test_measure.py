@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from aclnn_conformance.conformance.judge.accumulate import Accumulator
-from aclnn_conformance.conformance.judge.compare import policy_for
+from aclnn_conformance.conformance.spec.tolerances import policy_for
 
 from tests.support.paths import HAVE_NUMBA
 

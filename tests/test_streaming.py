@@ -107,14 +107,14 @@ def test_a_failing_output_is_reported_alike_whatever_the_chunk(small_chunks):
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "gaps", "offset", "zero-stride", "broadcast"])  # fmt: skip
 def test_flat_view_reads_and_writes_the_elements_of_any_view(layout):
-    from aclnn_conformance.conformance.cases import values as vals
+    from aclnn_conformance.conformance.cases import layouts
 
     rng = np.random.default_rng(3)
     logical = rng.normal(size=(5, 7, 3)).astype(np.float32)
     if layout == "broadcast":
-        t = vals.layout(logical[:, :1, :], "FLOAT", "contiguous")
+        t = layouts.layout(logical[:, :1, :], "FLOAT", "contiguous")
     else:
-        t = vals.layout(vals.zero_stride_values(logical) if layout == "zero-stride" else logical,
+        t = layouts.layout(layouts.zero_stride_values(logical) if layout == "zero-stride" else logical,
                         "FLOAT", layout)  # fmt: skip
     shape = (5, 7, 3)
     want = np.broadcast_to(t.view(), shape).reshape(-1)

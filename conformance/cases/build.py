@@ -14,10 +14,12 @@ import numpy as np
 
 from ..acl import dtypes as dt
 from ..acl.call import Call, ScalarArg
-from ..spec.interpret import Verdict, attribute_env, branch_hits, lets_used, validate
+from ..acl.planned import ScalarPlan, TensorPlan
+from ..spec.interpret import Validation, attribute_env, branch_hits, lets_used, validate
 from ..spec.model import OpSpec, SpecialPoint
+from . import layouts
 from . import values as vals
-from .plan import CasePlan, ScalarPlan, TensorPlan
+from .plan import CasePlan
 
 
 @dataclass
@@ -46,15 +48,15 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
         if not isinstance(a, TensorPlan):
             continue
         if not spec.param(name).is_read:  # a pure output (an in-place tensor holds values)
-            args[name] = vals.output_tensor(a.dtype, a.shape, a.layout)
+            args[name] = layouts.output_tensor(a.dtype, a.shape, a.layout)
             continue
         d = dt.get(a.dtype)
         logical = vals.draw(a.values, d, a.shape, rng)
         if point is not None and point.param == name:
             logical = vals.place_point(logical, _point_value(spec, point, args), d, rng)
         if a.layout == "zero-stride":
-            logical = vals.zero_stride_values(logical)
-        args[name] = vals.layout(logical, a.dtype, a.layout)
+            logical = layouts.zero_stride_values(logical)
+        args[name] = layouts.layout(logical, a.dtype, a.layout)
     call = Call(spec.name, plan.product, args)
     clauses = plan.clauses
     if plan.kind == "positive" and plan.expected_status == 0:
@@ -75,7 +77,7 @@ def _point_value(spec: OpSpec, point: SpecialPoint, args: dict[str, Any]) -> flo
     return float(point.value.evaluate(env))
 
 
-def verdict(spec: OpSpec, product: str, args: dict[str, Any]) -> Verdict:
+def verdict(spec: OpSpec, product: str, args: dict[str, Any]) -> Validation:
     """What the spec's checks say of the call that plan arguments `args` make on `product`.
 
     Planning uses it to keep only valid positive cases and negative cases that fail first on the

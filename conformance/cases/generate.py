@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..acl.planned import ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
-from ..spec.interpret import Verdict
+from ..spec.interpret import Validation
 from ..spec.model import OpSpec
 from . import values as vals
 from .build import Case, build, verdict
 from .negatives import negative_plans
-from .plan import CasePlan, ScalarPlan, TensorPlan, base_args, make_plan, with_shapes
+from .plan import CasePlan, base_args, make_plan
 
 if TYPE_CHECKING:
     from ..spec.registry import Registry
@@ -64,7 +65,7 @@ def dtype_combos(spec: OpSpec, product: str) -> list[dict[str, str]]:
     return out
 
 
-def base_rejection(spec: OpSpec, product: str) -> tuple[dict[str, str], Verdict] | None:
+def base_rejection(spec: OpSpec, product: str) -> tuple[dict[str, str], Validation] | None:
     """None when `product` has a valid dtype combination; else the base case that got furthest
     through the checks (the one whose rejecting check comes last in spec order: the check that
     blocks even the right dtypes) and its verdict: why no positive case exists."""
@@ -72,7 +73,7 @@ def base_rejection(spec: OpSpec, product: str) -> tuple[dict[str, str], Verdict]
         return None
     tensors = [p.name for p in spec.params if p.is_tensor]
     order = {c.id: i for i, c in enumerate(spec.checks)}
-    best: tuple[int, dict[str, str], Verdict] | None = None
+    best: tuple[int, dict[str, str], Validation] | None = None
     combos = itertools.product(*(_candidates(spec, product, n) for n in tensors))
     for combo in itertools.islice(combos, 500):
         dtypes = dict(zip(tensors, combo, strict=True))

@@ -3,33 +3,21 @@
 A CasePlan names its case, its product and, per parameter, a TensorPlan (dtype, shape, layout,
 value kind), a ScalarPlan or a plain bool or string. Plans hold no data, so the whole suite can
 be listed, filtered and budgeted cheaply; conformance.cases.build turns one into a Case. This is the
-vocabulary shared by case planning (conformance.cases.generate), negative cases (conformance.cases.negatives)
-and the check kinds' mutations (conformance.spec.checks.kinds), so none of them imports another's internals.
+vocabulary of case planning (conformance.cases.generate) and negative cases
+(conformance.cases.negatives); the planned arguments themselves, which the check kinds mutate,
+are conformance.acl.planned.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..acl import dtypes as dt
+from ..acl.planned import ScalarPlan, TensorPlan
 from ..spec.model import OpSpec
 
 BASE_SHAPE = (3, 5)
-
-
-@dataclass(frozen=True)
-class TensorPlan:
-    dtype: str
-    shape: tuple[int, ...]
-    layout: str = "contiguous"
-    values: str = "normal"
-
-
-@dataclass(frozen=True)
-class ScalarPlan:
-    dtype: str
-    value: Any
 
 
 @dataclass(frozen=True)
@@ -103,32 +91,3 @@ def _variant_tag(spec: OpSpec, args: dict[str, Any]) -> str:
         elif p.kind == "string" and p.values:
             parts.append(f"{p.name}={args[p.name]}")
     return ",".join(parts) or "-"
-
-
-def with_shapes(args: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-    """`args` with the tensors named in `shapes` reshaped."""
-    return {k: replace(v, shape=shapes[k]) if k in shapes else v for k, v in args.items()}
-
-
-def set_dtype(args: dict[str, Any], names: list[str], dtype: str) -> dict[str, Any]:
-    """`args` with the tensors and scalars in `names` given `dtype` (a scalar keeps a value that
-    the new dtype can hold)."""
-    out = dict(args)
-    for n in names:
-        a = out[n]
-        if hasattr(a, "dtype"):
-            value = getattr(a, "value", None)
-            out[n] = replace(a, dtype=dtype, value=_scalar_value(dtype, value)) if value is not None \
-                else replace(a, dtype=dtype)  # fmt: skip
-    return out
-
-
-def _scalar_value(dtype: str, value: Any) -> Any:
-    cat = dt.get(dtype).category
-    if cat == "bool":
-        return True
-    if cat == "int":
-        return 1
-    if cat == "complex":
-        return complex(0.5, 0.25)
-    return 0.5 if value is None else value

@@ -18,18 +18,9 @@ from typing import Any
 import numpy as np
 
 from ..acl import dtypes
-from ..acl.views import BLOCK
-from .compare import (
-    _TINY,
-    MERE_EPS,
-    Comparison,
-    Policy,
-    Stats,
-    Worst,
-    _as_parts,
-    _top,
-    ulp_distance,
-)
+from ..acl.views import BLOCK, ranges
+from ..spec.tolerances import Policy
+from .compare import _TINY, MERE_EPS, Comparison, Stats, Worst, _as_parts, _top, ulp_distance
 
 
 def _magnitude(parts: np.ndarray) -> np.ndarray:
@@ -286,3 +277,25 @@ class Accumulator:
                 w.index = w.index[1:]
             out.append(w)
         return out
+
+
+def compare(
+    golden: Any,
+    actual: Any,
+    dtype: str,
+    policy: Policy,
+    inputs: dict[str, np.ndarray] | None = None,
+    n_worst: int = 5,
+) -> Comparison:
+    """Compare `actual` (output dtype `dtype`) with `golden` under `policy`; see module doc.
+
+    Whole arrays, measured chunk by chunk (the Accumulator above): the figures are the same
+    whatever the chunk size, so a streamed comparison of a huge output reports what this does."""
+    g_in, a_in = np.asarray(golden), np.asarray(actual)
+    if g_in.shape != a_in.shape:
+        raise ValueError(f"shape mismatch: expected {g_in.shape}, actual {a_in.shape}")
+    acc = Accumulator(dtype, policy, g_in.shape, inputs, n_worst)
+    g_flat, a_flat = g_in.reshape(-1), a_in.reshape(-1)
+    for start, stop in ranges(g_flat.size, acc.chunk):
+        acc.add(start, g_flat[start:stop], a_flat[start:stop])
+    return acc.result()

@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from ..acl.call import Call, Outcome, TensorArg
+from ..spec.bindings import BindingError
 
 if TYPE_CHECKING:
     from ..spec.model import OpSpec
@@ -249,3 +250,28 @@ def load_backend(name: str, registry: Registry | None = None, **options: Any) ->
         raise BackendError(
             f"backend {name!r} failed to start: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def check_bindings(spec: OpSpec) -> list[BindingError]:
+    """Each binding of `spec` checked by the adapters of its family (the first installed
+    backend class that declares `binding_family`); a family no installed backend uses is not
+    checked (a vendor's adapter may live in a package that is not installed here)."""
+    checkers: dict[str, Any] = {}
+    for name in backend_names():
+        try:
+            cls = backend_class(name)
+        except BackendError:
+            continue
+        family = getattr(cls, "binding_family", None)
+        if family and family not in checkers:
+            checkers[family] = cls
+    problems = []
+    for family in spec.bindings:
+        cls = checkers.get(family)
+        if cls is None:
+            continue
+        try:
+            cls.check_binding(spec)
+        except BindingError as exc:
+            problems.append(exc)
+    return problems

@@ -24,12 +24,12 @@ from ..acl.views import FlatView, ranges
 from ..cases.generate import Case
 from ..judge import deviations as dv
 from ..judge.accumulate import Accumulator
-from ..judge.compare import policy_for
 from ..judge.verdicts import VERDICTS  # noqa: F401 - re-exported
 from ..spec.bindings import binding_id
 from ..spec.load import status_name
 from ..spec.model import OpSpec
 from ..spec.registry import Registry
+from ..spec.tolerances import policy_for
 from .backend import Backend, BackendCrash, BackendError, BackendTimeout, OracleTimeout
 
 DEFAULT_ORACLE = "reference"  # the backend name of the reference engine, the CLI's default

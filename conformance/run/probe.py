@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..acl import dtypes as dt
+from ..acl.planned import set_dtype
 from ..cases.build import build
 from ..cases.generate import dtype_combos
-from ..cases.plan import CasePlan, base_args, set_dtype
+from ..cases.plan import CasePlan, base_args
 from ..spec.checks.dtype import partners
 from ..spec.interpret import validate
 from ..spec.model import OpSpec

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..acl import dtypes as dt
-from ..vendor.atk.values import FormError, parse_form
+from .atk_forms import FormError, parse_form
 
 
 @dataclass(frozen=True)

@@ -87,33 +87,6 @@ def from_document(raw: Any, doc: Any) -> dict[str, Binding]:
     return out
 
 
-def check(spec: Any) -> list[BindingError]:
-    """Each binding of `spec` checked by the adapters of its family (the first installed
-    backend class that declares `binding_family`); a family no installed backend uses is not
-    checked (a vendor's adapter may live in a package that is not installed here)."""
-    from ..run.backend import BackendError, backend_class, backend_names
-
-    checkers: dict[str, Any] = {}
-    for name in backend_names():
-        try:
-            cls = backend_class(name)
-        except BackendError:
-            continue
-        family = getattr(cls, "binding_family", None)
-        if family and family not in checkers:
-            checkers[family] = cls
-    problems = []
-    for family in spec.bindings:
-        cls = checkers.get(family)
-        if cls is None:
-            continue
-        try:
-            cls.check_binding(spec)
-        except BindingError as exc:
-            problems.append(exc)
-    return problems
-
-
 def binding_id(spec: Any, family: str | None) -> str | None:
     """What a backend of `family` calls for `spec`, as expectations name it: `aten::<op>` for
     the ATen adapters (torch, torch_npu), `jax::<name>` for JAX (the binding's `name`, else the

@@ -20,7 +20,7 @@ from .tables import status_name
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Validation:
     """What validation decided: a status, the deciding clause (if any), and whether it was empty."""
 
     status: int
@@ -42,7 +42,7 @@ def check_reads(check: Check) -> set[str]:
     return names
 
 
-def validate(spec: OpSpec, call: Call) -> Verdict:
+def validate(spec: OpSpec, call: Call) -> Validation:
     """Run the spec's checks in order; the first violation wins, an empty_success rule ends early.
     A null the spec accepts (`null: default` or `absent`) is read by no check but a value
     check, which sees the default it stands for."""
@@ -55,12 +55,12 @@ def validate(spec: OpSpec, call: Call) -> Verdict:
             done = kind_of(check).evaluate(spec, check, resolved)
         except Violation as v:
             msg = f"{v.message} [{spec.clause(check.id)}, {status_name(check.status)}]"
-            return Verdict(check.status, check, msg)
+            return Validation(check.status, check, msg)
         if done:
-            return Verdict(
+            return Validation(
                 0, check, f"empty tensor: nothing computed [{spec.clause(check.id)}]", True
             )
-    return Verdict(0)
+    return Validation(0)
 
 
 def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = None

@@ -21,7 +21,6 @@ import jsonschema
 
 from ... import specs
 from ..acl import dtypes as dt
-from ..judge.compare import field_problem, policy_for, table_problems, tolerance_table
 from . import bindings, dtypecond
 from .atk_section import section_problems
 from .checks.kinds import CHECK_KINDS
@@ -42,6 +41,7 @@ from .model import (
     SpecialPoint,
 )
 from .tables import planned_products, products, status_codes
+from .tolerances import field_problem, policy_for, table_problems, tolerance_table
 from .yamlpos import Located, YamlError
 from .yamlpos import load as load_yaml
 

@@ -51,9 +51,10 @@ def best_of(fn, k: int) -> float:
 def pipeline() -> dict:
     from aclnn_conformance.conformance.acl.call import TensorArg
     from aclnn_conformance.conformance.cases.generate import build, plan_suite
-    from aclnn_conformance.conformance.judge.compare import compare, policy_for
+    from aclnn_conformance.conformance.judge.accumulate import compare
     from aclnn_conformance.conformance.run.judging import judge, tolerance_dtype
     from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.conformance.spec.tolerances import policy_for
     from aclnn_conformance.reference.backend import ReferenceBackend
     from aclnn_conformance.reference.engine import evaluate
 
@@ -227,7 +228,8 @@ def large_profile(op: str) -> dict:
 
 def comparison(log2n: int) -> list[dict]:
     """compare() of one 2^log2n-element output per dtype (the statistics alone), best of 2."""
-    from aclnn_conformance.conformance.judge.compare import compare, policy_for
+    from aclnn_conformance.conformance.judge.accumulate import compare
+    from aclnn_conformance.conformance.spec.tolerances import policy_for
 
     rows = []
     rng = np.random.default_rng(0)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 from aclnn_conformance.conformance.acl.call import Call, Outcome, TensorArg
-from aclnn_conformance.conformance.judge.compare import policy_for
 from aclnn_conformance.conformance.run.backend import Backend, Capabilities
 from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.tolerances import policy_for
 from aclnn_conformance.reference.engine import evaluate
 
 ERR_NULLPTR = 161001

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ...acl import dtypes as dt
 from ...acl.call import Call
-from ...cases.plan import set_dtype
+from ...acl.planned import set_dtype
 from ..model import Check, DtypeTerm, OpSpec, Param
 from .base import Args, CheckKind, Mutations, Violation, arg, dtype_of
 

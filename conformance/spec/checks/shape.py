@@ -4,7 +4,7 @@ conformance.spec.checks.kinds)."""
 from __future__ import annotations
 
 from ...acl.call import Call
-from ...cases.plan import with_shapes
+from ...acl.planned import with_shapes
 from ..model import Check, OpSpec
 from .base import Args, CheckKind, Mutations, Violation, arg, broadcast
 

@@ -111,24 +111,11 @@ class Expr:
     names: frozenset[str]
     functions: frozenset[str]
     _fn: Fn = field(repr=False)
-    _tree: ast.AST | None = field(default=None, repr=False)
+    _tree: ast.AST | None = field(default=None, repr=False)  # for other evaluators (mpeval)
 
     def evaluate(self, env: Env) -> Any:
         with np.errstate(all="ignore"):
             return self._fn(env)
-
-    def evaluate_mp(self, env: Env, m: Any) -> Any:
-        """Evaluate on scalars with the arbitrary-precision library `m` (mpmath), IEEE-style:
-        a NaN or infinity where numpy would give one, never an exception or a complex number."""
-        from .mpeval import MpEval
-
-        ev = _MP_EVALS.get(id(m))
-        if ev is None or ev.m is not m:  # one evaluator per library object: its table is fixed
-            ev = _MP_EVALS[id(m)] = MpEval(m)
-        return ev.run(self._tree, env)
-
-
-_MP_EVALS: dict[int, Any] = {}
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:

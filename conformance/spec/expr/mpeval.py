@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from .language import PY_COMPARE, Env, ExprError
+from .language import PY_COMPARE, Env, Expr, ExprError
 
 
 class MpEval:
@@ -104,3 +104,15 @@ class MpEval:
                 return args[1] if args[0] else args[2]
             return self.funcs[name](*args)
         raise ExprError(f"cannot evaluate {type(node).__name__}")
+
+
+_MP_EVALS: dict[int, MpEval] = {}
+
+
+def evaluate_mp(expr: Expr, env: Env, m: Any) -> Any:
+    """Evaluate `expr` on scalars with the arbitrary-precision library `m` (mpmath), IEEE-style:
+    a NaN or infinity where numpy would give one, never an exception or a complex number."""
+    ev = _MP_EVALS.get(id(m))
+    if ev is None or ev.m is not m:  # one evaluator per library object: its table is fixed
+        ev = _MP_EVALS[id(m)] = MpEval(m)
+    return ev.run(expr._tree, env)

@@ -30,12 +30,12 @@ from typing import Any
 
 from ...acl import dtypes as dt
 from ...files import safeio
+from ...spec.atk_forms import NULL_RANGE, Form, FormError, is_null, parse_form, text_values
 from ...spec.atk_section import FormatRule, Replacement, parse_rules, section_problems
 from ...spec.model import OpSpec
 from ...spec.registry import Registry, UnknownOp
 from ...spec.yamlpos import YamlError
 from ...spec.yamlpos import load as load_yaml
-from .values import NULL_RANGE, Form, FormError, is_null, parse_form, text_values
 
 MAX_FILE_BYTES = 64 << 20
 

@@ -26,6 +26,7 @@ from ...acl.call import Call, ScalarArg, TensorArg, contiguous_strides
 from ...cases.casedir import FORMAT, TOOL_VERSION, make_case_dir
 from ...cases.casedir import MAX_ELEMENTS as READER_MAX_ELEMENTS
 from ...files import safeio
+from ...spec import atk_forms
 from ...spec.interpret import branch_hits, lets_used, validate
 from ...spec.model import Check, DtypeTerm, OpSpec
 from . import values as av
@@ -188,7 +189,7 @@ def _take(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInp
             d = dt.get(inp.dtype or p.default_dtype or "FLOAT")
             v = av.scalar_value(inp.form, d, rng)
             plan.args[name] = ScalarArg(d.name, v)
-            item.values[name] = f"{av.show(v)} ({inp.form.describe()})"
+            item.values[name] = f"{atk_forms.show(v)} ({inp.form.describe()})"
         elif p.kind == "bool":
             plan.args[name] = av.bool_value(inp.form, rng)
             if not (inp.form.kind == "const" and isinstance(inp.form.value, bool)):
@@ -197,7 +198,7 @@ def _take(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInp
             plan.args[name] = av.string_value(inp.form, rng)
     except av.Unrepresentable as exc:
         return f"{name}: {exc}"
-    except av.FormError as exc:
+    except atk_forms.FormError as exc:
         raise AtkError(f"{where}: {exc}") from None
     return ""
 
@@ -209,7 +210,7 @@ def _executor_input(m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput,
     if m.formats is not None and inp.name == m.formats.input:
         try:
             plan.format = av.string_value(inp.form, _rng(seed, plan.case_id, inp.name))
-        except av.FormError as exc:
+        except atk_forms.FormError as exc:
             raise AtkError(f"ATK input {inp.name!r} (case {case.id}): the storage format: "
                            f"{exc}") from None  # fmt: skip
         plan.item.values[f"({inp.name})"] = f"{plan.format} (storage format: atk.formats)"
@@ -231,7 +232,7 @@ def _replace(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None:
                 raise AtkError(f"case {case.id}: atk.replace.{r.param} takes the dtype of "
                                f"{r.dtype_of!r}, which the case does not give ({m.where})")  # fmt: skip
             dtype = src.dtype
-        form = av.parse_form(r.value)
+        form = atk_forms.parse_form(r.value)
         info = dt.get(dtype)
         shape = tuple(r.shape)
         plan.args[r.param] = _light(info.name, shape)

@@ -17,7 +17,6 @@ from functools import cache
 from pathlib import Path
 
 from ...acl import dtypes as dtypes_mod
-from ...files import safeio
 from ...spec.tables import planned_products, products
 
 
@@ -340,35 +339,3 @@ def _note_ambiguous(page: DocPage, itf: Interface, tensors: list[str]) -> None:
             if len(lists) > 1:
                 page.notes.append((o.line, f"product note names no parameter; read as applying "
                                            f"to every tensor with a dtype list: {', '.join(tensors)}"))  # fmt: skip
-
-
-MAX_PAGE_BYTES = 8 << 20  # a vendor doc page is tens of KB
-
-
-def load_page(path: str | Path) -> DocPage:
-    """Read a doc page of either format; DocError with one clear message on any problem."""
-    p = Path(path)
-    try:
-        raw = safeio.read_bytes(p, MAX_PAGE_BYTES)  # a FIFO or a device is refused, not read
-    except FileNotFoundError:
-        raise DocError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise DocError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DocError(f"{path}: not a UTF-8 text page") from None
-    text = text.replace("\r\n", "\n").replace("\u00a0", " ")
-    if not prototypes(text):
-        raise DocError(f"{path}: no 'aclnnStatus aclnnXxxGetWorkspaceSize(...)' signature found; "
-                       "is this an aclnn operator page?")  # fmt: skip
-    if re.search(r"^#{1,6}\s|<table", text, re.M):
-        from .markdown import parse_markdown
-
-        page = parse_markdown(str(path), text)
-    else:
-        from .text import parse_text
-
-        page = parse_text(str(path), text)
-    resolve(page)
-    return page
