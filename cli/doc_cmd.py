@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..conformance.spec.load import load_spec
 from ..conformance.spec.model import OpSpec
+from ..conformance.spec.registry import load_spec
 from ..conformance.spec.yamlpos import Located
 from ..conformance.spec.yamlpos import load as load_yaml
 from ..conformance.vendor.checkdoc import CheckDocError, Difference, Report, compare

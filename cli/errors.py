@@ -27,8 +27,7 @@ from ..conformance.acl.dtypes import DtypeError
 from ..conformance.run.backend import BackendOptionError
 from ..conformance.run.config import ConfigError, Unavailable
 from ..conformance.spec.expr.language import ExprError
-from ..conformance.spec.load import SpecError
-from ..conformance.spec.registry import UnknownOp
+from ..conformance.spec.registry import SpecError, UnknownOp
 from ..conformance.spec.yamlpos import YamlError
 
 EXIT_PROBLEMS = 1

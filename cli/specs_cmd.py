@@ -11,10 +11,17 @@ import click
 
 from ..conformance.cases.generate import base_rejection
 from ..conformance.run.backend import check_bindings
-from ..conformance.spec.lint import lint_tolerances
-from ..conformance.spec.load import Problem, SpecError, lint_file, load_spec, status_name
+from ..conformance.spec.lint import Problem, lint_file, lint_tolerances
 from ..conformance.spec.model import Check, OpSpec
-from ..conformance.spec.registry import env_spec_dirs, load_registry, name_key, spec_files
+from ..conformance.spec.registry import (
+    SpecError,
+    env_spec_dirs,
+    load_registry,
+    load_spec,
+    name_key,
+    spec_files,
+)
+from ..conformance.spec.tables import status_name
 from ..conformance.spec.yamlpos import YamlError
 from ..conformance.spec.yamlpos import load as load_yaml
 from ..specs import root as specs_root

@@ -82,8 +82,7 @@ def _check(config: pytest.Config) -> list:
     """Every option checked as `aclnn-conform run` checks it; the selected items."""
     from .run import config as cc
     from .run.runner import generated_items
-    from .spec.load import SpecError
-    from .spec.registry import env_spec_dirs, load_registry
+    from .spec.registry import SpecError, env_spec_dirs, load_registry
 
     opt = config.getoption
     backend = opt("--aclnn-backend")

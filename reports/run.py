@@ -146,8 +146,7 @@ def worst_elements(rec: dict[str, Any], limit: int = 10) -> list[dict[str, Any]]
 @cache
 def _spec_params(op: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(parameter names in C order, output names) of an op, None when the specs lack it."""
-    from ..conformance.spec.load import SpecError
-    from ..conformance.spec.registry import UnknownOp, default_registry
+    from ..conformance.spec.registry import SpecError, UnknownOp, default_registry
 
     try:
         spec = default_registry().get(op)

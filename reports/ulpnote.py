@@ -95,8 +95,7 @@ class SmallValues:
 
 @cache
 def _overrides(op: str) -> dict[str, Any] | None:
-    from ..conformance.spec.load import SpecError
-    from ..conformance.spec.registry import UnknownOp, default_registry
+    from ..conformance.spec.registry import SpecError, UnknownOp, default_registry
 
     try:
         return dict(default_registry().get(op).tolerance or {})

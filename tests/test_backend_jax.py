@@ -26,8 +26,11 @@ from aclnn_conformance.conformance.run.backends.jax_backend import (  # noqa: E4
     JaxBackend,
     parse_jax_binding,
 )
-from aclnn_conformance.conformance.spec.load import SpecError, load_spec  # noqa: E402
-from aclnn_conformance.conformance.spec.registry import default_registry  # noqa: E402
+from aclnn_conformance.conformance.spec.registry import (  # noqa: E402
+    SpecError,
+    default_registry,  # noqa: E402
+    load_spec,
+)
 
 from tests.support.calls import (  # noqa: E402
     assert_narrow_floats_move_bit_exactly,

@@ -32,7 +32,7 @@ from aclnn_conformance.conformance.files import safeio
 from aclnn_conformance.conformance.run import config
 from aclnn_conformance.conformance.run.runner import case_bytes, over_budget, overlapping
 from aclnn_conformance.conformance.spec import yamlpos
-from aclnn_conformance.conformance.spec.load import lint_file
+from aclnn_conformance.conformance.spec.lint import lint_file
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.conformance.spec.tolerances import table_problems
 from click.testing import CliRunner

@@ -20,8 +20,8 @@ import aclnn_conformance.cli.specs_cmd  # noqa: F401
 import pytest
 from aclnn_conformance import cli
 from aclnn_conformance.cli.main import main
-from aclnn_conformance.conformance.spec.load import Problem, SpecError
-from aclnn_conformance.conformance.spec.registry import Registry, default_registry
+from aclnn_conformance.conformance.spec.lint import Problem
+from aclnn_conformance.conformance.spec.registry import Registry, SpecError, default_registry
 from click.testing import CliRunner
 
 from tests.support.specfiles import count_clauses, raw_specs

@@ -460,7 +460,7 @@ def test_a_scalar_checked_by_a_cast_covers_the_dtype_row(tmp_path):
 def test_an_in_place_variant_takes_its_own_c_type_and_dtype_lists(tmp_path):
     """inplace.c_type: the in-place prototype's `const aclTensor *selfRef`; inplace.dtype_sets:
     its own table's list (no BF16), the out-of-place spec keeping its own."""
-    from aclnn_conformance.conformance.spec.load import load_spec
+    from aclnn_conformance.conformance.spec.registry import load_spec
 
     spec = load_spec(GATE_SPEC)
     (variant,) = spec.variants

@@ -19,7 +19,7 @@ import pytest
 from aclnn_conformance import specs
 from aclnn_conformance.conformance.cases.casedir import CaseFileError, read_case
 from aclnn_conformance.conformance.spec.expr.language import ExprError, compile_expr
-from aclnn_conformance.conformance.spec.load import lint_file
+from aclnn_conformance.conformance.spec.lint import lint_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

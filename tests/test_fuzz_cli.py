@@ -30,8 +30,8 @@ from aclnn_conformance import specs
 from aclnn_conformance.cli.main import main
 from aclnn_conformance.conformance.judge.verdicts import BROKEN, FAILING
 from aclnn_conformance.conformance.spec import registry as registry_mod
-from aclnn_conformance.conformance.spec.load import lint_file
-from aclnn_conformance.conformance.spec.load import load_spec as real_load_spec
+from aclnn_conformance.conformance.spec.lint import lint_file
+from aclnn_conformance.conformance.spec.registry import load_spec as real_load_spec
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st

@@ -19,8 +19,7 @@ import pytest
 import yaml
 from aclnn_conformance import specs
 from aclnn_conformance.cli.main import main
-from aclnn_conformance.conformance.spec.load import SpecError, load_spec
-from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.registry import SpecError, default_registry, load_spec
 from click.testing import CliRunner
 
 from tests.support.specfiles import count_clauses, spec_files
@@ -57,7 +56,7 @@ EXPECTED = [
     ("output_not_output.yaml", 48, "'gradOutput' is not an output tensor parameter"),
     ("unknown_top_level_field.yaml", 7, "'aten_name' was unexpected"),
 ]
-# Loader bugs reported to the lead; remove the mark when conformance/spec/load.py is fixed.
+# Loader bugs reported to the lead; remove the mark when conformance/spec/registry.py is fixed.
 KNOWN_WRONG_LINE: dict[str, str] = {}
 
 

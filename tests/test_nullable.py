@@ -19,7 +19,7 @@ from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
 from aclnn_conformance.conformance.cases.casedir import find_cases, read_case
 from aclnn_conformance.conformance.cases.generate import build, plan_op
 from aclnn_conformance.conformance.spec.interpret import validate
-from aclnn_conformance.conformance.spec.load import lint_file
+from aclnn_conformance.conformance.spec.lint import lint_file
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reference import engine
 

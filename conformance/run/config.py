@@ -93,7 +93,7 @@ def check_selection(registry: Registry, ops=(), products=(), dtypes=(), clauses=
             names.append(registry.get(o).name)
         except UnknownOp as exc:
             raise ConfigError(f"{label['op']}: {exc}") from None
-    from ..spec.load import products as known_products
+    from ..spec.tables import products as known_products
 
     for p in products:
         if p not in known_products():

@@ -26,9 +26,9 @@ from ..judge import deviations as dv
 from ..judge.accumulate import Accumulator
 from ..judge.verdicts import VERDICTS  # noqa: F401 - re-exported
 from ..spec.bindings import binding_id
-from ..spec.load import status_name
 from ..spec.model import OpSpec
 from ..spec.registry import Registry
+from ..spec.tables import status_name
 from ..spec.tolerances import policy_for
 from .backend import Backend, BackendCrash, BackendError, BackendTimeout, OracleTimeout
 

@@ -1,7 +1,7 @@
 """The spec-file linter: JSON Schema first, then the semantic checks the schema cannot say.
 
 `lint_file` collects every problem as `file:line: message` and returns the OpSpec only if there
-is none (conformance.spec.load.load_spec raises them instead). Nothing in a spec is executed:
+is none (conformance.spec.registry.load_spec raises them instead). Nothing in a spec is executed:
 formulas go through conformance.spec.expr.language's whitelist compiler. Each check kind reads its own fields
 (conformance.spec.checks.kinds).
 """

@@ -1,4 +1,5 @@
-"""The set of loaded operator specs, looked up by any of an op's names."""
+"""Loading operator specs: one file (lint, then the OpSpec, or SpecError with every problem), and
+the set of loaded specs, looked up by any of an op's names."""
 
 from __future__ import annotations
 
@@ -9,8 +10,25 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
-from .load import Problem, SpecError, default_spec_files, load_spec
+from .lint import Problem, lint_file
 from .model import OpSpec
+from .tables import default_spec_files
+
+
+class SpecError(ValueError):
+    """A spec file with problems; `problems` has them all, one `file:line: message` each."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def load_spec(path: str | Path) -> OpSpec:
+    """The spec of one file; SpecError lists every problem if there is any."""
+    spec, problems = lint_file(path)
+    if problems or spec is None:
+        raise SpecError(problems)
+    return spec
 
 
 class UnknownOp(KeyError):

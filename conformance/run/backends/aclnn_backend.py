@@ -42,7 +42,7 @@ import numpy as np
 
 from ...acl import dtypes as dt
 from ...acl.call import Call, CallError, Outcome, ScalarArg, TensorArg
-from ...spec.load import products
+from ...spec.tables import products
 from ..backend import (
     Backend,
     BackendCrash,

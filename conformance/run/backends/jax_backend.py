@@ -45,9 +45,9 @@ from ...spec.bindings import BindingCache, BindingError
 from ...spec.expr.arrays import evaluate_with, jax_namespace
 from ...spec.expr.language import Expr, ExprError, compile_expr
 from ...spec.interpret import attribute_env, with_defaults
-from ...spec.load import status_codes
 from ...spec.model import OpSpec
 from ...spec.registry import UnknownOp
+from ...spec.tables import status_codes
 from ..backend import Backend, BackendError, Capabilities, module_available
 
 INSTALL_HINT = "not installed — pip install 'aclnn-conformance[jax]'"

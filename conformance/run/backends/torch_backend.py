@@ -29,9 +29,9 @@ from ...acl import dtypes as dt
 from ...acl.call import Call, Outcome, ScalarArg, TensorArg
 from ...spec.bindings import Binding, BindingCache, BindingError
 from ...spec.checks.base import with_defaults
-from ...spec.load import status_codes
 from ...spec.model import OpSpec
 from ...spec.registry import UnknownOp
+from ...spec.tables import status_codes
 from ..backend import (
     Backend,
     BackendCrash,
