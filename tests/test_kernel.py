@@ -211,7 +211,7 @@ def test_without_numba_the_numpy_path_runs_and_says_so(tmp_path):
         b = ReferenceBackend()
         x = np.linspace(-4, 4, 70000)
         got = result(run(b, "leaky_relu_backward", gradOutput=t(np.ones_like(x)), self=t(x),
-                         negativeSlope=__import__("aclnn_conformance.conformance.acl.call").call.ScalarArg("FLOAT", 0.5),
+                         negativeSlope=__import__("aclnn_conformance.conformance.acl.call").conformance.acl.call.ScalarArg("FLOAT", 0.5),
                          selfIsResult=False, out=out(x.shape)), "out")
         want = np.where(x > 0, 1.0, np.float32(0.5))
         assert np.array_equal(got, want)
