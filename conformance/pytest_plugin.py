@@ -15,6 +15,7 @@ a backend that cannot run here, or filters that select no case stop the session 
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,21 @@ def _check(config: pytest.Config) -> list:
     config.stash[_OPTIONS] = options
     config.stash[_REGISTRY] = reg
     return items
+
+
+class _SuiteModule(pytest.Module):
+    """The suite module, imported by its installed name: pytest's default import mode would name
+    it after the folders that hold an __init__.py (`conformance.test_suite`, a second copy outside
+    the `aclnn_conformance` namespace, whose relative imports fail)."""
+
+    def _getobj(self) -> Any:
+        return importlib.import_module(f"{__package__}.test_suite")
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> Any:
+    if module_path == Path(__file__).with_name("test_suite.py"):
+        return _SuiteModule.from_parent(parent, path=module_path)
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
