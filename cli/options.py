@@ -1,5 +1,5 @@
 """Options shared by several commands (the backend under test, the case filters) and their
-checks. The checks themselves live in `conformance.config`, shared with the pytest plugin."""
+checks. The checks themselves live in `conformance.run.config`, shared with the pytest plugin."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from conformance import config
-from conformance.registry import Registry, env_spec_dirs, load_registry
-from conformance.runner import Selection
+from ..conformance.run import config
+from ..conformance.run.runner import Selection
+from ..conformance.spec.registry import Registry, env_spec_dirs, load_registry
 
 
 def registry() -> Registry:

@@ -7,16 +7,16 @@ import json
 import click
 import numpy as np
 
-from cli.console import heading
-from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
-from cli.options import backend_options, checked_backend, registry
-from conformance import config
-from conformance.backend import BackendError, load_backend
-from conformance.call import ScalarArg, TensorArg
-from conformance.execute import first_line, judge
-from conformance.generate import build, plan_op
-from conformance.runner import RunConfig, make_backend
-from conformance.verdicts import BROKEN
+from ..conformance.acl.call import ScalarArg, TensorArg
+from ..conformance.cases.generate import build, plan_op
+from ..conformance.judge.verdicts import BROKEN
+from ..conformance.run import config
+from ..conformance.run.backend import BackendError, load_backend
+from ..conformance.run.judging import first_line, judge
+from ..conformance.run.runner import RunConfig, make_backend
+from .console import heading
+from .errors import EXIT_PROBLEMS, InfrastructureError, UserError
+from .options import backend_options, checked_backend, registry
 
 
 def find_case(case_id: str, seed: int):

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from cli.errors import UserError
-from cli.options import registry
-from cli.paths import check_outputs, results_family
-from conformance.results import Stream
-from reports import write_reports
-from reports.model import ResultsFileError, open_results
+from ..conformance.judge.results import Stream
+from ..reports import write_reports
+from ..reports.run import ResultsFileError, open_results
+from .errors import UserError
+from .options import registry
+from .paths import check_outputs, results_family
 
 
 def read_results(path: Path, clean: bool = True) -> tuple[Stream, dict]:

@@ -14,21 +14,14 @@ from pathlib import Path
 
 import click
 
-from cli.console import heading, style
-from cli.errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
-from cli.options import (
-    backend_options,
-    build_selection,
-    checked_backend,
-    registry,
-    selection_options,
-)
-from cli.paths import check_outputs, results_family, same_file
-from conformance import config, expectations, provenance
-from conformance import results as res
-from conformance.backend import BackendError, backend_class, load_backend
-from conformance.progress import Progress
-from conformance.runner import (
+from ..conformance.files.writelock import LockedError, ResultsLock
+from ..conformance.judge import expectations, provenance
+from ..conformance.judge import results as res
+from ..conformance.judge.verdicts import BROKEN
+from ..conformance.run import config
+from ..conformance.run.backend import BackendError, backend_class, load_backend
+from ..conformance.run.progress import Progress
+from ..conformance.run.runner import (
     TOOL_VERSION,
     ResultsWriteError,
     ResultsWriter,
@@ -38,9 +31,11 @@ from conformance.runner import (
     generated_items,
     item_facts,
 )
-from conformance.verdicts import BROKEN
-from conformance.writelock import LockedError, ResultsLock
-from reports.output import write_atomic
+from ..reports.output import write_atomic
+from .console import heading, style
+from .errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
+from .options import backend_options, build_selection, checked_backend, registry, selection_options
+from .paths import check_outputs, results_family, same_file
 
 
 def backend_version(name: str, options: dict, reg, facts: dict | None = None) -> str:
@@ -488,7 +483,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
                    "cases did not run", err=True)  # fmt: skip
     click.echo(f"results: {res.safe_text(results)}")
     if html or junit or markdown or json_report:
-        from reports import write_reports
+        from ..reports import write_reports
 
         try:  # from this run's own file descriptor: its records, whatever the path holds now
             written = write_reports(writer.records(clean=True), meta, html=html, junit=junit,

@@ -1,6 +1,6 @@
 """pytest integration: the generated cases as pytest items.
 
-    pytest --pyargs conformance --aclnn-backend torch [-k "atlas-a2 and values"] [-n auto] [--junitxml r.xml]
+    pytest --pyargs aclnn_conformance.conformance --aclnn-backend torch [-k "atlas-a2 and values"] [-n auto] [--junitxml r.xml]
 
 The plugin (entry point `pytest11`) adds the options; `conformance/test_suite.py` holds one
 parametrized test whose parameters are the case ids, so -k, xdist (every worker enumerates the
@@ -8,19 +8,20 @@ same ids), --junitxml and pytest's own reporting all work. A case is judged exac
 `aclnn-conform run` judges it, expectations and spec deviations included.
 
 When the suite is collected, the options are checked at start-up with the CLI's own checks
-(`conformance.config`): a misspelt op, dtype or backend, an option the backend does not take,
+(`conformance.run.config`): a misspelt op, dtype or backend, an option the backend does not take,
 a backend that cannot run here, or filters that select no case stop the session with one line
 (pytest.UsageError, exit code 4) before any case runs.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.verdicts import FAILING
+from .judge.verdicts import FAILING
 
 _BACKENDS: dict[tuple, Any] = {}
 _ITEMS = pytest.StashKey[list]()
@@ -66,8 +67,12 @@ def _targets_suite(config: pytest.Config) -> bool:
     root = Path(config.invocation_params.dir)
     for arg in config.args:
         target = str(arg).split("::")[0]
-        if config.option.pyargs and target.split(".")[0] == "conformance":
-            return target in ("conformance", "conformance.test_suite")
+        if config.option.pyargs and target.split(".")[0] == "aclnn_conformance":
+            return target in (
+                "aclnn_conformance",
+                "aclnn_conformance.conformance",
+                "aclnn_conformance.conformance.test_suite",
+            )
         path = (root / target).resolve()
         if path == suite or here.is_relative_to(path):  # the file, its folder or an ancestor
             return True
@@ -76,10 +81,9 @@ def _targets_suite(config: pytest.Config) -> bool:
 
 def _check(config: pytest.Config) -> list:
     """Every option checked as `aclnn-conform run` checks it; the selected items."""
-    from conformance import config as cc
-    from conformance.loader import SpecError
-    from conformance.registry import env_spec_dirs, load_registry
-    from conformance.runner import generated_items
+    from .run import config as cc
+    from .run.runner import generated_items
+    from .spec.registry import SpecError, env_spec_dirs, load_registry
 
     opt = config.getoption
     backend = opt("--aclnn-backend")
@@ -117,11 +121,26 @@ def _check(config: pytest.Config) -> list:
     return items
 
 
+class _SuiteModule(pytest.Module):
+    """The suite module, imported by its installed name: pytest's default import mode would name
+    it after the folders that hold an __init__.py (`conformance.test_suite`, a second copy outside
+    the `aclnn_conformance` namespace, whose relative imports fail)."""
+
+    def _getobj(self) -> Any:
+        return importlib.import_module(f"{__package__}.test_suite")
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> Any:
+    if module_path == Path(__file__).with_name("test_suite.py"):
+        return _SuiteModule.from_parent(parent, path=module_path)
+    return None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "aclnn_case: a generated aclnn conformance case")
     if not (_targets_suite(config) or config.getoption("--aclnn-backend")):
         return
-    from conformance.config import ConfigError, Unavailable
+    from .run.config import ConfigError, Unavailable
 
     try:
         config.stash[_ITEMS] = _check(config)
@@ -134,7 +153,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     items = metafunc.config.stash.get(_ITEMS, None)
     if items is None:  # collected by a path pytest_configure did not recognise
-        from conformance.config import ConfigError, Unavailable
+        from .run.config import ConfigError, Unavailable
 
         try:
             items = metafunc.config.stash[_ITEMS] = _check(metafunc.config)
@@ -145,7 +164,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def run_case(config: pytest.Config, item: Any) -> None:
     """Judge one case; translate the verdict into pytest's outcome."""
-    from conformance.runner import RunConfig, item_facts, make_backend, run_with
+    from .run.runner import RunConfig, item_facts, make_backend, run_with
 
     backend = config.getoption("--aclnn-backend")
     oracle = config.getoption("--aclnn-oracle")

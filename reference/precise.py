@@ -31,8 +31,9 @@ import mpmath
 import numpy as np
 from mpmath.libmp import round_down, to_float
 
-from conformance import dtypes as dt
-from conformance.spec import OpSpec
+from ..conformance.acl import dtypes as dt
+from ..conformance.spec.expr.mpeval import evaluate_mp
+from ..conformance.spec.model import OpSpec
 
 GUARD = 2.0**-20  # in units of the output dtype's ulp
 PRECISION = 128  # bits of the first mpmath evaluation
@@ -101,10 +102,10 @@ def _sticky(t: float) -> float:
 def _formula_at(spec: OpSpec, e: dict[str, Any], m: Any) -> Any:
     """The formula's value at one element bound in e, with the library m (None: no branch)."""
     for let in spec.formula.lets:
-        e[let.name] = let.value.evaluate_mp(e, m)
+        e[let.name] = evaluate_mp(let.value, e, m)
     for br in spec.formula.branches:
-        if br.when is None or br.when.evaluate_mp(e, m):
-            return br.value.evaluate_mp(e, m)
+        if br.when is None or evaluate_mp(br.when, e, m):
+            return evaluate_mp(br.value, e, m)
     return None
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from conformance.generate import plan_suite
-from reports.model import BROKEN, clip
+from ..conformance.cases.generate import plan_suite
+from .run import BROKEN, clip
 
 NO_CASE = "no-case"  # the suite generates no case for the clause
 NOT_RUN = "not-run"  # cases exist but none is in these results
@@ -157,7 +157,7 @@ class CoverageTally:
 
     def __init__(self, registry=None, plans=None):
         if registry is None:
-            from conformance.registry import default_registry
+            from ..conformance.spec.registry import default_registry
 
             registry = default_registry()
         self.registry = registry

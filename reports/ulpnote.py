@@ -4,7 +4,7 @@ A ULP distance counts the representable values of the OUTPUT dtype between the e
 (rounded to that dtype) and the actual one, so one ulp is as small as the expected value: next to
 a tiny or zero expected value an error far inside the tolerance is millions or trillions of ulp.
 The comparison does not use ULPs there: an element whose |expected| is below the policy's
-`small_threshold` is judged by its absolute error (at most `small_atol`; conformance/compare.py).
+`small_threshold` is judged by its absolute error (at most `small_atol`; conformance/judge/compare.py).
 A max ULP from such an element says nothing about accuracy, and the reports say so next to it.
 
 Which policy judged an output: the `policy` the record stores for it where it does, else the
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from reports.model import fmt, num, short
+from .run import fmt, num, short
 
 # What a ULP figure is, for legends and column tooltips.
 MEANING = ("ULP distance: the number of representable values of the output dtype between the "
@@ -95,8 +95,7 @@ class SmallValues:
 
 @cache
 def _overrides(op: str) -> dict[str, Any] | None:
-    from conformance.loader import SpecError
-    from conformance.registry import UnknownOp, default_registry
+    from ..conformance.spec.registry import SpecError, UnknownOp, default_registry
 
     try:
         return dict(default_registry().get(op).tolerance or {})
@@ -106,7 +105,7 @@ def _overrides(op: str) -> dict[str, Any] | None:
 
 @cache
 def _policy(op: str, dtype: str) -> tuple[float, float] | None:
-    from conformance.compare import policy_for
+    from ..conformance.spec.tolerances import policy_for
 
     try:
         p = policy_for(dtype, _overrides(op))

@@ -1,0 +1,176 @@
+"""The kinds of check a spec's `checks:` can hold: one class per kind, registered in CHECK_KINDS.
+
+A kind's class holds all the suite knows of it: how its YAML fields are read and checked
+(`parse`, for the linter), what it checks on a call (`evaluate`, run by conformance.spec.interpret in spec
+order), how a valid call is broken to violate it (`mutations`, for conformance.cases.negatives) and
+which generated positive cases exercise it (`credits`, `allowed_dtypes`, for planning). Adding a
+kind is adding a class to CHECK_KINDS (and its name to the schema's `kind` enum). The base class
+is in conformance.spec.checks.base, the dtype and shape kinds in checks_dtype and checks_shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...acl import dtypes as dt
+from ...acl.call import Call, CallError
+from ..model import Check, OpSpec, Param
+from .base import Args, CheckKind, Mutations, Violation, arg, attribute_env
+from .dtype import Castable, DtypeIn, Promotable, SameDtype
+from .shape import Broadcastable, MaxRank, SameShape, ShapeIsBroadcast
+
+if TYPE_CHECKING:
+    from ..lint import Linter
+
+
+class NotNull(CheckKind):
+    """Every parameter named is a non-null pointer."""
+
+    name = "not_null"
+
+    @classmethod
+    def param_problem(cls, name: str, p: Param) -> str | None:
+        if p.kind == "bool":
+            return f"not_null: {name!r} is a bool passed by value; it cannot be null"
+        return None
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        for name in check.params:
+            if call.args[name] is None:
+                raise Violation(check, f"{name} is null")
+        return False
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        for n in check.params:
+            yield n, {**base, n: None}
+
+
+class Value(CheckKind):
+    """A condition on scalars, bools and strings (`violated_if`), with violating `examples`."""
+
+    name = "value"
+
+    @classmethod
+    def parse_condition(
+        cls, lint: Linter, base: tuple, c: dict[str, Any], by_name: dict[str, Param]
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        attrs = [p.name for p in by_name.values() if not p.is_tensor]
+        strings = [p.name for p in by_name.values() if p.kind == "string"]
+        violated = lint.expr((*base, "violated_if"), c["violated_if"], attrs, strings)
+        examples: list[dict[str, Any]] = []
+        for j, ex in enumerate(c.get("examples", [])):
+            for k, v in ex.items():
+                if k not in attrs:
+                    lint.err(
+                        (*base, "examples", j),
+                        f"example sets {k!r}, which is not a scalar, bool or string parameter",
+                    )
+                elif isinstance(v, dict):
+                    cls._typed_example(lint, (*base, "examples", j, k), by_name[k], v)
+            examples.append(dict(ex))
+        return violated, examples
+
+    @staticmethod
+    def _typed_example(lint: Linter, where: tuple, param: Param, v: dict) -> None:
+        """An example scalar given with its own dtype: {dtype: DOUBLE, value: -1.0e-300}."""
+        if param.kind != "scalar":
+            lint.err(
+                where, f"only a scalar example can give a dtype ({param.name} is a {param.kind})"
+            )
+        elif (
+            set(v) != {"dtype", "value"}
+            or isinstance(v["value"], bool)
+            or not isinstance(v["value"], int | float)
+        ):
+            lint.err(where, "a typed example is {dtype: NAME, value: NUMBER}")
+        else:
+            try:
+                dt.get(str(v["dtype"]))
+            except dt.DtypeError as exc:
+                lint.err(where, str(exc))
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        cond = check.violated_if
+        assert cond is not None  # parse always sets it for this kind
+        env = attribute_env(spec, call)
+        if any(env.get(n) is None for n in cond.names):
+            raise CallError(f"{check.id}: a parameter it reads is null")
+        if bool(np.all(cond.evaluate(env))):
+            shown = ", ".join(f"{n}={env[n]!r}" for n in sorted(cond.names))
+            raise Violation(check, f"{cond.source} holds ({shown})")
+        return False
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        for i, ex in enumerate(check.examples):
+            args = dict(base)
+            for k, v in ex.items():
+                p = spec.param(k)
+                if p.kind == "scalar" and isinstance(v, dict):  # {dtype: DOUBLE, value: x}
+                    args[k] = replace(base[k], dtype=dt.get(v["dtype"]).name, value=v["value"])
+                else:
+                    args[k] = replace(base[k], value=v) if p.kind == "scalar" else v
+            yield f"example{i + 1}", args
+
+    @classmethod
+    def credits(cls, check: Check, axis: str, param: str | None = None) -> bool:
+        return axis == "scalar-value" and check.violated_if is not None \
+            and param in check.violated_if.names  # fmt: skip
+
+
+class StringIn(CheckKind):
+    """Every string parameter named is one of `values`."""
+
+    name = "string_in"
+    param_kind = "string"
+    credit = frozenset({"variant"})
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        for name in check.params:
+            v = call.args[name]
+            if v not in check.values:
+                raise Violation(check, f"{name} = {v!r} is not one of {list(check.values)}")
+        return False
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        for n in check.params:
+            for label, s in [
+                ("test", "test"),
+                ("upper", "NONE"),
+                ("empty", ""),
+                ("space", "tanh "),
+            ]:
+                yield f"{n}:{label}", {**base, n: s}
+
+
+class EmptySuccess(CheckKind):
+    """An empty tensor among those named ends the call with success, computing nothing."""
+
+    name = "empty_success"
+    param_kind = "tensor"
+    fixed_status = 0
+    credit = frozenset({"empty"})
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        return any(arg(call, check, n).is_empty for n in check.params)
+
+
+CHECK_KINDS: dict[str, type[CheckKind]] = {
+    k.name: k
+    for k in (NotNull, DtypeIn, SameDtype, Promotable, Castable, MaxRank, Broadcastable,
+              SameShape, ShapeIsBroadcast, Value, StringIn, EmptySuccess)
+}  # fmt: skip
+
+
+def kind_of(check: Check) -> type[CheckKind]:
+    """The class of `check`'s kind."""
+    return CHECK_KINDS[check.kind]
