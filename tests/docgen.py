@@ -25,9 +25,8 @@ START, END = "<!-- coverage:start -->", "<!-- coverage:end -->"
 
 def coverage_table() -> str:
     """`aclnn-conform specs list --markdown` over the shipped specs, as text."""
+    from aclnn_conformance.cli.main import main
     from click.testing import CliRunner
-
-    from cli.main import main
 
     env = {"ACLNN_CONFORM_SPECS": None, "NO_COLOR": "1"}
     res = CliRunner().invoke(main, ["specs", "list", "--markdown"], env=env)
