@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from conformance import dtypes as dt
 from conformance.call import Call
-from conformance.checks_base import Args, CheckKind, Mutations, Violation, arg, dtype_of
+from conformance.checks_base import NAME, Args, CheckKind, Mutations, Violation, arg, dtype_of
 from conformance.plan import set_dtype
 from conformance.spec import Check, DtypeTerm, OpSpec, Param
 
@@ -63,6 +63,12 @@ class DtypeIn(_TermKind):
     """Every term's dtype is in a dtype set (per product) or a list."""
 
     name = "dtype_in"
+    fields = {
+        **CheckKind.fields,
+        "set": {"type": "string"},
+        "dtypes": {"type": "array", "items": {"type": "string"}},
+    }
+    one_of = ("set", "dtypes")
 
     @staticmethod
     def allowed(spec: OpSpec, check: Check, product: str) -> tuple[str, ...]:
@@ -137,6 +143,8 @@ class Castable(_TermKind):
     """Every term's dtype can be cast to the dtype of `to` (CanCast)."""
 
     name = "castable"
+    fields = {**CheckKind.fields, "to": NAME}
+    required = ("params", "to")
     limit = 3
 
     @classmethod

@@ -4,7 +4,7 @@ conformance.checks)."""
 from __future__ import annotations
 
 from conformance.call import Call
-from conformance.checks_base import Args, CheckKind, Mutations, Violation, arg, broadcast
+from conformance.checks_base import NAME, Args, CheckKind, Mutations, Violation, arg, broadcast
 from conformance.plan import with_shapes
 from conformance.spec import Check, OpSpec
 
@@ -16,6 +16,8 @@ class MaxRank(CheckKind):
 
     name = "max_rank"
     param_kind = "tensor"
+    fields = {**CheckKind.fields, "max": {"type": "integer", "minimum": 0, "maximum": 64}}
+    required = ("params", "max")
     credit = frozenset({"rank"})
 
     @classmethod
@@ -83,6 +85,8 @@ class ShapeIsBroadcast(CheckKind):
 
     name = "shape_is_broadcast"
     param_kind = "tensor"
+    fields = {**CheckKind.fields, "of": {"type": "array", "minItems": 2, "items": NAME}}
+    required = ("params", "of")
     limit = 2
     credit = frozenset({"shape"})
 
