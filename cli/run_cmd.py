@@ -175,6 +175,7 @@ def run(**values):
             "expectations_sha256": expect_sha,
             "max_case_bytes": s.max_case_bytes, "max_memory": s.max_memory,
             "jobs": s.jobs}  # fmt: skip
+    meta["clauses"] = s.clause_universe()  # what the coverage table needs: reports load no spec
     if host:
         meta["backend_host"] = host  # what this host is, for judging the run elsewhere
     if sel.shard:
@@ -284,7 +285,7 @@ def run(**values):
 
         try:  # from this run's own file descriptor: its records, whatever the path holds now
             written = write_reports(writer.records(clean=True), meta, html=html, junit=junit,
-                                    markdown=markdown, json=json_report, registry=reg)  # fmt: skip
+                                    markdown=markdown, json=json_report)  # fmt: skip
         except OSError as exc:
             again = " ".join(f"{o} {shlex.quote(str(p))}" for o, p in reports if p)
             raise InfrastructureError(

@@ -87,8 +87,13 @@ def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
     return any(w in full for w in wanted)
 
 
-def generated_items(registry: Registry, sel: Selection, seed: int = 0) -> list[Item]:
+def generated_items(registry: Registry, sel: Selection, seed: int = 0,
+                    planned: list[Any] | None = None) -> list[Item]:  # fmt: skip
+    """The selected generated cases; `planned` (a list) receives every (spec, plan) pair
+    planned for them, before the filters."""
     pairs = plan_suite(registry, sel.ops or None, sel.products or None, sel.profile)
+    if planned is not None:
+        planned.extend(pairs)
     names = sel.dtype_names()
     out = []
     for spec, plan in pairs:
@@ -283,9 +288,12 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
     outputs = frozenset(p.name for p in spec.outputs)
     refused = over_budget(case.call, cfg.max_case_bytes, outputs) or overlapping(case.call, outputs)
     if refused:
-        return Result(id=item.id, op=spec.name, product=case.product, verdict="error",
-                      reason=refused, backend=backend.name, clauses=list(case.clauses),
-                      dtypes={})  # fmt: skip
+        rec = Result(id=item.id, op=spec.name, product=case.product, verdict="error",
+                     reason=refused, backend=backend.name, clauses=list(case.clauses),
+                     dtypes={})  # fmt: skip
+        if item.plan is not None:  # judged again by replay with the same budget
+            rec.replay = replay_command(rec, cfg)
+        return rec
     got = None
     try:
         judged = judge(spec, case, backend, oracle, cfg.oracle, cfg.timeout, cfg.deviations)

@@ -235,6 +235,8 @@ class Session:
     max_memory: int | None = None
     max_case_bytes: int | None = None
     warnings: list[str] = field(default_factory=list)
+    _items: list[Item] = field(default_factory=list, repr=False)
+    _pairs: list[Any] | None = field(default=None, repr=False)
     _backend: Backend | None = field(default=None, repr=False)
     _oracle: Backend | None = field(default=None, repr=False)
 
@@ -359,10 +361,23 @@ class Session:
             items = directory_items(root, self.selection, self.registry, warn)
             source = f"{f('cases_dir')} {root}"
         else:
-            items = generated_items(self.registry, self.selection, int(v["seed"]))
+            planned: list[Any] = []
+            items = generated_items(self.registry, self.selection, int(v["seed"]), planned)
+            if not self.selection.products and self.selection.profile == "default":
+                self._pairs = planned  # the suite's plans of the selected ops
+        self._items = items
         config.require_cases(len(items), self.selection, bool(v["allow_empty"]), source,
                              f("allow_empty"), lab)  # fmt: skip
         return items
+
+    def clause_universe(self) -> dict[str, Any]:
+        """The clauses of the specs with the plans of the ops this run selected (its meta
+        header's "clauses": the coverage table of its reports, without the specs)."""
+        if self._pairs is not None:
+            ops = self.selection.ops or [s.name for s in self.registry]
+            return clause_universe(self.registry, self._pairs, ops)
+        ops = sorted({it.op for it in self._items})
+        return clause_universe(self.registry, planned_ops=list(self.selection.ops) or ops)
 
     def find(self, case_id: str) -> Item:
         """The generated item of `case_id` under this session's seed and profile (replay)."""
@@ -442,6 +457,64 @@ class Session:
 
     def replay_line(self, case_id: str) -> str:
         return replay_line(case_id, self.values, self.spec_dirs)
+
+
+def _clip(text: Any, limit: int) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= limit else s[: limit - 1] + "\u2026"
+
+
+def describe(spec: Any) -> list[tuple[str, str, str, str]]:
+    """(clause id, kind, text, source) for each clause of a spec, in spec order."""
+    out = []
+    for c in spec.checks:
+        text = c.summary or (f"{c.kind}({', '.join(c.params)})" if c.params else c.kind)
+        if not c.summary and c.violated_if is not None:
+            text = f"violated if {c.violated_if.source}"
+        elif not c.summary and c.dtype_set:
+            text += f" in {c.dtype_set}"
+        out.append((c.id, c.kind, f"{text} \u2192 {c.status}" if c.status else text, c.source))
+    for let in spec.formula.lets:
+        out.append((let.id, "let", let.summary or f"{let.name} = {let.value.source}", let.source))
+    for b in spec.formula.branches:
+        when = f"when {b.when.source}" if b.when is not None else "otherwise"
+        out.append((b.id, "branch", b.summary or when, b.source))
+    for p in spec.special_points:
+        out.append((p.id, "special point", p.summary or f"{p.param} = {p.value.source}", p.source))
+    for p in spec.properties:
+        out.append((p.id, p.kind, p.summary or p.kind, p.source))
+    return [(i, k, _clip(t, 160), _clip(s, 160)) for i, k, t, s in out]
+
+
+def clause_universe(registry: Registry, pairs: Iterable[tuple[Any, Any]] | None = None,
+                    planned_ops: Iterable[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Every clause of every spec of `registry`, and how many of the suite's plans exercise
+    each: what the coverage table needs, recorded in a run's meta header (meta["clauses"]) so
+    that a report never loads the specs. `pairs`: the (spec, plan) pairs of the suite planned
+    for `planned_ops` (default: plan every op now); an op outside them is recorded as not
+    planned (its clauses read "not run", never "no case")."""
+    if pairs is None:
+        from conformance.generate import plan_suite
+
+        pairs = plan_suite(registry, list(planned_ops) if planned_ops is not None else None)
+        planned_ops = None
+    counts: dict[str, int] = {}
+    seen: set[str] = set()
+    for spec, plan in pairs:
+        seen.add(spec.name)
+        for c in plan.clauses:
+            q = spec.clause(c)
+            counts[q] = counts.get(q, 0) + 1
+    planned = set(planned_ops) if planned_ops is not None else None
+    ops = []
+    for spec in sorted(registry, key=lambda s: s.name):
+        known = spec.name in seen or (planned is None or spec.name in planned)
+        ops.append({"op": spec.name, "aclnn_op": spec.op, "sha256": spec.sha256,
+                    "planned": known,
+                    "clauses": [{"id": i, "kind": k, "text": t, "source": src,
+                                 "generated": counts.get(spec.clause(i), 0)}
+                                for i, k, t, src in describe(spec)]})  # fmt: skip
+    return {"ops": ops}
 
 
 def parse_shard(value: str | None, flag: str = "--shard") -> tuple[int, int] | None:

@@ -17,8 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conformance.execute import VERDICTS
 from conformance.results import safe_text
+from conformance.verdicts import VERDICTS
 from reports.digest import Digest, digest_of
 from reports.model import (
     EXPLAINED,
