@@ -69,7 +69,7 @@ class Result:
 
     def set(self, key: str, value: Any) -> None:
         """Set field `key` (an unknown key goes to `extra`); None is recorded as null."""
-        if key in _FIELDS:
+        if key in _FIELD_SET:
             setattr(self, key, value)
             if value is None:
                 self.nulls.add(key)
@@ -110,7 +110,7 @@ class Result:
 
     # -- read by key, for the code that still reads records as mappings ----------------------
     def get(self, key: str, default: Any = None) -> Any:
-        if key in _FIELDS:
+        if key in _FIELD_SET:
             value = getattr(self, key)
             return default if value is None and key not in self.nulls else value
         return self.extra.get(key, default)
@@ -130,12 +130,13 @@ class Result:
         return list(self.to_dict().items())
 
     def __contains__(self, key: object) -> bool:
-        if key in _FIELDS:
+        if key in _FIELD_SET:
             return getattr(self, str(key)) is not None or key in self.nulls
         return key in self.extra
 
 
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Result) if f.name not in ("extra", "nulls"))
+_FIELD_SET = frozenset(_FIELDS)
 FIELDS = _FIELDS  # the record's keys, in declaration order
 
 

@@ -237,6 +237,7 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     _items: list[Item] = field(default_factory=list, repr=False)
     _pairs: list[Any] | None = field(default=None, repr=False)
+    _cfg: RunConfig | None = field(default=None, repr=False)
     _backend: Backend | None = field(default=None, repr=False)
     _oracle: Backend | None = field(default=None, repr=False)
 
@@ -440,7 +441,9 @@ class Session:
         if skipped is not None:
             return skipped
         assert self._oracle is not None
-        rec = run_one(item, self.config(), self.registry, backend, self._oracle)
+        if self._cfg is None:
+            self._cfg = self.config()
+        rec = run_one(item, self._cfg, self.registry, backend, self._oracle)
         return self.finish(rec, backend.version())
 
     def run(self, items: list[Item], sink: Callable[[Result], bool], version: str) -> None:
