@@ -255,14 +255,6 @@ def run_item(item: Item) -> Result:
     return _run(item, _STATE["cfg"], _STATE["registry"], _STATE["backend"], _STATE["oracle"])
 
 
-def run_with(item: Item, cfg: RunConfig, backend: Backend) -> Result:
-    """Run one item with an already started backend (its oracle started once per name)."""
-    key = ("oracle", cfg.oracle)
-    if key not in _STATE:
-        _STATE[key] = make_oracle(cfg, backend.registry, backend)
-    return _run(item, cfg, backend.registry, backend, _STATE[key])
-
-
 def run_one(item: Item, cfg: RunConfig, reg: Registry, backend: Backend,
             oracle: Backend) -> Result:  # fmt: skip
     """One item's record (before expectations) with a started backend and oracle."""

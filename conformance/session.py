@@ -377,7 +377,8 @@ class Session:
         if self._pairs is not None:
             ops = self.selection.ops or [s.name for s in self.registry]
             return clause_universe(self.registry, self._pairs, ops)
-        ops = sorted({it.op for it in self._items})
+        known = set(self.registry.names())  # a case folder's first segment names no spec
+        ops = sorted({it.op for it in self._items} & known)
         return clause_universe(self.registry, planned_ops=list(self.selection.ops) or ops)
 
     def find(self, case_id: str) -> Item:
@@ -499,8 +500,8 @@ def clause_universe(registry: Registry, pairs: Iterable[tuple[Any, Any]] | None 
     if pairs is None:
         from conformance.generate import plan_suite
 
-        pairs = plan_suite(registry, list(planned_ops) if planned_ops is not None else None)
-        planned_ops = None
+        wanted = None if planned_ops is None else list(planned_ops)
+        pairs = [] if wanted == [] else plan_suite(registry, wanted)
     counts: dict[str, int] = {}
     seen: set[str] = set()
     for spec, plan in pairs:
