@@ -23,6 +23,7 @@ from conformance.execute import judge
 from conformance.flat import BLOCK, FlatView
 from conformance.generate import MODEL_SHAPES, build, plan_op, plan_suite
 from conformance.registry import default_registry
+from conformance.result import Result
 from reference import engine, precise
 from reference.backend import ReferenceBackend
 from tests.support.runcli import assert_clean, conform
@@ -31,8 +32,8 @@ REG = default_registry()
 REF = ReferenceBackend(registry=REG)
 
 
-def _strip(rec: dict) -> dict:
-    rec = copy.deepcopy(rec)
+def _strip(rec: Result) -> dict:
+    rec = copy.deepcopy(rec.to_dict())
     rec.pop("durations", None)
     return rec
 
