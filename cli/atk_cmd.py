@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from cli.errors import UserError
-from cli.options import registry
-from conformance.atk import AtkError, choose_spec, mapping_of, read_atk
-from conformance.atk_import import DEFAULT_MAX_ELEMENTS, import_cases
-from conformance.atk_report import write_reports
+from ..conformance.vendor.atk.files import AtkError, choose_spec, mapping_of, read_atk
+from ..conformance.vendor.atk.importer import DEFAULT_MAX_ELEMENTS, import_cases
+from ..conformance.vendor.atk.report import write_reports
+from .errors import UserError
+from .options import registry
 
 
 def _default_product(products: tuple[str, ...]) -> str:

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from cli.errors import UserError
-from conformance.backend import BackendError, BackendOptionError, backend_class, backend_names
+from ..conformance.run.backend import BackendError, BackendOptionError, backend_class, backend_names
+from .errors import UserError
 
 
 def fact_lines(facts: dict[str, Any]) -> list[str]:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from cli.atk_cmd import import_atk
-from cli.errors import UserError
-from cli.options import build_selection, registry, selection_options
-from conformance.casefile import write_case
-from conformance.config import require_cases
-from conformance.generate import build
-from conformance.runner import generated_items
+from ..conformance.cases.casedir import write_case
+from ..conformance.cases.generate import build
+from ..conformance.run.config import require_cases
+from ..conformance.run.runner import generated_items
+from .atk_cmd import import_atk
+from .errors import UserError
+from .options import build_selection, registry, selection_options
 
 
 @click.group("cases")

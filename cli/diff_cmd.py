@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from cli.console import heading, style
-from cli.errors import EXIT_PROBLEMS, UserError
-from cli.options import finite
-from cli.paths import check_outputs, results_family
-from cli.report_cmd import read_results, warn_torn
-from conformance.results import safe_text
-from reports.diff import DEFAULT_THRESHOLD, diff_runs, render_html, render_markdown, write_text
-from reports.model import fmt
+from ..conformance.judge.results import safe_text
+from ..reports.diff import DEFAULT_THRESHOLD, diff_runs, render_html, render_markdown, write_text
+from ..reports.run import fmt
+from .console import heading, style
+from .errors import EXIT_PROBLEMS, UserError
+from .options import finite
+from .paths import check_outputs, results_family
+from .report_cmd import read_results, warn_torn
 
 
 def _label(path: Path, meta: dict) -> str:

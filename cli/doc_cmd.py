@@ -9,15 +9,16 @@ from pathlib import Path
 
 import click
 
-from cli.errors import EXIT_PROBLEMS, UserError
-from cli.options import registry
-from conformance.checkdoc import CheckDocError, Difference, Report, compare
-from conformance.docpage import DocError, DocPage, load_page
-from conformance.draft import draft
-from conformance.loader import load_spec
-from conformance.spec import OpSpec
-from conformance.yamlpos import Located
-from conformance.yamlpos import load as load_yaml
+from ..conformance.spec.model import OpSpec
+from ..conformance.spec.registry import load_spec
+from ..conformance.spec.yamlpos import Located
+from ..conformance.spec.yamlpos import load as load_yaml
+from ..conformance.vendor.checkdoc import CheckDocError, Difference, Report, compare
+from ..conformance.vendor.docpage.load import load_page
+from ..conformance.vendor.docpage.page import DocError, DocPage
+from ..conformance.vendor.draft import draft
+from .errors import EXIT_PROBLEMS, UserError
+from .options import registry
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 DTYPE_KINDS = ("dtype-missing-in-spec", "dtype-missing-in-doc")

@@ -22,14 +22,13 @@ from collections.abc import Callable
 import click
 import yaml
 
-from conformance.backend import BackendOptionError
-from conformance.call import CallError
-from conformance.config import ConfigError, Unavailable
-from conformance.dtypes import DtypeError
-from conformance.expr import ExprError
-from conformance.loader import SpecError
-from conformance.registry import UnknownOp
-from conformance.yamlpos import YamlError
+from ..conformance.acl.call import CallError
+from ..conformance.acl.dtypes import DtypeError
+from ..conformance.run.backend import BackendOptionError
+from ..conformance.run.config import ConfigError, Unavailable
+from ..conformance.spec.expr.language import ExprError
+from ..conformance.spec.registry import SpecError, UnknownOp
+from ..conformance.spec.yamlpos import YamlError
 
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import click
 
-from cli import errors
-from cli.backends_cmd import backends
-from cli.cases_cmd import cases
-from cli.diff_cmd import diff
-from cli.doc_cmd import check_doc_cmd, draft_cmd
-from cli.merge_cmd import merge
-from cli.probe_cmd import probe_cmd
-from cli.replay_cmd import replay
-from cli.report_cmd import report
-from cli.run_cmd import run
-from cli.specs_cmd import specs
+from . import errors
+from .backends_cmd import backends
+from .cases_cmd import cases
+from .diff_cmd import diff
+from .doc_cmd import check_doc_cmd, draft_cmd
+from .merge_cmd import merge
+from .probe_cmd import probe_cmd
+from .replay_cmd import replay
+from .report_cmd import report
+from .run_cmd import run
+from .specs_cmd import specs
 
 
 def _version() -> str:

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import click
 
-from cli.errors import UserError, user_error
-from cli.paths import check_outputs, results_family
-from conformance import provenance, safeio
-from conformance.merge import MergeConflict, ShardError, merge_files
-from conformance.results import safe_text
-from conformance.writelock import LockedError, ResultsLock
-from reports.output import write_atomic
+from ..conformance.files import safeio
+from ..conformance.files.writelock import LockedError, ResultsLock
+from ..conformance.judge import provenance
+from ..conformance.judge.merge import MergeConflict, ShardError, merge_files
+from ..conformance.judge.results import safe_text
+from ..reports.output import write_atomic
+from .errors import UserError, user_error
+from .paths import check_outputs, results_family
 
 user_error(provenance.ProvenanceError)
 user_error(MergeConflict)

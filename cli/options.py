@@ -1,5 +1,5 @@
 """Options shared by several commands (the backend under test, the case filters) and their
-checks. The checks themselves live in `conformance.config`, shared with the pytest plugin."""
+checks. The checks themselves live in `conformance.run.config`, shared with the pytest plugin."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any
 
 import click
 
-from conformance import config
-from conformance.registry import Registry, env_spec_dirs, load_registry
-from conformance.runner import Selection
-from conformance.session import BY_NAME, CLI, Option, Session, options_for
+from ..conformance.run import config
+from ..conformance.run.runner import Selection
+from ..conformance.run.session import BY_NAME, CLI, Option, Session, options_for
+from ..conformance.spec.registry import Registry, env_spec_dirs, load_registry
 
 
 def session(values: dict[str, Any]) -> Session:
-    """The Session of this invocation's options (every check of conformance.config done)."""
+    """The Session of this invocation's options (every check of conformance.run.config done)."""
     ctx = click.get_current_context().find_root()
     ctx.ensure_object(dict)
     return Session.create(registry(), values, CLI, ctx.obj.get("spec_dirs", ()))
@@ -95,7 +95,7 @@ def _click_option(o: Option) -> Callable[[Any], Any]:
 
 def table_options(command: str, only: frozenset[str] | None = None) -> Callable[[Any], Any]:
     """A decorator adding the options of `command` from the one option table
-    (conformance.session.OPTIONS), in table order; `only`: those with exactly these commands."""
+    (conformance.run.session.OPTIONS), in table order; `only`: those with exactly these commands."""
     opts = [o for o in options_for(command) if only is None or o.commands == only]
 
     def wrap(f: Any) -> Any:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from cli.errors import UserError
+from .errors import UserError
 
 Named = tuple[str, Path | str | None]  # (option as the user wrote it, path or None)
 

@@ -6,14 +6,14 @@ import json
 
 import click
 
-from cli.console import heading
-from cli.errors import EXIT_PROBLEMS, InfrastructureError, UserError
-from cli.options import backend_options, checked_backend, registry
-from conformance import config
-from conformance import dtypes as dt
-from conformance.backend import BackendError
-from conformance.probe import probe, to_json
-from conformance.runner import RunConfig, make_backend
+from ..conformance.acl import dtypes as dt
+from ..conformance.run import config
+from ..conformance.run.backend import BackendError
+from ..conformance.run.probe import probe, to_json
+from ..conformance.run.runner import RunConfig, make_backend
+from .console import heading
+from .errors import EXIT_PROBLEMS, InfrastructureError, UserError
+from .options import backend_options, checked_backend, registry
 
 SYMBOL = {"agree-accept": "+", "agree-reject": ".", "listed-but-rejected": "L",
           "accepted-not-listed": "A", "skip": " ", "crash": "C", "timeout": "T",

@@ -7,14 +7,14 @@ import json
 import click
 import numpy as np
 
-from cli.console import heading
-from cli.errors import EXIT_PROBLEMS, InfrastructureError
-from cli.options import session, table_options
-from conformance.backend import BackendError
-from conformance.call import ScalarArg, TensorArg
-from conformance.execute import first_line
-from conformance.generate import build
-from conformance.verdicts import BROKEN
+from ..conformance.acl.call import ScalarArg, TensorArg
+from ..conformance.cases.generate import build
+from ..conformance.judge.verdicts import BROKEN
+from ..conformance.run.backend import BackendError
+from ..conformance.run.judging import first_line
+from .console import heading
+from .errors import EXIT_PROBLEMS, InfrastructureError
+from .options import session, table_options
 
 
 def _show_array(name: str, a: np.ndarray, limit: int = 24) -> str:

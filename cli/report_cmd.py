@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from cli.errors import UserError
-from cli.paths import check_outputs, results_family
-from conformance.results import Stream
-from reports import write_reports
-from reports.model import ResultsFileError, open_results
+from ..conformance.judge.results import Stream
+from ..reports import write_reports
+from ..reports.run import ResultsFileError, open_results
+from .errors import UserError
+from .paths import check_outputs, results_family
 
 
 def read_results(path: Path, clean: bool = True) -> tuple[Stream, dict]:

@@ -14,27 +14,19 @@ from pathlib import Path
 
 import click
 
-from cli.console import heading, style
-from cli.errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
-from cli.options import (
-    registry,
-    session,
-    table_options,
-)
-from cli.paths import check_outputs, results_family, same_file
-from conformance import expectations, provenance
-from conformance import results as res
-from conformance.backend import BackendError, load_backend
-from conformance.progress import Progress
-from conformance.result import Result
-from conformance.runner import (
-    TOOL_VERSION,
-    ResultsWriteError,
-    ResultsWriter,
-)
-from conformance.verdicts import BROKEN
-from conformance.writelock import LockedError, ResultsLock
-from reports.output import write_atomic
+from ..conformance.files.writelock import LockedError, ResultsLock
+from ..conformance.judge import expectations, provenance
+from ..conformance.judge import results as res
+from ..conformance.judge.result import Result
+from ..conformance.judge.verdicts import BROKEN
+from ..conformance.run.backend import BackendError, load_backend
+from ..conformance.run.progress import Progress
+from ..conformance.run.runner import TOOL_VERSION, ResultsWriteError, ResultsWriter
+from ..reports.output import write_atomic
+from .console import heading, style
+from .errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
+from .options import registry, session, table_options
+from .paths import check_outputs, results_family, same_file
 
 
 def backend_version(name: str, options: dict, reg, facts: dict | None = None) -> str:
@@ -281,7 +273,7 @@ def run(**values):
                    "cases did not run", err=True)  # fmt: skip
     click.echo(f"results: {res.safe_text(results)}")
     if html or junit or markdown or json_report:
-        from reports import write_reports
+        from ..reports import write_reports
 
         try:  # from this run's own file descriptor: its records, whatever the path holds now
             written = write_reports(writer.records(clean=True), meta, html=html, junit=junit,

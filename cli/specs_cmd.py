@@ -9,19 +9,26 @@ from typing import Any
 
 import click
 
-from cli import console
-from cli.console import field, heading, style, table
-from cli.errors import DEBUG_ENV, EXIT_PROBLEMS, UserError
-from cli.options import registry
-from conformance import bindings
-from conformance.generate import base_rejection
-from conformance.lint import lint_tolerances
-from conformance.loader import Problem, SpecError, lint_file, load_spec, status_name
-from conformance.registry import env_spec_dirs, load_registry, name_key, spec_files
-from conformance.spec import Check, OpSpec
-from conformance.yamlpos import YamlError
-from conformance.yamlpos import load as load_yaml
-from specs import root as specs_root
+from ..conformance.cases.generate import base_rejection
+from ..conformance.spec import bindings
+from ..conformance.spec.lint import Problem, lint_file, lint_tolerances
+from ..conformance.spec.model import Check, OpSpec
+from ..conformance.spec.registry import (
+    SpecError,
+    env_spec_dirs,
+    load_registry,
+    load_spec,
+    name_key,
+    spec_files,
+)
+from ..conformance.spec.tables import status_name
+from ..conformance.spec.yamlpos import YamlError
+from ..conformance.spec.yamlpos import load as load_yaml
+from ..specs import root as specs_root
+from . import console
+from .console import field, heading, style, table
+from .errors import DEBUG_ENV, EXIT_PROBLEMS, UserError
+from .options import registry
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 

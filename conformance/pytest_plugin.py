@@ -1,9 +1,9 @@
 """pytest integration: the generated cases as pytest items.
 
-    pytest --pyargs conformance --aclnn-backend torch [-k "atlas-a2 and values"] [-n auto] [--junitxml r.xml]
+    pytest --pyargs aclnn_conformance.conformance --aclnn-backend torch [-k "atlas-a2 and values"] [-n auto] [--junitxml r.xml]
 
 The plugin (entry point `pytest11`) adds the options, generated from the one option table
-(conformance.session.OPTIONS: `--aclnn-` + the CLI's flag); `conformance/test_suite.py` holds one
+(conformance.run.session.OPTIONS: `--aclnn-` + the CLI's flag); `conformance/test_suite.py` holds one
 parametrized test whose parameters are the case ids, so -k, xdist (every worker enumerates the
 same ids), --junitxml and pytest's own reporting all work. A case is judged exactly as
 `aclnn-conform run` judges it (by the same Session), expectations, spec deviations and oracle
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conformance.verdicts import FAILING
+from .judge.verdicts import FAILING
 
 _ITEMS = pytest.StashKey[list]()
 _SESSION = pytest.StashKey[Any]()
@@ -30,8 +30,8 @@ _SESSION = pytest.StashKey[Any]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The run options the plugin offers, generated from the one option table
-    (conformance.session.OPTIONS): `--aclnn-` + the CLI's flag."""
-    from conformance.session import options_for
+    (conformance.run.session.OPTIONS): `--aclnn-` + the CLI's flag."""
+    from .run.session import options_for
 
     g = parser.getgroup("aclnn-conformance")
     for o in options_for("pytest"):
@@ -61,8 +61,12 @@ def _targets_suite(config: pytest.Config) -> bool:
     root = Path(config.invocation_params.dir)
     for arg in config.args:
         target = str(arg).split("::")[0]
-        if config.option.pyargs and target.split(".")[0] == "conformance":
-            return target in ("conformance", "conformance.test_suite")
+        if config.option.pyargs and target.split(".")[0] == "aclnn_conformance":
+            return target in (
+                "aclnn_conformance",
+                "aclnn_conformance.conformance",
+                "aclnn_conformance.conformance.test_suite",
+            )
         path = (root / target).resolve()
         if path == suite or here.is_relative_to(path):  # the file, its folder or an ancestor
             return True
@@ -72,10 +76,9 @@ def _targets_suite(config: pytest.Config) -> bool:
 def _check(config: pytest.Config) -> list:
     """The options, translated into a Session (which checks each as `aclnn-conform run`
     does); the selected items."""
-    from conformance import config as cc
-    from conformance.loader import SpecError
-    from conformance.registry import env_spec_dirs, load_registry
-    from conformance.session import PYTEST, Session, options_for
+    from .run import config as cc
+    from .run.session import PYTEST, Session, options_for
+    from .spec.registry import SpecError, env_spec_dirs, load_registry
 
     values = {o.name: config.getoption("aclnn_" + o.name) for o in options_for("pytest")}
     if values["expectations"] is not None:
@@ -97,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "aclnn_case: a generated aclnn conformance case")
     if not (_targets_suite(config) or config.getoption("--aclnn-backend")):
         return
-    from conformance.config import ConfigError, Unavailable
+    from .run.config import ConfigError, Unavailable
 
     try:
         config.stash[_ITEMS] = _check(config)
@@ -110,7 +113,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     items = metafunc.config.stash.get(_ITEMS, None)
     if items is None:  # collected by a path pytest_configure did not recognise
-        from conformance.config import ConfigError, Unavailable
+        from .run.config import ConfigError, Unavailable
 
         try:
             items = metafunc.config.stash[_ITEMS] = _check(metafunc.config)

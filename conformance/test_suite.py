@@ -1,13 +1,13 @@
 """The conformance suite as pytest tests (see conformance/pytest_plugin.py):
 
-pytest --pyargs conformance --aclnn-backend reference
+pytest --pyargs aclnn_conformance.conformance --aclnn-backend reference
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.pytest_plugin import run_case
+from .pytest_plugin import run_case
 
 
 @pytest.mark.aclnn_case

@@ -1,5 +1,5 @@
 """The CPU reference engine: `evaluate(call) -> Outcome` for any loaded operator spec."""
 
-from reference.engine import compute, evaluate
+from .engine import compute, evaluate
 
 __all__ = ["compute", "evaluate"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.backend import Backend, BackendOptionError, Capabilities
-from conformance.call import Call, Outcome
-from reference import kernel
-from reference.engine import evaluate
+from ..conformance.acl.call import Call, Outcome
+from ..conformance.run.backend import Backend, BackendOptionError, Capabilities
+from . import kernel
+from .engine import evaluate
 
 VERSION = "0.2.0"
 

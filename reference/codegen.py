@@ -1,7 +1,7 @@
 """A spec's formula as the source of one fused, parallel loop (compiled by numba in kernel.py).
 
 The input is the formula's syntax trees, already checked against the expression whitelist by
-conformance.expr; the output is Python source in which every element of the output is computed
+conformance.spec.expr.language; the output is Python source in which every element of the output is computed
 in float64 by scalar code: lets where a branch needs them, branches as an if/else chain (first true
 wins, as in the numpy evaluator), the whitelisted functions as `math` functions. No text of the
 spec reaches the source: parameters and lets become v0, v1, ..., numbers are written from their
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.spec import OpSpec
+from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
@@ -44,15 +44,15 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from conformance.measure import _round
-from reference.vecmath import _bits
-from reference.vecmath import half_to_double as _h2d
-from reference.vecmath import verfc as _verfc
-from reference.vecmath import verfinv as _verfinv
-from reference.vecmath import vexp as _vexp
-from reference.vecmath import vexpm1 as _vexpm1
-from reference.vecmath import vlog1p as _vlog1p
-from reference.vecmath import vtanh as _vtanh
+from aclnn_conformance.conformance.judge.measure import _round
+from aclnn_conformance.reference.vecmath import _bits
+from aclnn_conformance.reference.vecmath import half_to_double as _h2d
+from aclnn_conformance.reference.vecmath import verfc as _verfc
+from aclnn_conformance.reference.vecmath import verfinv as _verfinv
+from aclnn_conformance.reference.vecmath import vexp as _vexp
+from aclnn_conformance.reference.vecmath import vexpm1 as _vexpm1
+from aclnn_conformance.reference.vecmath import vlog1p as _vlog1p
+from aclnn_conformance.reference.vecmath import vtanh as _vtanh
 
 _INF = math.inf
 _NAN = math.nan
@@ -172,7 +172,7 @@ def near_midpoint(yb, flags, drop, guard, emin):
 # of every kernel's key
 _VECMATH = hashlib.sha256(
     Path(__file__).with_name("vecmath.py").read_bytes()
-    + (Path(__file__).parents[1] / "conformance" / "intrinsics.py").read_bytes()
+    + (Path(__file__).parents[1] / "conformance" / "judge" / "intrinsics.py").read_bytes()
 ).hexdigest()[:16]
 
 

@@ -18,8 +18,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from conformance.spec import OpSpec
-from reference.codegen import _VECMATH, CONSTANTS, Source, Unsupported, _number, string_test
+from ..conformance.spec.model import OpSpec
+from .codegen import _VECMATH, CONSTANTS, Source, Unsupported, _number, string_test
 
 FUNCTIONS = {
     "exp": "dexp",
@@ -42,8 +42,8 @@ HEADER = """\
 import numpy as np
 from numba import njit, prange
 
-from reference.{module} import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p
-from reference.{module} import dlt, dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
+from aclnn_conformance.reference.{module} import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p
+from aclnn_conformance.reference.{module} import dlt, dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
 
 _NAN = np.nan
 _INF = np.inf

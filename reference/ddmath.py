@@ -21,11 +21,11 @@ import mpmath
 import numpy as np
 from numba import njit
 
-from conformance.intrinsics import as_bits as _bits
-from conformance.intrinsics import as_double as _double
-from conformance.intrinsics import fma as _fma
-from conformance.intrinsics import select as _sel
-from reference.vecmath import _K, _XMAX
+from ..conformance.judge.intrinsics import as_bits as _bits
+from ..conformance.judge.intrinsics import as_double as _double
+from ..conformance.judge.intrinsics import fma as _fma
+from ..conformance.judge.intrinsics import select as _sel
+from .vecmath import _K, _XMAX
 
 BIG = 2.0**995  # beyond it an operation's intermediate may overflow
 TINY = 2.0**-969  # below it a product's error term may underflow

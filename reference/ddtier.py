@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from conformance import dtypes as dt
-from conformance.spec import OpSpec
-from reference import kernel
+from ..conformance.acl import dtypes as dt
+from ..conformance.spec.model import OpSpec
+from . import kernel
 
 MARGIN = 2.0**-50  # relative to |hi|
 TINY = 2.0**-969  # below it a pair may have lost bits (ddmath.TINY)

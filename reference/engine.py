@@ -11,7 +11,7 @@ rounded once to the output's: complex arithmetic as numpy does it ((ac - bd) + (
 certified correctly rounded like the real dtypes (a part can lose accuracy to cancellation, and
 an overflowing product puts NaN where inf - inf falls).
 
-Evaluation streams: chunk by chunk in the output's C order (conformance/flat.py), through the
+Evaluation streams: chunk by chunk in the output's C order (conformance/acl/views.py), through the
 compiled kernel (kernel.py) or the numpy evaluator, so no full-size float64 temporary exists. As
 an oracle (`expect`), nothing is computed up front: the golden is a GoldenStream that the judge
 pulls chunk by chunk while it compares, so neither the golden nor the reference's output is ever
@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from conformance import dtypes as dt
-from conformance.backend import OracleTimeout
-from conformance.call import Call, CallError, Outcome, ScalarArg, TensorArg
-from conformance.flat import BLOCK, FlatView, numel, ranges
-from conformance.registry import Registry, UnknownOp, default_registry
-from conformance.rules import attribute_env, validate, with_defaults
-from conformance.spec import OpSpec
-from reference import errbound, kernel, precise, roundings, settle
+from ..conformance.acl import dtypes as dt
+from ..conformance.acl.call import Call, CallError, Outcome, ScalarArg, TensorArg
+from ..conformance.acl.views import BLOCK, FlatView, numel, ranges
+from ..conformance.run.backend import OracleTimeout
+from ..conformance.spec.interpret import attribute_env, validate, with_defaults
+from ..conformance.spec.model import OpSpec
+from ..conformance.spec.registry import Registry, UnknownOp, default_registry
+from . import errbound, kernel, precise, roundings, settle
 
 # Elements evaluated per step: bounds the float64 temporaries on very large tensors.
 CHUNK = 1 << 16  # numpy path: float64 temporaries of 512 KiB stay in cache
@@ -178,7 +178,7 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     narrow = None  # FLOAT16 / BF16 written as bits by the fused kernel, straight into the output
     if (writable and k is not None and fused and into.storage.dtype.itemsize == 2  # type: ignore[union-attr]
             and into.storage.dtype.kind in "fV"):  # type: ignore[union-attr]  # fmt: skip
-        from conformance.measure import FORMATS as NARROW  # numba's: k exists
+        from ..conformance.judge.measure import FORMATS as NARROW  # numba's: k exists
 
         narrow = NARROW.get(out_dtype.name)
     short = direct or narrow is not None  # no float64 copy of the chunk is kept

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from conformance.expr import FUNCTIONS
-from conformance.spec import OpSpec
+from ..conformance.spec.expr.language import FUNCTIONS
+from ..conformance.spec.model import OpSpec
 
 U = 2.0**-53  # float64's unit roundoff
 FUNC_ULPS = 4.0  # error of a library function (exp, erf, ...) in ulps of its result
@@ -58,7 +58,7 @@ def evaluate_extended(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
     half an ulp, so the result is within 1 ulp of the exact value unless the formula amplifies
     its rounding errors 1000-fold (a cancellation the specs' numerically sound forms avoid;
     tests/test_double_faithful.py measures every op against mpmath)."""
-    from reference.engine import evaluate_formula
+    from .formula import evaluate_formula
 
     def part(lo: int, hi: int) -> np.ndarray:
         ld = {k: (v[lo:hi] if v.ndim else v).astype(np.longdouble) if isinstance(v, np.ndarray)

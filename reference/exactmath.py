@@ -17,11 +17,11 @@ import math
 
 from numba import njit
 
-from conformance.intrinsics import fma as _fma
-from conformance.intrinsics import select as _sel
+from ..conformance.judge.intrinsics import fma as _fma
+from ..conformance.judge.intrinsics import select as _sel
 
 # the pair-generic operations are ddmath's own, re-exported for the generated kernels
-from reference.ddmath import TINY, dabs, deq, dle, dlt, dmax, dmin, dneg, dresult, dsel
+from .ddmath import TINY, dabs, deq, dle, dlt, dmax, dmin, dneg, dresult, dsel
 
 _NAN = math.nan
 PI = (math.pi, _NAN)

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from conformance.spec import OpSpec
-from reference import ddgen
-from reference.codegen import FLAG_BLOCK, Source, Unsupported, generate
+from ..conformance.spec.model import OpSpec
+from . import ddgen
+from .codegen import FLAG_BLOCK, Source, Unsupported, generate
 
 KERNEL_MIN = 1 << 21  # elements: smaller outputs (the default suite's included) keep the numpy path
 NATIVE = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -111,7 +111,7 @@ class Kernel:
         receives each value rounded once to its dtype."""
         self.fn(*self._args(inputs, env), y, y if out is None else out)
         if mode == 1 and fmt is not None:
-            from reference.precise import GUARD
+            from .precise import GUARD
 
             p, emin = fmt
             drop = 53 - p
@@ -131,7 +131,7 @@ class Kernel:
         flagged elements, found by compiled passes of their own (counting them in the kernel's
         loop, nested by blocks, cost it 15 %; numpy's flatnonzero was a tenth of the time of a
         formula with one exp)."""
-        from reference.precise import GUARD
+        from .precise import GUARD
 
         p, emin = fmt
         drop = 53 - p

@@ -31,8 +31,8 @@ import mpmath
 import numpy as np
 from mpmath.libmp import round_down, to_float
 
-from conformance import dtypes as dt
-from conformance.spec import OpSpec
+from ..conformance.acl import dtypes as dt
+from ..conformance.spec.model import OpSpec
 
 GUARD = 2.0**-20  # in units of the output dtype's ulp
 PRECISION = 128  # bits of the first mpmath evaluation

@@ -16,7 +16,7 @@ import ast
 from fractions import Fraction
 from typing import Any
 
-from conformance.spec import OpSpec
+from ..conformance.spec.model import OpSpec
 
 MANY = 2  # two or more roundings: not correctly rounded by construction
 _EXACT_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where", "conj"})

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from conformance import dtypes as dt
-from conformance.spec import OpSpec
-from reference import ddtier, errbound, kernel, precise
+from ..conformance.acl import dtypes as dt
+from ..conformance.spec.model import OpSpec
+from . import ddtier, errbound, kernel, precise
 
 Check = Callable[[], None] | None
 
@@ -39,7 +39,7 @@ def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
     """Patch buf (the kernel's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
     before the rounding) at the flagged elements idx (as the fused kernel listed them) that need
     it; returns the indices patched."""
-    from reference.engine import evaluate_formula
+    from .formula import evaluate_formula
 
     if idx.size == 0:
         return idx

@@ -1,10 +1,10 @@
 """Renderers of results: HTML (one self-contained file), JUnit XML, Markdown, a summary JSON, and
 the diff of two runs. Imports only `conformance`.
 
-    from reports import write_reports
+    from aclnn_conformance.reports import write_reports
     written = write_reports(records, meta, html="report.html", junit="junit.xml")
 
-`records` are result records (conformance.results.load), `meta` the run's RESULTS.meta.json
+`records` are result records (conformance.judge.results.load), `meta` the run's RESULTS.meta.json
 dict (or {}). Modules: model (shared facts), ulpnote (what a ULP figure means and when it means nothing),
 coverage, plots, html, junit, markdown, jsonreport, diff.
 """
@@ -29,13 +29,13 @@ def write_reports(
 ) -> list[Path]:
     """Write each report whose path is given; returns the paths written, in that order.
 
-    `records`: a list of records, or a conformance.results.Stream, read once for all the
+    `records`: a list of records, or a conformance.judge.results.Stream, read once for all the
     reports together (twice when it records an id twice) in memory bounded by the failures,
     not the cases. Each file is written to a temporary file and renamed (never left half
     written); parent folders are created. Raises OSError naming the file that cannot be
     written."""
-    from reports.digest import Digest, digest_of
-    from reports.junit import JUnitSpill, write_junit
+    from .digest import Digest, digest_of
+    from .junit import JUnitSpill, write_junit
 
     if not (html or junit or markdown or json):
         return []
@@ -54,17 +54,17 @@ def write_reports(
     try:
         digest = digest_of(records, make)
         if html:
-            from reports.html import write_html
+            from .html import write_html
 
             written.append(write_html(html, digest, meta))
         if junit:
             written.append(write_junit(junit, spills[0], meta))
         if markdown:
-            from reports.markdown import write_markdown
+            from .markdown import write_markdown
 
             written.append(write_markdown(markdown, digest, meta))
         if json:
-            from reports.jsonreport import write_json
+            from .jsonreport import write_json
 
             written.append(write_json(json, digest, meta))
     finally:

@@ -9,19 +9,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from reports.model import (
-    ORDER,
-    STAT_KEYS,
-    clip,
-    column,
-    dtype_tag,
-    fmt,
-    num,
-    short,
-    sort_key,
-    stats_of,
-)
-from reports.ulpnote import policy_of, small_value_notes
+from .run import ORDER, STAT_KEYS, clip, column, dtype_tag, fmt, num, short, sort_key, stats_of
+from .ulpnote import policy_of, small_value_notes
 
 WORST_LIMIT = 10  # worst elements kept per output
 REASON_LIMIT = 240  # characters of a reason in the case list (details keep 4,000)

@@ -3,7 +3,7 @@ many ran, passed and failed. A clause no case exercises is flagged: the spec say
 suite never checks.
 
 The clauses themselves (the universe, with what the suite plans for each) are recorded in the
-run's meta header at run time (`meta["clauses"]`, conformance.session.clause_universe): a report
+run's meta header at run time (`meta["clauses"]`, conformance.run.session.clause_universe): a report
 never loads the specs, so it says the same whichever spec folders exist when it is rendered.
 "Generated" counts the static clauses of the suite's plans together with the clauses that only
 building a case reveals (formula lets and branches hit by the drawn values), which are read back
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.model import BROKEN
+from .run import BROKEN
 
 NO_CASE = "no-case"  # the suite generates no case for the clause
 NOT_RUN = "not-run"  # cases exist but none is in these results

@@ -17,7 +17,7 @@
 Each run is held as one small entry per case (its verdict and the two statistics compared),
 read from a stream, never as its records; the reasons and replay commands of the cases listed
 are read in a second pass. Ids are matched as recorded; what is shown is made safe
-for its format (conformance.results.safe_text; markdown.code for ids in Markdown).
+for its format (conformance.judge.results.safe_text; markdown.code for ids in Markdown).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.results import safe_text
-from reports.markdown import code, esc, fenced
-from reports.model import BROKEN, EXPLAINED, clip, dtype_tag, fmt, num, sort_key, stats_of
-from reports.output import write_atomic
+from ..conformance.judge.results import safe_text
+from .markdown import code, esc, fenced
+from .output import write_atomic
+from .run import BROKEN, EXPLAINED, clip, dtype_tag, fmt, num, sort_key, stats_of
 
 WAS_OK = ("pass", "xpass", *EXPLAINED, "skip")  # did not fail the run
 PASSED = ("pass", "xpass")
@@ -256,7 +256,7 @@ def render_markdown(
 
 def render_html(d: Diff, old_label: str = "old", new_label: str = "new", limit: int = 5000) -> str:
     """One self-contained page; at most `limit` rows per section."""
-    from reports.html import TEMPLATES, environment
+    from .html import TEMPLATES, environment
 
     sections = [("regressions", "Regressions", d.regressions), ("fixes", "Fixes", d.fixes),
                 ("changed", "Other verdict changes", d.changed), ("added", "Added", d.added),

@@ -6,7 +6,7 @@ clause coverage, the ULP histograms, the header facts), the records of the failu
 a report is complete for failures; each kept as its compact JSON text, a few times smaller than
 the parsed record, and parsed again one at a time to be rendered) and, for the HTML case list, a
 bounded table (every case that did not pass; at most `keep` passing ones, see casetable). Renderers take a Digest, or a list of
-records, or a conformance.results.Stream (read with `fold`, so each case counts once).
+records, or a conformance.judge.results.Stream (read with `fold`, so each case counts once).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from conformance.results import safe
-from reports.casetable import PASS_ROWS, CaseTable
-from reports.coverage import Coverage, CoverageTally
-from reports.model import FAILING, InfoTally, column, deviation_id, dtype_tag, sort_key
-from reports.plots import Panel, PanelTally
+from ..conformance.judge.results import safe
+from .casetable import PASS_ROWS, CaseTable
+from .coverage import Coverage, CoverageTally
+from .plots import Panel, PanelTally
+from .run import FAILING, InfoTally, column, deviation_id, dtype_tag, sort_key
 
 DEVIATION_IDS = 50  # case ids listed per deviation (the first in id order)
 
@@ -30,7 +30,7 @@ class Digest:
     """The reports' view of a run (see the module docstring).
 
     `cases`: build the HTML case table; `coverage`: tally clause coverage of `universe` (the
-    run's meta["clauses"]: the clauses the run recorded; see reports.coverage); `clean`: pass every record through conformance.results.safe (records from
+    run's meta["clauses"]: the clauses the run recorded; see reports.coverage); `clean`: pass every record through conformance.judge.results.safe (records from
     memory; a Stream(clean=True) has done it already); `sinks`: more accumulators fed every
     record (the JUnit writer's spill)."""
 

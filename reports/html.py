@@ -22,11 +22,12 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from reports import plots
-from reports.casetable import FIELDS, PASS_ROWS, REASON_LIMIT, WORST_LIMIT, case_payload
-from reports.coverage import FLAGGED, Coverage
-from reports.digest import Digest, digest_of
-from reports.model import (
+from . import plots
+from .casetable import FIELDS, PASS_ROWS, REASON_LIMIT, WORST_LIMIT, case_payload
+from .coverage import FLAGGED, Coverage
+from .digest import Digest, digest_of
+from .output import write_atomic
+from .run import (
     BROKEN,
     EXPLAINED,
     FAILING,
@@ -39,8 +40,7 @@ from reports.model import (
     grid,
     pass_rate,
 )
-from reports.output import write_atomic
-from reports.ulpnote import MEANING, fmt_ulp
+from .ulpnote import MEANING, fmt_ulp
 
 __all__ = ["FIELDS", "PASS_ROWS", "REASON_LIMIT", "WORST_LIMIT", "case_payload", "render_html",
            "write_html", "matrix_view", "id_html", "script_json", "environment"]  # fmt: skip
@@ -83,7 +83,7 @@ def script_json(obj: Any) -> str:
 
 def matrix_view(records: Iterable[dict[str, Any]] | dict) -> dict[str, Any]:
     """Rows (op, product) x dtype columns, each cell with counts, pass rate and a colour class.
-    `records`: the records, or their grid (reports.model.grid)."""
+    `records`: the records, or their grid (reports.run.grid)."""
     g = records if isinstance(records, dict) else grid(records)
     cols = column_order({c for _, _, c in g})
     rows = []

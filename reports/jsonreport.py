@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conformance.verdicts import VERDICTS
-from reports.coverage import Coverage
-from reports.digest import Digest, digest_of
-from reports.model import dtype_tag, pass_rate, stats_of, worst_elements
-from reports.output import write_atomic
+from ..conformance.judge.verdicts import VERDICTS
+from .coverage import Coverage
+from .digest import Digest, digest_of
+from .output import write_atomic
+from .run import dtype_tag, pass_rate, stats_of, worst_elements
 
 FORMAT = "aclnn-conformance-summary"
 VERSION = 1

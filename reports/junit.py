@@ -19,7 +19,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from reports.model import (
+from .output import write_atomic
+from .run import (
     ERRORS,
     EXPLAINED,
     InfoTally,
@@ -30,8 +31,7 @@ from reports.model import (
     stats_of,
     worst_elements,
 )
-from reports.output import write_atomic
-from reports.ulpnote import small_value_notes
+from .ulpnote import small_value_notes
 
 # Characters XML 1.0 does not allow (control characters other than tab, LF, CR; lone surrogates)
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

@@ -5,7 +5,7 @@ documented deviations the run hit and the first failures with their replay comma
 65,536 characters, so the failure list is cut at `limit` cases.
 
 Every string from a record is made safe: control characters and lone surrogates become visible
-escapes (conformance.results.safe_text), Markdown punctuation is backslash-escaped, and a code
+escapes (conformance.judge.results.safe_text), Markdown punctuation is backslash-escaped, and a code
 span or fence is always longer than any run of backticks inside it, so no id or message can
 break out of its span, its table cell or its code block.
 """
@@ -17,21 +17,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conformance.results import safe_text
-from conformance.verdicts import VERDICTS
-from reports.digest import Digest, digest_of
-from reports.model import (
-    EXPLAINED,
-    FAILING,
-    NEGATIVE,
-    clip,
-    column_order,
-    fmt,
-    fmt_seconds,
-    stats_of,
-)
-from reports.output import write_atomic
-from reports.ulpnote import fmt_ulp, small_value_notes
+from ..conformance.judge.results import safe_text
+from ..conformance.judge.verdicts import VERDICTS
+from .digest import Digest, digest_of
+from .output import write_atomic
+from .run import EXPLAINED, FAILING, NEGATIVE, clip, column_order, fmt, fmt_seconds, stats_of
+from .ulpnote import fmt_ulp, small_value_notes
 
 ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "crash": "💥", "timeout": "⏱️", "skip": "⏭️",
         "xfail": "🔕", "xpass": "❗", "deviation": "📘"}  # fmt: skip

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from reports.model import BROKEN, NEGATIVE, column, column_order, num, stats_of
-from reports.ulpnote import small_value_notes
+from .run import BROKEN, NEGATIVE, column, column_order, num, stats_of
+from .ulpnote import small_value_notes
 
 # (upper bound inclusive, label); the first bin is exactly zero.
 BINS = ((0.0, "0"), (0.5, "≤½"), (1.0, "≤1"), (2.0, "≤2"), (4.0, "≤4"), (16.0, "≤16"),

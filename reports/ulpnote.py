@@ -4,7 +4,7 @@ A ULP distance counts the representable values of the OUTPUT dtype between the e
 (rounded to that dtype) and the actual one, so one ulp is as small as the expected value: next to
 a tiny or zero expected value an error far inside the tolerance is millions or trillions of ulp.
 The comparison does not use ULPs there: an element whose |expected| is below the policy's
-`small_threshold` is judged by its absolute error (at most `small_atol`; conformance/compare.py).
+`small_threshold` is judged by its absolute error (at most `small_atol`; conformance/judge/compare.py).
 A max ULP from such an element says nothing about accuracy, and the reports say so next to it.
 
 Which policy judged an output: the `policy` the record stores for it where it does, else the
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from reports.model import fmt, num, short
+from .run import fmt, num, short
 
 # What a ULP figure is, for legends and column tooltips.
 MEANING = ("ULP distance: the number of representable values of the output dtype between the "
@@ -97,7 +97,7 @@ class SmallValues:
 def _policy(dtype: str) -> tuple[float, float] | None:
     """The default policy's small-value domain of `dtype` (a record of an older version, which
     did not record the policy that judged it; the op's own tolerances are not known here)."""
-    from conformance.compare import policy_for
+    from ..conformance.spec.tolerances import policy_for
 
     try:
         p = policy_for(dtype, None)

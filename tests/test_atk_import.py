@@ -16,14 +16,15 @@ from types import SimpleNamespace
 import ml_dtypes
 import numpy as np
 import pytest
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.cases.casedir import find_cases, read_case
+from aclnn_conformance.conformance.spec.atk_forms import FormError, parse_form
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.vendor.atk.files import mapping_of
+from aclnn_conformance.conformance.vendor.atk.values import TensorValues
 from click.testing import CliRunner
 
-from cli.main import main
-from conformance import dtypes as dt
-from conformance.atk import mapping_of
-from conformance.atk_values import FormError, TensorValues, parse_form
-from conformance.casefile import find_cases, read_case
-from conformance.registry import default_registry
 from tests.support.runcli import (
     REPO,
     assert_clean,
@@ -37,7 +38,7 @@ DATA = Path(__file__).parent / "data" / "atk"
 LEAKY = DATA / "atk_aclnnLeakyReluBackward.json"
 SOFTPLUS = DATA / "atk_aclnnSoftplusBackward.json"
 GELU = DATA / "atk_aclnnGeluBackwardV2.json"
-# ATK dtype names -> aclDataType, written out here independently of conformance.atk
+# ATK dtype names -> aclDataType, written out here independently of conformance.vendor.atk.files
 ACL = {"fp32": "FLOAT", "fp16": "FLOAT16", "bf16": "BF16", "fp64": "DOUBLE", "int32": "INT32",
        "int16": "INT16", "int8": "INT8", "uint8": "UINT8", "bool": "BOOL"}  # fmt: skip
 
@@ -510,7 +511,7 @@ def _peak_rss_kb(src: Path, out: Path) -> int:
     import subprocess
     import sys
 
-    code = ("import sys; from cli.main import main; from tests.support.rss import peak_kib\n"
+    code = ("import sys; from aclnn_conformance.cli.main import main; from tests.support.rss import peak_kib\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "print('RSS', peak_kib())")  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code, "cases", "import-atk", str(src), "-o",

@@ -18,13 +18,13 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import Call, TensorArg
+from aclnn_conformance.conformance.run.backend import BackendError, load_backend
+from aclnn_conformance.conformance.run.backends.aclnn_backend import AclError, AclnnBackend
 from click.testing import CliRunner
 
-from cli.main import main
-from conformance import dtypes as dt
-from conformance.backend import BackendError, load_backend
-from conformance.backends.aclnn_backend import AclError, AclnnBackend
-from conformance.call import Call, TensorArg
 from tests.aclnn_double.calls import (
     INVALID,
     NULLPTR,

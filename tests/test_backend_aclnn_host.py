@@ -20,20 +20,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import CallError, TensorArg
+from aclnn_conformance.conformance.acl.planned import set_dtype
+from aclnn_conformance.conformance.cases.build import build
+from aclnn_conformance.conformance.cases.generate import dtype_combos
+from aclnn_conformance.conformance.cases.plan import CasePlan, base_args
+from aclnn_conformance.conformance.run.backend import BackendCrash, BackendError, BackendTimeout
+from aclnn_conformance.conformance.run.backends import aclnn_backend as acl
+from aclnn_conformance.conformance.run.backends.aclnn_backend import AclError, AclnnBackend
+from aclnn_conformance.conformance.run.probe import probe
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reports.markdown import esc
 from click.testing import CliRunner
 
-from cli.main import main
-from conformance import dtypes as dt
-from conformance.backend import BackendCrash, BackendError, BackendTimeout
-from conformance.backends import aclnn_backend as acl
-from conformance.backends.aclnn_backend import AclError, AclnnBackend
-from conformance.build import build
-from conformance.call import CallError, TensorArg
-from conformance.generate import dtype_combos
-from conformance.plan import CasePlan, base_args, set_dtype
-from conformance.probe import probe
-from conformance.registry import default_registry
-from reports.markdown import esc
 from tests.aclnn_double.calls import NULLPTR, S, T, hardshrink, leaky, result
 
 pytest_plugins = ["tests.aclnn_double.fixtures"]  # lib_dir, backend, counter, double_lib

@@ -18,12 +18,11 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.run.backend import BackendError
+from aclnn_conformance.conformance.run.backends.exec_backend import ExecBackend, ExecHarnessError
 from click.testing import CliRunner
-
-from cli.main import main
-from conformance.backend import BackendError
-from conformance.backends.exec_backend import ExecBackend, ExecHarnessError
-from conformance.call import Call, ScalarArg, TensorArg
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = REPO / "tests" / "data" / "exec_harness" / "harness.py"
@@ -254,10 +253,10 @@ def test_changed_inputs_fail_and_a_signal_is_a_crash(tmp_path, mode):
 
 def test_an_unchanged_input_is_left_alone():
     """The input check does not invent a change: the example harness passes in-process too."""
-    from conformance.execute import judge
-    from conformance.generate import build, plan_op
-    from conformance.registry import default_registry
-    from reference.backend import ReferenceBackend
+    from aclnn_conformance.conformance.cases.generate import build, plan_op
+    from aclnn_conformance.conformance.run.judging import judge
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.reference.backend import ReferenceBackend
 
     reg = default_registry()
     spec = reg.get("leaky_relu_backward")

@@ -1,4 +1,4 @@
-"""The JAX backend (conformance.backends.jax_backend): gradients by jax.vjp of forward functions.
+"""The JAX backend (conformance.run.backends.jax_backend): gradients by jax.vjp of forward functions.
 
 Every expected value is derived by hand in the comments, or is the input itself where the op is an
 identity; nothing is captured from the code. Skipped only when jax cannot be imported.
@@ -19,15 +19,19 @@ import pytest
 
 pytest.importorskip("jax", reason="jax is not installed (pip install '.[jax]')")
 
-from conformance.backend import load_backend  # noqa: E402
-from conformance.backends.jax_backend import (  # noqa: E402
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg  # noqa: E402
+from aclnn_conformance.conformance.run.backend import load_backend  # noqa: E402
+from aclnn_conformance.conformance.run.backends.jax_backend import (  # noqa: E402
     BindingError,
     JaxBackend,
     parse_jax_binding,
 )
-from conformance.call import Call, ScalarArg, TensorArg  # noqa: E402
-from conformance.loader import SpecError, load_spec  # noqa: E402
-from conformance.registry import default_registry  # noqa: E402
+from aclnn_conformance.conformance.spec.registry import (  # noqa: E402
+    SpecError,
+    default_registry,  # noqa: E402
+    load_spec,
+)
+
 from tests.support.calls import (  # noqa: E402
     assert_narrow_floats_move_bit_exactly,
     out,
@@ -243,7 +247,7 @@ def test_a_binding_of_the_wrong_shape_is_a_schema_problem(tmp_path, body, needle
 
 
 def test_a_wrong_binding_skips_its_op_only(tmp_path):
-    from conformance.registry import Registry
+    from aclnn_conformance.conformance.spec.registry import Registry
 
     spec = _spec_with(tmp_path, "    forward: selu(selfOrResult)\n    input: selfOrResult\n"
                                 "    grad: gradOutput\n")  # fmt: skip
@@ -260,7 +264,7 @@ def test_a_wrong_binding_skips_its_op_only(tmp_path):
 
 
 def test_no_forward_function_is_written_in_python():
-    import conformance.backends.jax_backend as module
+    from aclnn_conformance.conformance.run.backends import jax_backend as module
 
     assert not hasattr(module, "FORWARD_PARAMS") and not hasattr(module, "forwards")
 
@@ -309,7 +313,7 @@ def test_a_forward_binding_is_evaluated_not_differentiated():
     """bindings.jax with only `forward`: the op's output is the forward's value. xelu's forward
     is where(self > 0, self, alpha * self): -2 * 0.5 = -1, 3 stays, 0 * 0.5 = 0; its in-place
     variant gives the same numbers in its one tensor."""
-    from conformance.registry import load_registry
+    from aclnn_conformance.conformance.spec.registry import load_registry
 
     reg = load_registry([INPLACE_FIXTURE])
     b = JaxBackend(registry=reg)

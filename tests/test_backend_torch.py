@@ -1,4 +1,4 @@
-"""The PyTorch backend (conformance.backends.torch_backend).
+"""The PyTorch backend (conformance.run.backends.torch_backend).
 
 Every expected value is derived by hand in the comments (leaky: g or g*slope; hardshrink: g or 0;
 ...), or is the input itself where the op is an identity; nothing is captured from the code.
@@ -20,16 +20,20 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[torch]')")
 
-from conformance.backend import BackendError, load_backend  # noqa: E402
-from conformance.backends.torch_backend import (  # noqa: E402
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg  # noqa: E402
+from aclnn_conformance.conformance.run.backend import BackendError, load_backend  # noqa: E402
+from aclnn_conformance.conformance.run.backends.torch_backend import (  # noqa: E402
     BindingError,
     TorchBackend,
     TorchNpuBackend,
     parse_aten_binding,
 )
-from conformance.call import Call, ScalarArg, TensorArg  # noqa: E402
-from conformance.loader import SpecError, load_spec  # noqa: E402
-from conformance.registry import default_registry  # noqa: E402
+from aclnn_conformance.conformance.spec.registry import (  # noqa: E402
+    SpecError,
+    default_registry,  # noqa: E402
+    load_spec,
+)
+
 from tests.support.calls import (  # noqa: E402
     assert_narrow_floats_move_bit_exactly,
     out,

@@ -16,13 +16,14 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[torch]')")
 
-from conformance.backend import BackendCrash, BackendError, load_backend  # noqa: E402
-from conformance.backends import torch_backend as tb  # noqa: E402
-from conformance.build import build  # noqa: E402
-from conformance.execute import judge  # noqa: E402
-from conformance.generate import dtype_combos  # noqa: E402
-from conformance.plan import CasePlan, base_args  # noqa: E402
-from conformance.registry import default_registry  # noqa: E402
+from aclnn_conformance.conformance.cases.build import build  # noqa: E402
+from aclnn_conformance.conformance.cases.generate import dtype_combos  # noqa: E402
+from aclnn_conformance.conformance.cases.plan import CasePlan, base_args  # noqa: E402
+from aclnn_conformance.conformance.run.backend import BackendCrash, BackendError, load_backend  # noqa: E402
+from aclnn_conformance.conformance.run.backends import torch_backend as tb  # noqa: E402
+from aclnn_conformance.conformance.run.judging import judge  # noqa: E402
+from aclnn_conformance.conformance.spec.registry import default_registry  # noqa: E402
+
 from tests.aclnn_double.calls import S, T, hardshrink  # noqa: E402
 
 

@@ -18,20 +18,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from aclnn_conformance import specs
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.acl.call import Call, TensorArg
+from aclnn_conformance.conformance.cases.casedir import (
+    CaseFileError,
+    find_cases,
+    read_case,
+    write_case,
+)
+from aclnn_conformance.conformance.cases.generate import build, plan_op
+from aclnn_conformance.conformance.files import safeio
+from aclnn_conformance.conformance.run import config
+from aclnn_conformance.conformance.run.runner import case_bytes, over_budget, overlapping
+from aclnn_conformance.conformance.spec import yamlpos
+from aclnn_conformance.conformance.spec.lint import lint_file
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.tolerances import table_problems
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import specs
-from cli.main import main
-from conformance import config, safeio, yamlpos
-from conformance.call import Call, TensorArg
-from conformance.casefile import CaseFileError, find_cases, read_case, write_case
-from conformance.compare import table_problems
-from conformance.generate import build, plan_op
-from conformance.loader import lint_file
-from conformance.registry import default_registry
-from conformance.runner import case_bytes, over_budget, overlapping
 from tests.support.runcli import conform
 
 HAND = Path(__file__).parent / "data" / "cases" / "hand"
@@ -153,7 +160,7 @@ def test_p14_malformed_npy_headers_are_case_file_errors(tmp_path, header, needle
 
 def test_p14_any_exception_while_reading_a_case_is_its_error(tmp_path, monkeypatch):
     """Whatever escapes the reader (here a RuntimeError) is recorded for that case."""
-    from conformance import runner
+    from aclnn_conformance.conformance.run import runner
 
     def boom(*a, **k):
         raise RuntimeError("something no one foresaw")
@@ -162,7 +169,7 @@ def test_p14_any_exception_while_reading_a_case_is_its_error(tmp_path, monkeypat
     root = _copy_hand(tmp_path)
     item = runner.Item("x", "x", path=str(root / "leaky-slope-half"), root=str(root))
     reg = default_registry()
-    from reference.backend import ReferenceBackend
+    from aclnn_conformance.reference.backend import ReferenceBackend
 
     b = ReferenceBackend(reg)
     rec = runner._run(item, runner.RunConfig(), reg, b, b)
@@ -686,7 +693,7 @@ def test_p21_yaml_exponent_without_a_dot_is_a_number():
 
 
 def test_p21_yaml_1e308_in_expectations(tmp_path):
-    from conformance import expectations
+    from aclnn_conformance.conformance.judge import expectations
 
     f = tmp_path / "e.yaml"
     f.write_text("format: 1\nentries:\n  - {match: 'relu/*', kind: xfail, reason: 1e308}\n")
@@ -766,7 +773,7 @@ def test_p15_doc_pages_and_atk_files_that_are_fifos_are_refused(tmp_path, args):
 
 
 def test_p14_results_line_nested_too_deeply_is_a_bad_line_not_a_crash(tmp_path):
-    from conformance.results import read_jsonl
+    from aclnn_conformance.conformance.judge.results import read_jsonl
 
     f = tmp_path / "r.jsonl"
     good = {"id": "relu/x", "op": "relu", "verdict": "pass"}

@@ -13,11 +13,16 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl.call import TensorArg
+from aclnn_conformance.conformance.cases.casedir import (
+    CaseFileError,
+    read_case,
+    sha256_file,
+    write_case,
+)
+from aclnn_conformance.conformance.cases.generate import build, plan_op
+from aclnn_conformance.conformance.spec.registry import default_registry
 
-from conformance.call import TensorArg
-from conformance.casefile import CaseFileError, read_case, sha256_file, write_case
-from conformance.generate import build, plan_op
-from conformance.registry import default_registry
 from tests.support.runcli import assert_clean, assert_one_line_error, by_id, conform, read_jsonl
 
 HAND = Path(__file__).parent / "data" / "cases" / "hand"

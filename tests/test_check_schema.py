@@ -9,17 +9,16 @@ from typing import ClassVar
 
 import jsonschema
 import pytest
-
-import specs
-from conformance import checks
-from conformance.checks_base import COMMON_FIELDS, CheckKind
+from aclnn_conformance import specs
+from aclnn_conformance.conformance.spec.checks import kinds as checks
+from aclnn_conformance.conformance.spec.checks.base import COMMON_FIELDS, CheckKind
 
 SCHEMA = specs.root() / "schema" / "op-spec.schema.json"
 
 
 def test_the_schema_file_is_what_the_generator_writes():
     text = SCHEMA.read_text(encoding="utf-8")
-    assert checks.schema_text(text) == text, "run: python -m conformance.checks --write"
+    assert checks.schema_text(text) == text, "run: python -m conformance.spec.checks.kinds --write"
     assert checks.main([]) == 0
 
 

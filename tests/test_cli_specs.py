@@ -15,14 +15,15 @@ import unicodedata
 import warnings
 from pathlib import Path
 
+import aclnn_conformance.cli.console  # noqa: F401
+import aclnn_conformance.cli.specs_cmd  # noqa: F401
 import pytest
+from aclnn_conformance import cli
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.spec.lint import Problem
+from aclnn_conformance.conformance.spec.registry import Registry, SpecError, default_registry
 from click.testing import CliRunner
 
-import cli.console
-import cli.specs_cmd
-from cli.main import main
-from conformance.loader import Problem, SpecError
-from conformance.registry import Registry, default_registry
 from tests.support.specfiles import count_clauses, raw_specs
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
-"""conformance.compare: every expected value here is derived by hand (comments show how).
+"""conformance.judge.compare: every expected value here is derived by hand (comments show how).
 
-Every test runs twice: through the numpy pass and through the compiled pass (conformance/measure.py,
+Every test runs twice: through the numpy pass and through the compiled pass (conformance/judge/measure.py,
 forced even for small arrays), so both are held to the same hand-derived figures.
 """
 
@@ -11,8 +11,10 @@ import json
 import ml_dtypes
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.judge.accumulate import compare
+from aclnn_conformance.conformance.judge.compare import Comparison, ulp_distance
+from aclnn_conformance.conformance.spec.tolerances import Policy, policy_for
 
-from conformance.compare import Comparison, Policy, compare, policy_for, ulp_distance
 from tests.support.paths import HAVE_NUMBA
 
 BF16 = ml_dtypes.bfloat16

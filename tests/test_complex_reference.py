@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import mpmath
 import numpy as np
-
-from conformance.call import Call, TensorArg
-from conformance.registry import default_registry
-from reference import engine
+from aclnn_conformance.conformance.acl.call import Call, TensorArg
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import engine
 
 REG = default_registry()
 

@@ -23,9 +23,8 @@ N = 2000
 
 
 def _kernels():
+    from aclnn_conformance.reference import ddmath as d
     from numba import njit
-
-    from reference import ddmath as d
 
     def binary(op):
         @njit(error_model="numpy")  # as the kernels: IEEE results, no exceptions
@@ -146,7 +145,8 @@ def test_tanh_and_log1p_are_within_2_to_the_minus_57_and_56():
 
 def test_erfc_coefficients_are_what_the_fit_makes():
     """ddmath's tables are tests/support/erfc_fit.py's output, not a hand-edited copy."""
-    from reference import ddmath
+    from aclnn_conformance.reference import ddmath
+
     from tests.support import erfc_fit
 
     assert erfc_fit.pairs() == (ddmath._ERFC_HEAD, ddmath._ERFC_TAIL)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.spec.interpret import attribute_env
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import codegen, ddgen, ddtier, precise
 
-from conformance import dtypes as dt
-from conformance.registry import default_registry
-from conformance.rules import attribute_env
-from reference import codegen, ddgen, ddtier, precise
 from tests.support.paths import HAVE_NUMBA
 from tests.support.rounding import round_exact
 from tests.test_kernel import _call

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from conformance.expr import compile_expr
-from conformance.registry import default_registry
-from conformance.yamlpos import load as load_yaml
+from aclnn_conformance.conformance.spec.expr.language import compile_expr
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.yamlpos import load as load_yaml
 
 torch = pytest.importorskip("torch")
 REG = default_registry()

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import Call, Outcome, ScalarArg, TensorArg
+from aclnn_conformance.conformance.cases.build import Case
+from aclnn_conformance.conformance.run.backend import Backend, BackendCrash, Capabilities
+from aclnn_conformance.conformance.run.judging import judge
+from aclnn_conformance.conformance.spec.lint import lint_file
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference.backend import ReferenceBackend
 
-from conformance import dtypes as dt
-from conformance.backend import Backend, BackendCrash, Capabilities
-from conformance.build import Case
-from conformance.call import Call, Outcome, ScalarArg, TensorArg
-from conformance.execute import judge
-from conformance.lint import lint_file
-from conformance.registry import default_registry
-from reference.backend import ReferenceBackend
 from tests.support.runcli import REPO, assert_clean, assert_one_line_error, conform, read_jsonl
 
 REG = default_registry()
@@ -614,8 +614,8 @@ def test_gelu_backward_tail_is_an_expectation_of_the_kernel_for_every_spec_calli
     gradOutput gives NaN where the derivative's sign says -+inf: the shipped entry keyed by the
     ATen kernel explains it for gelu_backward and gelu_backward_v2 alike (vendor-style values)."""
     torch = pytest.importorskip("torch")
-    from conformance import expectations as ex
-    from conformance.backend import load_backend
+    from aclnn_conformance.conformance.judge import expectations as ex
+    from aclnn_conformance.conformance.run.backend import load_backend
 
     x = [-7.0, -6.5, -10.0, -1.0, 0.5, 3.0]
     g = [np.inf, -np.inf, np.inf, 1.0, 2.0, -1.5]
@@ -644,8 +644,7 @@ def test_an_in_place_variant_renames_the_output_in_a_deviations_dtypes():
     """The variant's tensor takes the output's place: a condition on the output's dtype is one on
     that tensor (both named: the dtypes both allow; none left: the deviation cannot apply)."""
     import yaml
-
-    from conformance.inplace import derive
+    from aclnn_conformance.conformance.spec.inplace import derive
 
     data = yaml.safe_load((REPO / "specs" / "ops" / "sigmoid.yaml").read_text(encoding="utf-8"))
     base = {"id": "d", "clause": "sigmoid", "differs": "values", "bound": {"ulp": 1},
@@ -663,9 +662,9 @@ def test_sigmoid_backward_torch_rounding_applies_under_any_id():
     that PyTorch's float16 arithmetic gets 1.5 ulp wrong, handed over under an imported-looking
     id: the deviation follows the values (issue 23 point 3)."""
     pytest.importorskip("torch")
-    from conformance.backend import load_backend
-    from conformance.build import build
-    from conformance.generate import plan_op
+    from aclnn_conformance.conformance.cases.build import build
+    from aclnn_conformance.conformance.cases.generate import plan_op
+    from aclnn_conformance.conformance.run.backend import load_backend
 
     spec = REG.get("sigmoid_backward")
     plan = next(

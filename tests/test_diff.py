@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.reports.diff import diff_runs, render_markdown
+from aclnn_conformance.reports.run import read_run
 
-from reports.diff import diff_runs, render_markdown
-from reports.model import read_run
 from tests.support.runcli import assert_clean, assert_one_line_error, conform
 
 MIXED = Path(__file__).parent / "data" / "results" / "mixed.jsonl"

@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from conformance.call import Call, ScalarArg, TensorArg
-from reference.engine import evaluate
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.reference.engine import evaluate
 
 NP = {"FLOAT": np.float32, "FLOAT16": np.float16, "DOUBLE": np.float64}
 

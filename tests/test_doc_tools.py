@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 import yaml
+from aclnn_conformance import specs
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.vendor.checkdoc import KINDS
+from aclnn_conformance.conformance.vendor.docpage.load import load_page
 from click.testing import CliRunner
 
-import specs
-from cli.main import main
-from conformance.checkdoc import KINDS
-from conformance.docpage import load_page
-from conformance.registry import default_registry
 from tests.support.runcli import REPO, assert_one_line_error, conform
 
 DOCS = REPO / "tests" / "data" / "docs"
@@ -460,7 +460,7 @@ def test_a_scalar_checked_by_a_cast_covers_the_dtype_row(tmp_path):
 def test_an_in_place_variant_takes_its_own_c_type_and_dtype_lists(tmp_path):
     """inplace.c_type: the in-place prototype's `const aclTensor *selfRef`; inplace.dtype_sets:
     its own table's list (no BF16), the out-of-place spec keeping its own."""
-    from conformance.loader import load_spec
+    from aclnn_conformance.conformance.spec.registry import load_spec
 
     spec = load_spec(GATE_SPEC)
     (variant,) = spec.variants

@@ -17,12 +17,12 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl.call import Call, TensorArg
+from aclnn_conformance.conformance.spec.interpret import validate
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import kernel
+from aclnn_conformance.reference.engine import evaluate
 
-from conformance.call import Call, TensorArg
-from conformance.registry import default_registry
-from conformance.rules import validate
-from reference import kernel
-from reference.engine import evaluate
 from tests import oracles
 from tests.support.paths import PATHS
 from tests.support.rounding import round_exact
@@ -44,7 +44,7 @@ def _double_product(name: str) -> str | None:
             if p.is_tensor:
                 args[p.name] = TensorArg.from_array(np.zeros(2), "DOUBLE")
             elif p.kind == "scalar":
-                from conformance.call import ScalarArg
+                from aclnn_conformance.conformance.acl.call import ScalarArg
 
                 args[p.name] = ScalarArg(p.default_dtype or "FLOAT", p.default)
             else:
@@ -172,7 +172,8 @@ def test_double_outputs_are_within_one_ulp_of_the_exact_value(name, product):
 
 def _extended_specs() -> list[tuple[str, str]]:
     """(op, a product where it takes DOUBLE) for the ops evaluated in long double."""
-    from reference import errbound
+    from aclnn_conformance.reference import errbound
+
     from tests.test_kernel import _call as call_of
 
     out = []
@@ -189,7 +190,8 @@ def _extended_specs() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("name,product", _extended_specs())
 def test_long_double_split_across_threads_gives_the_same_bits(name, product, monkeypatch):
     """evaluate_extended splits a chunk over a thread per core: the values must not change."""
-    from reference import errbound
+    from aclnn_conformance.reference import errbound
+
     from tests.support.paths import assert_same_bits
     from tests.test_kernel import _call as call_of
 

@@ -12,7 +12,7 @@ Semantics (the specs' convention): every input element is widened exactly, a FLO
 float32(value), the exact result is rounded once to the output dtype. The exact value is computed
 with mpmath (mp.dps = 40) and rounded to FLOAT / FLOAT16 / BF16 by enumerating neighbouring
 representable values and picking the nearest (ties to the even bit pattern), independently of
-conformance.dtypes.round_to. Those outputs must match bit for bit (up to the sign of zero; NaN
+conformance.acl.dtypes.round_to. Those outputs must match bit for bit (up to the sign of zero; NaN
 in the same positions), DOUBLE outputs too: the engine runs in exact mode here (its default
 for DOUBLE is faithful, tests/test_double_faithful.py), through both of its paths, the compiled
 kernel and the numpy evaluator, which must give the same bits (tests/support/paths.py).
@@ -34,9 +34,9 @@ import ml_dtypes
 import mpmath
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.spec.registry import default_registry
 
-from conformance.call import Call, ScalarArg, TensorArg
-from conformance.registry import default_registry
 from tests import oracles
 from tests.oracles._common import ZERO_RESULT, f32, log_uniform
 from tests.support.paths import evaluate_both

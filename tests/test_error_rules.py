@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference.engine import evaluate
 
-from conformance import dtypes as dt
-from conformance.call import Call, ScalarArg, TensorArg
-from conformance.registry import default_registry
-from reference.engine import evaluate
 from tests import oracles
 from tests.oracles._common import INVALID, NULLPTR, OK, R8, R9, Scalar
 

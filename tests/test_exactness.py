@@ -12,10 +12,10 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.spec.interpret import attribute_env
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import codegen, ddgen, kernel, precise
 
-from conformance.registry import default_registry
-from conformance.rules import attribute_env
-from reference import codegen, ddgen, kernel, precise
 from tests.support.paths import HAVE_NUMBA
 from tests.test_kernel import _call_any
 

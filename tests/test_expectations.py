@@ -9,14 +9,14 @@ import sys
 
 import pytest
 import yaml
+from aclnn_conformance.conformance.judge import expectations as ex
 
-from conformance import expectations as ex
 from tests.support.plugins import install_plugin
 
 NOF16 = """
-from conformance.backend import Backend, Capabilities
-from conformance.call import Outcome, TensorArg
-from reference.engine import evaluate
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.conformance.acl.call import Outcome, TensorArg
+from aclnn_conformance.reference.engine import evaluate
 
 class NoF16(Backend):
     name = "nof16"
@@ -44,7 +44,7 @@ def env(tmp_path_factory):
 
 def run(env, tmp_path, *extra):
     results = tmp_path / "r.jsonl"
-    p = subprocess.run([sys.executable, "-m", "cli.main", "run", "--backend", "nof16", *FILTER,
+    p = subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", "run", "--backend", "nof16", *FILTER,
                         "--results", str(results), "-q", *extra],
                        env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert "Traceback" not in p.stderr + p.stdout
@@ -171,7 +171,7 @@ def test_malformed_files_are_clear_errors(tmp_path, body, message):
     f.write_text(body, encoding="utf-8")
     with pytest.raises(ex.ExpectationsError, match=message):
         ex.load(f)
-    p = subprocess.run([sys.executable, "-m", "cli.main", "run", "--expectations", str(f), "--max-cases", "1",
+    p = subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", "run", "--expectations", str(f), "--max-cases", "1",
                         "--results", str(tmp_path / "r.jsonl"), "-q"], capture_output=True, text=True)  # fmt: skip
     assert p.returncode == 2 and "Traceback" not in p.stderr and "bad.yaml" in p.stderr
 
@@ -212,7 +212,7 @@ def test_update_expectations_keeps_comments_and_the_text_of_kept_entries(env, tm
 
 def test_expectations_file_and_no_expectations_contradict(tmp_path):
     f = write(tmp_path / "e.yaml", [])
-    p = subprocess.run([sys.executable, "-m", "cli.main", "run", "--expectations", str(f),
+    p = subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", "run", "--expectations", str(f),
                         "--no-expectations", "--results", str(tmp_path / "r.jsonl")],
                        capture_output=True, text=True)  # fmt: skip
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -315,7 +315,7 @@ def test_malformed_selectors_are_clear_errors(tmp_path, entry, message):
 def test_shipped_entries_name_no_spec():
     """Entries about PyTorch's and JAX's kernels select by binding, dtypes and message: an entry
     naming one of our specs would miss every other spec calling the same kernel (issue 23)."""
-    from conformance.registry import default_registry
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
     names = {s.name for s in default_registry()}
     for backend in ("torch", "jax"):
@@ -327,8 +327,8 @@ def test_shipped_entries_name_no_spec():
 def test_every_spec_sharing_an_aten_kernel_is_covered_by_the_same_entries():
     """For every ATen op that two specs call, a shipped entry that can fit one of them can fit
     the other (an entry keyed by a spec name would cover only one: the gelu_backward class)."""
-    from conformance.bindings import binding_id
-    from conformance.registry import default_registry
+    from aclnn_conformance.conformance.spec.bindings import binding_id
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
     by_binding: dict[str, list[str]] = {}
     for spec in default_registry():
@@ -357,9 +357,8 @@ def test_the_elu_example_at_minus_1e300_is_rejected_by_the_documented_rule():
     """The doc: alpha >= 0 when isResult; a DOUBLE -1e-300 is negative, so 161002 (the library
     tests alpha->ToFloat() = -0.0f and accepts it: the spec records that as a deviation)."""
     import numpy as np
-
-    import reference
-    from conformance.call import Call, ScalarArg, TensorArg
+    from aclnn_conformance import reference
+    from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
 
     x = np.array([-1.0, 2.0], dtype=np.float32)
     args = {"gradOutput": TensorArg.from_array(x, "FLOAT"), "alpha": ScalarArg("DOUBLE", -1e-300),

@@ -20,11 +20,11 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference.backend import ReferenceBackend
 
-from conformance import dtypes as dt
-from conformance.call import Call, ScalarArg, TensorArg
-from conformance.registry import default_registry
-from reference.backend import ReferenceBackend
 from tests import oracles
 from tests.oracles._common import Scalar
 from tests.support.paths import evaluate_both

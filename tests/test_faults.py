@@ -19,9 +19,9 @@ from tests.support.plugins import install_plugin
 FAULTS = """
 import ctypes, os, sys, time
 import numpy as np
-from conformance.backend import Backend, Capabilities
-from conformance.call import Outcome, TensorArg
-from reference.engine import evaluate
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.conformance.acl.call import Outcome, TensorArg
+from aclnn_conformance.reference.engine import evaluate
 
 FAULT = {"point=x-slope-zero": "segv", "point=x-slope-negative": "hang", "values=tiny": "shape",
          "values=large": "dtype", "values=special": "nan", "layout=in-gaps": "mutate",
@@ -99,7 +99,7 @@ def env(tmp_path_factory):
 
 
 def cli(env, *args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)  # fmt: skip
 
 
@@ -139,7 +139,7 @@ def test_every_fault_is_classified_and_the_run_completes(env, tmp_path):
 @pytest.mark.gates
 def test_resume_after_kill_9_loses_nothing_and_repeats_nothing(tmp_path):
     results = tmp_path / "r.jsonl"
-    args = [sys.executable, "-m", "cli.main", "run", "--op", "softplus_backward", "--product", "atlas-a2",
+    args = [sys.executable, "-m", "aclnn_conformance.cli.main", "run", "--op", "softplus_backward", "--product", "atlas-a2",
             "--results", str(results), "-q"]  # fmt: skip
     full = subprocess.run([*args[:-3], "--results", str(tmp_path / "full.jsonl"), "-q"], capture_output=True,
                           text=True, timeout=300)  # fmt: skip

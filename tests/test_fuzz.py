@@ -16,13 +16,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from aclnn_conformance import specs
+from aclnn_conformance.conformance.cases.casedir import CaseFileError, read_case
+from aclnn_conformance.conformance.spec.expr.language import ExprError, compile_expr
+from aclnn_conformance.conformance.spec.lint import lint_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import specs
-from conformance.casefile import CaseFileError, read_case
-from conformance.expr import ExprError, compile_expr
-from conformance.loader import lint_file
 
 NAMES = ["x", "g", "alpha", "mode"]
 SPEC = (specs.root() / "ops" / "elu_backward.yaml").read_text(encoding="utf-8")
@@ -259,7 +258,7 @@ def test_symlinks_escaping_the_case_directory_are_refused(tmp_path):
     shutil.copytree(HAND / "leaky-slope-half", case)
     (case / "self.npy").unlink()
     os.symlink(outside / "self.npy", case / "self.npy")  # a symlinked storage file is refused
-    p = subprocess.run([sys.executable, "-m", "cli.main", "run", "--cases", str(root), "--results",
+    p = subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", "run", "--cases", str(root), "--results",
                         str(tmp_path / "r.jsonl"), "-q"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert "Traceback" not in p.stderr
     recs = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]

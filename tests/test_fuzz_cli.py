@@ -26,16 +26,16 @@ from typing import Any
 
 import pytest
 import yaml
+from aclnn_conformance import specs
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.judge.verdicts import BROKEN, FAILING
+from aclnn_conformance.conformance.spec import registry as registry_mod
+from aclnn_conformance.conformance.spec.lint import lint_file
+from aclnn_conformance.conformance.spec.registry import load_spec as real_load_spec
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import specs
-from cli.main import main
-from conformance import registry as registry_mod
-from conformance.loader import lint_file
-from conformance.loader import load_spec as real_load_spec
-from conformance.verdicts import BROKEN, FAILING
 from tests.support.runcli import REPO
 
 HAND = Path(__file__).parent / "data" / "cases" / "hand"
@@ -558,7 +558,7 @@ def test_fuzz_real_process_on_a_tree_of_hostile_cases(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     env.pop("ACLNN_CONFORM_DEBUG", None)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "run", "--cases", root, "--results",
+    proc = subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", "run", "--cases", root, "--results",
                            results, "-q"], capture_output=True, text=True, timeout=180,
                           stdin=subprocess.DEVNULL, env=env, cwd=REPO)  # fmt: skip
     elapsed = time.perf_counter() - t0
@@ -579,7 +579,7 @@ def test_fuzz_real_process_with_a_fifo_spec_and_a_device_expectations(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     for args in (["--specs", folder, "run", "--op", "relu", "-q"],
                  ["run", "--op", "relu", "--expectations", "/dev/zero", "-q"]):  # fmt: skip
-        proc = subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)],
+        proc = subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", *map(str, args)],
                               capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
                               stdin=subprocess.DEVNULL)  # fmt: skip
         check_output(proc.stdout + proc.stderr, proc.returncode, args)

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.run.backend import backend_names
 
-from conformance.backend import backend_names
 from tests.support.plugins import install_plugin
 from tests.support.runcli import REPO, assert_clean, assert_one_line_error, conform, read_jsonl
 
@@ -27,9 +27,9 @@ LEAKY = ("--op", "leaky_relu_backward", "--product", "atlas-a2")
 FAKES = """
 import os
 import time
-from conformance.backend import Backend, Capabilities
-from conformance.call import Outcome, TensorArg
-from reference.engine import evaluate
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.conformance.acl.call import Outcome, TensorArg
+from aclnn_conformance.reference.engine import evaluate
 
 ONEDNN = "could not create a primitive descriptor for the reorder primitive"
 
@@ -94,7 +94,7 @@ def test_a_message_entry_explains_the_bug_wherever_it_shows_and_never_xpasses(en
 
 
 def test_the_shipped_torch_entry_matches_onednn_message_not_one_cpus_ids():
-    from conformance import expectations as ex
+    from aclnn_conformance.conformance.judge import expectations as ex
 
     e = ex.load(ex.shipped("torch"))
     rec = {"id": "gelu_backward_v2/atlas-a2/bf16/approximate=none/shape=bcast-3x1.1x5",
@@ -195,7 +195,7 @@ def test_an_option_of_another_backend_is_a_usage_error(backend, option, tmp_path
 
 
 def run_plugin(tmp_path, *args):
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q",
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "aclnn_conformance.conformance", "-q",
                            "-p", "no:cacheprovider", *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
 

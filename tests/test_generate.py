@@ -1,4 +1,4 @@
-"""Case generation (conformance.generate / negatives / values): determinism, coverage, exactness.
+"""Case generation (conformance.cases.generate / negatives / values): determinism, coverage, exactness.
 
 Every op-generic test runs for every op of the registry. Expected sets that need an op's seed
 doc (its valid dtype combinations, scalar dtypes, special-point values) are enumerated
@@ -16,13 +16,13 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import ScalarArg, TensorArg, contiguous_strides
+from aclnn_conformance.conformance.cases.generate import build, plan_op, plan_suite, select
+from aclnn_conformance.conformance.cases.negatives import unreachable
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference.engine import evaluate
 
-from conformance import dtypes as dt
-from conformance.call import ScalarArg, TensorArg, contiguous_strides
-from conformance.generate import build, plan_op, plan_suite, select
-from conformance.negatives import unreachable
-from conformance.registry import default_registry
-from reference.engine import evaluate
 from tests import oracles
 from tests.support.runcli import assert_clean, conform
 

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from reports import write_reports
-from reports.casetable import PASS_ROWS
-from reports.model import read_run
+from aclnn_conformance.reports import write_reports
+from aclnn_conformance.reports.casetable import PASS_ROWS
+from aclnn_conformance.reports.run import read_run
 
 MIXED = Path(__file__).parent / "data" / "results" / "mixed.jsonl"
 CHROMIUM = os.environ.get("ACLNN_CONFORM_CHROMIUM", "/usr/bin/chromium")

@@ -1,4 +1,4 @@
-"""In-place variants (spec section `inplace`, conformance/inplace.py): derived from the
+"""In-place variants (spec section `inplace`, conformance/spec/inplace.py): derived from the
 out-of-place spec, their cases hand the backend one tensor that is input and output, and a result
 that does not land in that tensor's storage, through its own view, is a failure.
 
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl.call import Call, Outcome, TensorArg
+from aclnn_conformance.conformance.cases.generate import build, plan_op
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.conformance.run.judging import judge
+from aclnn_conformance.conformance.spec.lint import lint_file
+from aclnn_conformance.conformance.spec.registry import default_registry, load_registry
+from aclnn_conformance.reference.backend import ReferenceBackend
 
-from conformance.backend import Backend, Capabilities
-from conformance.call import Call, Outcome, TensorArg
-from conformance.execute import judge
-from conformance.generate import build, plan_op
-from conformance.lint import lint_file
-from conformance.registry import default_registry, load_registry
-from reference.backend import ReferenceBackend
 from tests.support.runcli import assert_clean, conform, read_jsonl
 
 FIXTURE = Path(__file__).parent / "data" / "inplace" / "xelu.yaml"

@@ -12,8 +12,8 @@ from tests.support.plugins import install_plugin
 
 FAULTY = """
 import ctypes, os, time
-from conformance.backend import Backend, Capabilities
-from reference.engine import evaluate
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.reference.engine import evaluate
 
 class Faulty(Backend):
     name = "faulty"
@@ -36,7 +36,7 @@ class Faulty(Backend):
 
 
 def run_cli(args, env, timeout=240):
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)  # fmt: skip
 
 

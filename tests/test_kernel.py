@@ -19,11 +19,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.spec.interpret import attribute_env, validate
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import codegen, kernel
 
-from conformance.call import Call, ScalarArg, TensorArg
-from conformance.registry import default_registry
-from conformance.rules import attribute_env, validate
-from reference import codegen, kernel
 from tests.support.paths import HAVE_NUMBA, assert_same_bits, evaluate_both
 
 REG = default_registry()
@@ -162,9 +162,9 @@ COMPILE = """
 import sys
 sys.path.insert(0, {root!r})
 import numpy as np
-from conformance.registry import default_registry
-from conformance.rules import attribute_env
-from reference import kernel
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.interpret import attribute_env
+from aclnn_conformance.reference import kernel
 from tests.test_kernel import _call_any
 spec = default_registry().get("softplus_backward")
 call = _call_any(spec)
@@ -203,15 +203,15 @@ def test_without_numba_the_numpy_path_runs_and_says_so(tmp_path):
         sys.path.insert(0, {ROOT!r})
         sys.modules["numba"] = None  # as if not installed
         import numpy as np
-        from reference import kernel
-        from reference.backend import ReferenceBackend
+        from aclnn_conformance.reference import kernel
+        from aclnn_conformance.reference.backend import ReferenceBackend
         from tests.support.calls import t, out, run, result
         assert kernel.name() == "numpy", kernel.name()
         assert not kernel.wanted(1 << 30)
         b = ReferenceBackend()
         x = np.linspace(-4, 4, 70000)
         got = result(run(b, "leaky_relu_backward", gradOutput=t(np.ones_like(x)), self=t(x),
-                         negativeSlope=__import__("conformance.call").call.ScalarArg("FLOAT", 0.5),
+                         negativeSlope=__import__("aclnn_conformance.conformance.acl.call").conformance.acl.call.ScalarArg("FLOAT", 0.5),
                          selfIsResult=False, out=out(x.shape)), "out")
         want = np.where(x > 0, 1.0, np.float32(0.5))
         assert np.array_equal(got, want)
@@ -247,7 +247,7 @@ def test_a_kernel_that_fails_to_compile_falls_back_to_numpy(monkeypatch):
     monkeypatch.setattr(kernel, "get", lambda spec, env, approx=False, half=frozenset(): Broken())
     old = kernel.set_mode("numba")
     try:
-        from reference.engine import evaluate
+        from aclnn_conformance.reference.engine import evaluate
 
         got = evaluate(call)
     finally:
@@ -265,7 +265,8 @@ def test_exact_float64_values_round_without_mpmath_and_still_correctly(monkeypat
     """hardsigmoid's x / 6 + 0.5 is exact in float64 for a float32 x whose mantissa is a
     multiple of 3, and then often an exact tie of FLOAT: the error-free check decides it (no
     mpmath), and the result is still the oracle's correctly rounded value, ties to even."""
-    from reference import precise
+    from aclnn_conformance.reference import precise
+
     from tests.support.rounding import NP
     from tests.test_family_oracles import ORACLES, _expected
 

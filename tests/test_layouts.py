@@ -16,10 +16,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-
-from conformance import dtypes as dt
-from conformance.call import Call, ScalarArg, TensorArg
-from reference.engine import evaluate
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.reference.engine import evaluate
 
 PRODUCT = "atlas-a2"
 SENTINEL = -1232.0  # exact in FLOAT, FLOAT16 and BF16

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aclnn_conformance import specs
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.conformance.spec.registry import SpecError, default_registry, load_spec
 from click.testing import CliRunner
 
-import specs
-from cli.main import main
-from conformance.loader import SpecError, load_spec
-from conformance.registry import default_registry
 from tests.support.specfiles import count_clauses, spec_files
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,7 +56,7 @@ EXPECTED = [
     ("output_not_output.yaml", 48, "'gradOutput' is not an output tensor parameter"),
     ("unknown_top_level_field.yaml", 7, "'aten_name' was unexpected"),
 ]
-# Loader bugs reported to the lead; remove the mark when conformance/loader.py is fixed.
+# Loader bugs reported to the lead; remove the mark when conformance/spec/load.py is fixed.
 KNOWN_WRONG_LINE: dict[str, str] = {}
 
 
@@ -180,7 +179,7 @@ def _env() -> dict[str, str]:
 
 def test_bad_specs_via_python_m(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "specs", "lint", "tests/data/bad_specs"],
+        [sys.executable, "-m", "aclnn_conformance.cli.main", "specs", "lint", "tests/data/bad_specs"],
         cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
@@ -233,7 +232,7 @@ def test_shipped_specs_are_clean():
 def test_shipped_specs_via_python_m():
     ops = specs.root() / "ops"
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "specs", "lint", str(ops)],
+        [sys.executable, "-m", "aclnn_conformance.cli.main", "specs", "lint", str(ops)],
         cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -273,7 +272,7 @@ def test_code_in_a_spec_is_never_run(tmp_path, monkeypatch, where):
     shown = runner().invoke(main, ["specs", "show", "pwn.yaml"])
     assert shown.exit_code == 2 and "Traceback" not in shown.stdout + shown.stderr
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "specs", "lint", str(spec)],
+        [sys.executable, "-m", "aclnn_conformance.cli.main", "specs", "lint", str(spec)],
         cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 1

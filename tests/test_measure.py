@@ -1,4 +1,4 @@
-"""The compiled comparison pass (conformance/measure.py) against numpy's casts and the numpy pass.
+"""The compiled comparison pass (conformance/judge/measure.py) against numpy's casts and the numpy pass.
 
 The compiled pass rounds the float64 golden to the output format with integer arithmetic; numpy
 and ml_dtypes' casts (RNE, subnormals, overflow to inf) are the independent oracle for that. The
@@ -13,9 +13,9 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.judge.accumulate import Accumulator
+from aclnn_conformance.conformance.spec.tolerances import policy_for
 
-from conformance.accumulate import Accumulator
-from conformance.compare import policy_for
 from tests.support.paths import HAVE_NUMBA
 
 pytestmark = pytest.mark.skipif(

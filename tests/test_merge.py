@@ -7,15 +7,17 @@ import subprocess
 import sys
 
 import pytest
-
-from conformance import results as res
+from aclnn_conformance.conformance.judge import results as res
 
 FILTER = ["--op", "softplus_backward", "--product", "atlas-training", "-q"]
 
 
 def cli(*args, check=True):
     p = subprocess.run(
-        [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "aclnn_conformance.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert "Traceback" not in p.stderr
     return p

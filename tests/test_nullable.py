@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.cases.casedir import find_cases, read_case
+from aclnn_conformance.conformance.cases.generate import build, plan_op
+from aclnn_conformance.conformance.spec.interpret import validate
+from aclnn_conformance.conformance.spec.lint import lint_file
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import engine
 
-from conformance.call import Call, ScalarArg, TensorArg
-from conformance.casefile import find_cases, read_case
-from conformance.generate import build, plan_op
-from conformance.loader import lint_file
-from conformance.registry import default_registry
-from conformance.rules import validate
-from reference import engine
 from tests.support.runcli import REPO, assert_clean, conform, read_jsonl
 
 REG = default_registry()

@@ -24,9 +24,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from aclnn_conformance import specs
+from aclnn_conformance.conformance.spec.registry import default_registry
 
-import specs
-from conformance.registry import default_registry
 from tests.support.runcli import REPO
 
 pytestmark = pytest.mark.promise
@@ -97,7 +97,7 @@ def test_adding_one_spec_file_breaks_no_op_generic_test(tmp_path):
     env = env_for(root)
     # the copy is what every process there sees: the registry has exactly one more op
     probe = subprocess.run(
-        [sys.executable, "-c", "from conformance.registry import default_registry as r; "
+        [sys.executable, "-c", "from aclnn_conformance.conformance.spec.registry import default_registry as r; "
          "print(' '.join(r().names()))"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -12,8 +12,8 @@ import ast
 import warnings
 
 import pytest
+from aclnn_conformance.conformance.spec.registry import default_registry
 
-from conformance.registry import default_registry
 from tests import oracles
 
 

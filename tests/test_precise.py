@@ -6,8 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-
-from reference.precise import GUARD, _near_midpoint_float, near_midpoint
+from aclnn_conformance.reference.precise import GUARD, _near_midpoint_float, near_midpoint
 
 FORMATS = {"FLOAT": np.float32, "FLOAT16": np.float16, "BF16": ml_dtypes.bfloat16}
 
@@ -64,8 +63,8 @@ def test_64_bit_integers_beyond_2_to_53_keep_every_bit():
     """relu of INT64 values float64 cannot hold: the positive ones come back unchanged (the
     formula's `self` branch), the negative ones as 0. 2^62 + 1 and 2^63 - 1 are exact integers,
     so any trip through float64 would round them."""
-    from conformance.call import Call, TensorArg
-    from reference.backend import ReferenceBackend
+    from aclnn_conformance.conformance.acl.call import Call, TensorArg
+    from aclnn_conformance.reference.backend import ReferenceBackend
 
     values = np.array([2**62 + 1, 2**63 - 1, -(2**62) - 1, 2**53 + 1, 3], dtype=np.int64)
     x = TensorArg("INT64", (5,), (1,), 0, values.copy())
@@ -85,9 +84,9 @@ def test_exact_ties_behind_a_division_by_three_round_to_even(name, dtype, monkey
     from fractions import Fraction
 
     import mpmath
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.reference import engine, precise
 
-    from conformance.registry import default_registry
-    from reference import engine, precise
     from tests import oracles
     from tests.support.rounding import round_exact
     from tests.test_kernel import _call as call_of

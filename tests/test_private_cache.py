@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.reference import kernel
 
-from reference import kernel
 from tests.support.paths import HAVE_NUMBA
 from tests.test_kernel import COMPILE
 
@@ -112,9 +112,9 @@ def test_a_planted_folder_is_refused_with_one_warning(fresh, how, monkeypatch, c
 def test_refused_cache_compiles_in_memory_and_gives_the_same_bits(fresh, monkeypatch):
     """The in-memory module (no file, no cache) computes what the cached one computes."""
     import numpy as np
+    from aclnn_conformance.conformance.spec.interpret import attribute_env
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
-    from conformance.registry import default_registry
-    from conformance.rules import attribute_env
     from tests.test_kernel import _call_any
 
     spec = default_registry().get("softplus_backward")

@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from aclnn_conformance.conformance.run.probe import probe_op
+from aclnn_conformance.conformance.spec.registry import default_registry
 
-from conformance.probe import probe_op
-from conformance.registry import default_registry
 from tests.support.plugins import install_plugin
 from tests.support.runcli import assert_clean, conform
 
 FLAKY = """
-from conformance.backend import Backend, BackendCrash, BackendTimeout, Capabilities
-from conformance.call import TensorArg
-from reference.engine import evaluate
+from aclnn_conformance.conformance.run.backend import Backend, BackendCrash, BackendTimeout, Capabilities
+from aclnn_conformance.conformance.acl.call import TensorArg
+from aclnn_conformance.reference.engine import evaluate
 
 class Flaky(Backend):
     '''The reference's answers, except: a FLOAT16 tensor crashes the worker, a BF16 one hangs,

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.run import config, limits
 
-from conformance import config, limits
 from tests.support.runcli import REPO, _exe, assert_clean, assert_one_line_error, conform
 
 PY = sys.executable
@@ -221,8 +221,8 @@ def test_an_exec_harness_runs_under_the_memory_limit(tmp_path, isolate):
 
 
 HOG = """
-from conformance.backend import Backend, Capabilities
-from reference.engine import evaluate
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.reference.engine import evaluate
 
 class Hog(Backend):
     name = "hog"
@@ -270,7 +270,7 @@ MEASURE = """
 import sys, numpy as np
 sys.path.insert(0, {repo!r})
 from tests.support.rss import peak_kib
-from conformance.backends.exec_backend import ExecBackend, ExecHarnessError
+from aclnn_conformance.conformance.run.backends.exec_backend import ExecBackend, ExecHarnessError
 from tests.test_backend_exec import leaky_call
 try:
     ExecBackend(cmd={cmd!r}).execute(leaky_call([1.0], [1.0]))
@@ -296,7 +296,7 @@ def test_a_harness_writing_1_5_gb_of_output_costs_no_memory(tmp_path):
 
 
 def test_bounded_keeps_both_ends_of_any_stream():
-    from conformance.backends.exec_backend import Bounded
+    from aclnn_conformance.conformance.run.backends.exec_backend import Bounded
 
     b = Bounded(keep=8)
     for chunk in (b"head", b"er-", b"middle" * 100, b"-the-tail"):
@@ -355,10 +355,9 @@ def test_a_hanging_harness_is_stopped_at_the_case_timeout_with_everything_it_sta
 
 def _big_case(n: int = 1 << 24):
     import numpy as np
-
-    from conformance.call import TensorArg
-    from conformance.generate import build, plan_op
-    from conformance.registry import default_registry
+    from aclnn_conformance.conformance.acl.call import TensorArg
+    from aclnn_conformance.conformance.cases.generate import build, plan_op
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
     reg = default_registry()
     spec = reg.get("leaky_relu_backward")
@@ -373,7 +372,7 @@ def _big_case(n: int = 1 << 24):
 
 @pytest.fixture
 def numpy_path(monkeypatch):
-    from reference import kernel
+    from aclnn_conformance.reference import kernel
 
     monkeypatch.setenv("ACLNN_CONFORM_KERNEL", "numpy")  # the comparison's path
     old = kernel.set_mode("numpy")
@@ -385,8 +384,8 @@ def numpy_path(monkeypatch):
 def test_a_large_case_over_the_timeout_is_a_timeout_in_bounded_time(numpy_path):
     """2^24 elements through the numpy path take 2.1 s to judge here (10^8: 14 s), on 2 busy
     cores; under --timeout 0.2 the reference as the backend stops between chunks (0.21 s)."""
-    from conformance.execute import judge
-    from reference.backend import ReferenceBackend
+    from aclnn_conformance.conformance.run.judging import judge
+    from aclnn_conformance.reference.backend import ReferenceBackend
 
     reg, spec, case = _big_case()
     ref = ReferenceBackend(registry=reg)
@@ -402,11 +401,10 @@ def test_the_comparison_stops_at_the_timeout_too(numpy_path):
     """A backend that answers at once leaves the whole budget to the oracle's golden stream
     (the comparison alone takes 1.6 s unbounded here)."""
     import numpy as np
-
-    from conformance.backend import Backend, Capabilities
-    from conformance.call import Outcome
-    from conformance.execute import judge
-    from reference.backend import ReferenceBackend
+    from aclnn_conformance.conformance.acl.call import Outcome
+    from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+    from aclnn_conformance.conformance.run.judging import judge
+    from aclnn_conformance.reference.backend import ReferenceBackend
 
     reg, spec, case = _big_case()
     n = case.call.args["out"].storage.size
@@ -428,12 +426,12 @@ def test_the_comparison_stops_at_the_timeout_too(numpy_path):
 
 @pytest.mark.gates
 def test_a_backend_call_that_cannot_be_stopped_is_a_timeout_when_it_returns():
-    from conformance.backend import Backend, Capabilities
-    from conformance.execute import judge
-    from conformance.generate import build, plan_op
-    from conformance.registry import default_registry
-    from reference.backend import ReferenceBackend
-    from reference.engine import evaluate
+    from aclnn_conformance.conformance.cases.generate import build, plan_op
+    from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+    from aclnn_conformance.conformance.run.judging import judge
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.reference.backend import ReferenceBackend
+    from aclnn_conformance.reference.engine import evaluate
 
     reg = default_registry()
     spec = reg.get("relu")
@@ -457,9 +455,9 @@ def test_a_backend_call_that_cannot_be_stopped_is_a_timeout_when_it_returns():
 
 
 def _isolated_judge(oracle_isolated: bool) -> tuple[str, str, float]:
-    from conformance.execute import judge
-    from conformance.isolate import IsolatedBackend
-    from reference.backend import ReferenceBackend
+    from aclnn_conformance.conformance.run.isolation import IsolatedBackend
+    from aclnn_conformance.conformance.run.judging import judge
+    from aclnn_conformance.reference.backend import ReferenceBackend
 
     reg, spec, case = _big_case()
     iso = IsolatedBackend("reference", {}, 0.3, reg)

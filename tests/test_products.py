@@ -7,10 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from conformance.catalog import planned_products, products
-from conformance.generate import plan_op
-from conformance.registry import default_registry
+from aclnn_conformance.conformance.cases.generate import plan_op
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.tables import planned_products, products
 
 REG = default_registry()
 # The product headings of the newer ops-nn doc pages (产品支持情况), as products.yaml titles them.

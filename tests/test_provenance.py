@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.judge import provenance as pv
+from aclnn_conformance.conformance.judge.provenance import Conflict, Provenance, ProvenanceError
 
-from conformance import provenance as pv
-from conformance.provenance import Conflict, Provenance, ProvenanceError
 from tests.support.runcli import assert_clean, assert_one_line_error, conform, read_jsonl
 
 RUN = ("run", "--op", "leaky_relu_backward", "--max-cases", "20", "-q")

@@ -1,4 +1,4 @@
-"""`pytest --pyargs conformance --aclnn-backend NAME`: the generated cases as pytest items, with
+"""`pytest --pyargs aclnn_conformance.conformance --aclnn-backend NAME`: the generated cases as pytest items, with
 the same outcome per case as `aclnn-conform run` on the same filters (expectations included),
 readable ids, -k, --junitxml and pytest-xdist."""
 
@@ -22,7 +22,7 @@ OUTCOME = {"pass": "passed", "skip": "skipped", "xfail": "xfailed", "fail": "fai
 
 def run_pytest(tmp_path, *extra):
     xml = tmp_path / f"junit{len(list(tmp_path.glob('junit*')))}.xml"
-    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "--aclnn-backend", "torch",
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "aclnn_conformance.conformance", "--aclnn-backend", "torch",
                         *PLUGIN, "-p", "no:cacheprovider", "-q", f"--junitxml={xml}", *extra],
                        cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert "Traceback" not in p.stderr, p.stderr
@@ -43,7 +43,7 @@ def run_pytest(tmp_path, *extra):
 @pytest.fixture(scope="module")
 def run_verdicts(tmp_path_factory):
     results = tmp_path_factory.mktemp("run") / "r.jsonl"
-    subprocess.run([sys.executable, "-m", "cli.main", "run", "--backend", "torch", *FILTERS,
+    subprocess.run([sys.executable, "-m", "aclnn_conformance.cli.main", "run", "--backend", "torch", *FILTERS,
                     "--results", str(results), "-q"], capture_output=True, text=True, timeout=600)  # fmt: skip
     return {
         r["id"]: OUTCOME[r["verdict"]] for r in map(json.loads, results.read_text().splitlines())
@@ -72,7 +72,7 @@ def test_k_selects_by_case_id(tmp_path, run_verdicts):
 
 
 def test_without_a_backend_the_suite_says_so(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider", "-rs"],
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "aclnn_conformance.conformance", "-p", "no:cacheprovider", "-rs"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert p.returncode == 4 and "Traceback" not in p.stdout + p.stderr
     assert "ERROR: the aclnn conformance suite needs --aclnn-backend NAME" in p.stderr
@@ -87,7 +87,7 @@ def test_readme_pytest_k_examples_select_what_they_say(tmp_path):
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     examples = [ln for ln in readme.splitlines()
-                if ln.startswith("pytest --pyargs conformance") and " -k " in ln]  # fmt: skip
+                if ln.startswith("pytest --pyargs aclnn_conformance.conformance") and " -k " in ln]  # fmt: skip
     assert examples
     for line in examples:
         args = shlex.split(line.split("#")[0])[1:]
@@ -109,8 +109,8 @@ def test_readme_pytest_k_examples_select_what_they_say(tmp_path):
 
 MARKER = '''
 import os
-from conformance.backend import Backend, Capabilities
-from reference.engine import evaluate
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.reference.engine import evaluate
 
 class Marker(Backend):
     """The reference, leaving a line in $MARKER_FILE for every call it runs."""
@@ -136,7 +136,7 @@ def test_a_skip_entry_keeps_the_case_from_running(tmp_path):
     exp = tmp_path / "e.yaml"
     exp.write_text("format: 1\nentries:\n  - {match: 'relu/*/f16/*', kind: skip, reason: wedges}\n",
                    encoding="utf-8")  # fmt: skip
-    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "--aclnn-backend",
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "aclnn_conformance.conformance", "--aclnn-backend",
                         "marker", "--aclnn-op", "relu", "--aclnn-product", "ascend950",
                         "--aclnn-expectations", str(exp), "-p", "no:cacheprovider", "-q", "-rs",
                         "-k", "f16 or f32"],

@@ -13,15 +13,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from reports.coverage import COVERED, clause_coverage
-from reports.html import case_payload, id_html, render_html
-from reports.jsonreport import summary
-from reports.junit import render_junit
-from reports.markdown import render_markdown
-from reports.model import pass_rate, read_run
-from reports.plots import ulp_panels
-from reports.ulpnote import fmt_ulp, pow2, small_value_notes
+from aclnn_conformance.reports.coverage import COVERED, clause_coverage
+from aclnn_conformance.reports.html import case_payload, id_html, render_html
+from aclnn_conformance.reports.jsonreport import summary
+from aclnn_conformance.reports.junit import render_junit
+from aclnn_conformance.reports.markdown import render_markdown
+from aclnn_conformance.reports.plots import ulp_panels
+from aclnn_conformance.reports.run import pass_rate, read_run
+from aclnn_conformance.reports.ulpnote import fmt_ulp, pow2, small_value_notes
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "results" / "deviation.jsonl"

@@ -11,17 +11,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.cases.generate import plan_suite
+from aclnn_conformance.conformance.run.session import clause_universe
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reports import write_reports
+from aclnn_conformance.reports.coverage import NO_CASE, NOT_RUN, clause_coverage
+from aclnn_conformance.reports.html import case_payload, render_html
+from aclnn_conformance.reports.jsonreport import summary
+from aclnn_conformance.reports.junit import render_junit
+from aclnn_conformance.reports.markdown import render_markdown
+from aclnn_conformance.reports.run import read_run
 
-from conformance.generate import plan_suite
-from conformance.registry import default_registry
-from conformance.session import clause_universe
-from reports import write_reports
-from reports.coverage import NO_CASE, NOT_RUN, clause_coverage
-from reports.html import case_payload, render_html
-from reports.jsonreport import summary
-from reports.junit import render_junit
-from reports.markdown import render_markdown
-from reports.model import read_run
 from tests.support.runcli import assert_clean, assert_one_line_error, conform
 
 DATA = Path(__file__).parent / "data"

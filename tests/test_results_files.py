@@ -23,13 +23,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.judge import results as res
+from aclnn_conformance.reports.casetable import case_payload
+from aclnn_conformance.reports.digest import Digest
+from aclnn_conformance.reports.html import render_html
+from aclnn_conformance.reports.markdown import code, render_markdown
+from aclnn_conformance.reports.output import write_atomic
 
-from conformance import results as res
-from reports.casetable import case_payload
-from reports.digest import Digest
-from reports.html import render_html
-from reports.markdown import code, render_markdown
-from reports.output import write_atomic
 from tests.support import synth_results
 from tests.support.runcli import assert_clean, assert_one_line_error, conform, read_jsonl
 
@@ -498,7 +498,7 @@ def test_write_atomic_on_a_full_disk_leaves_the_old_file_and_no_temporary(tmp_pa
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("reports.output.os.fsync", full)
+    monkeypatch.setattr("aclnn_conformance.reports.output.os.fsync", full)
     with pytest.raises(OSError) as info:
         write_atomic(target, "x" * 100_000)
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(target)

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.spec.expr.language import compile_expr
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference.roundings import correctly_rounded
 
-from conformance.expr import compile_expr
-from conformance.registry import default_registry
-from reference.roundings import correctly_rounded
 from tests.support.paths import evaluate_both
 from tests.support.rounding import round_exact
 from tests.test_kernel import _call
@@ -86,7 +86,7 @@ def _wide_doubles(rng, n: int) -> np.ndarray:
 
 @pytest.mark.parametrize("name, product", _once_specs())
 def test_double_outputs_of_such_formulas_are_the_exact_value_rounded(name, product):
-    from reference import precise
+    from aclnn_conformance.reference import precise
 
     spec = REG.get(name)
     rng = np.random.default_rng(20261125)

@@ -11,12 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.cli.main import main as cli_main
+from aclnn_conformance.conformance.cases.generate import build, plan_suite
+from aclnn_conformance.conformance.run import runner as runner_mod
+from aclnn_conformance.conformance.spec.registry import default_registry
 from click.testing import CliRunner
 
-from cli.main import main as cli_main
-from conformance import runner as runner_mod
-from conformance.generate import build, plan_suite
-from conformance.registry import default_registry
 from tests.support.runcli import (
     assert_clean,
     assert_one_line_error,

@@ -1,4 +1,4 @@
-"""conformance.safeio: FIFOs, devices, directories and oversized files are refused before they
+"""conformance.files.safeio: FIFOs, devices, directories and oversized files are refused before they
 are read (issue 22, point 15), and a file growing while read stops at the limit."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import threading
 import time
 
 import pytest
-
-from conformance import safeio
+from aclnn_conformance.conformance.files import safeio
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """One session, one typed result (issue 25, point 3): the run options are declared once
-(conformance.session.OPTIONS) and every option a run writes into a replay line is accepted by
+(conformance.run.session.OPTIONS) and every option a run writes into a replay line is accepted by
 `replay`, which judges the case the same way; the pytest plugin and `run` give the same verdicts
 with expectations (skip and apply) and oracle options; a Result reads and writes the results
 format of every version; reports never load the specs."""
@@ -17,13 +17,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.cli.main import main
+from aclnn_conformance.cli.replay_cmd import replay as replay_cmd
+from aclnn_conformance.cli.run_cmd import run as run_cmd
+from aclnn_conformance.conformance.judge.result import FIELDS, Result
+from aclnn_conformance.conformance.run.session import OPTIONS, options_for, replay_line
 from click.testing import CliRunner
 
-from cli.main import main
-from cli.replay_cmd import replay as replay_cmd
-from cli.run_cmd import run as run_cmd
-from conformance.result import FIELDS, Result
-from conformance.session import OPTIONS, options_for, replay_line
 from tests.support.runcli import assert_clean, conform
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,7 +152,7 @@ def test_the_plugin_and_run_give_the_same_verdicts_with_expectations_and_oracle_
     )  # the oracle ran with --oracle-opt exact=1
     xml = tmp_path / "junit.xml"
     plugin = [f"--aclnn-{a}" if i % 2 == 0 else a for i, a in enumerate(common)]
-    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", *plugin,
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "aclnn_conformance.conformance", *plugin,
                         "-p", "no:cacheprovider", "-p", "no:xdist", "-q", f"--junitxml={xml}"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert "Traceback" not in p.stderr, p.stderr
@@ -201,8 +201,8 @@ def test_the_record_fields_are_declared_once():
 
 
 def test_nothing_under_reports_imports_the_registry_or_plans():
-    forbidden = ("conformance.registry", "conformance.generate", "conformance.loader",
-                 "conformance.execute", "conformance.runner", "conformance.session")  # fmt: skip
+    forbidden = ("aclnn_conformance.conformance.spec.registry", "aclnn_conformance.conformance.cases.generate", "aclnn_conformance.conformance.spec.load",
+                 "aclnn_conformance.conformance.run.judging", "aclnn_conformance.conformance.run.runner", "aclnn_conformance.conformance.run.session")  # fmt: skip
     for path in sorted((REPO / "reports").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             names = []
@@ -217,7 +217,10 @@ def test_nothing_under_reports_imports_the_registry_or_plans():
             "print(sorted(k for k in sys.modules if k.startswith('conformance.')))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          timeout=120, check=True).stdout  # fmt: skip
-    assert "conformance.registry" not in out and "conformance.generate" not in out, out
+    assert (
+        "aclnn_conformance.conformance.spec.registry" not in out
+        and "aclnn_conformance.conformance.cases.generate" not in out
+    ), out
 
 
 @pytest.mark.gates

@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.spec.expr.language import FUNCTIONS
+from aclnn_conformance.conformance.spec.registry import default_registry
 
-from conformance.expr import FUNCTIONS
-from conformance.registry import default_registry
 from tests.support.runcli import REPO, assert_clean, assert_one_line_error, conform, read_jsonl
 
 SOURCE = REPO / "tests" / "data" / "spec_folder" / "tanh_backward.yaml"  # written like the others
@@ -92,7 +92,7 @@ def test_the_new_operator_runs_on_torch_and_jax_from_its_bindings(backend, tmp_p
 
 @pytest.mark.gates
 def test_the_pytest_plugin_takes_spec_folders(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q",
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "aclnn_conformance.conformance", "-q",
                         "-p", "no:cacheprovider", "--aclnn-backend", "reference",
                         "--aclnn-specs", str(FOLDER), "--aclnn-op", NAME,
                         "--aclnn-max-cases", "20"],

@@ -15,17 +15,17 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.acl.views import BLOCK, FlatView
+from aclnn_conformance.conformance.cases.casedir import read_case, write_case
+from aclnn_conformance.conformance.cases.generate import MODEL_SHAPES, build, plan_op, plan_suite
+from aclnn_conformance.conformance.judge import accumulate
+from aclnn_conformance.conformance.judge.result import Result
+from aclnn_conformance.conformance.run.judging import judge
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import engine, precise
+from aclnn_conformance.reference.backend import ReferenceBackend
 
-from conformance import accumulate
-from conformance.call import Call, ScalarArg, TensorArg
-from conformance.casefile import read_case, write_case
-from conformance.execute import judge
-from conformance.flat import BLOCK, FlatView
-from conformance.generate import MODEL_SHAPES, build, plan_op, plan_suite
-from conformance.registry import default_registry
-from conformance.result import Result
-from reference import engine, precise
-from reference.backend import ReferenceBackend
 from tests.support.runcli import assert_clean, conform
 
 REG = default_registry()
@@ -82,7 +82,7 @@ def test_chunked_and_unchunked_judging_give_identical_records(name, plan, reques
 
 def test_a_failing_output_is_reported_alike_whatever_the_chunk(small_chunks):
     """A backend off by one ulp on every 7th element: the same figures and worst list."""
-    from conformance.backend import Backend, Capabilities
+    from aclnn_conformance.conformance.run.backend import Backend, Capabilities
 
     class Sloppy(Backend):
         name = "sloppy"
@@ -108,7 +108,7 @@ def test_a_failing_output_is_reported_alike_whatever_the_chunk(small_chunks):
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "gaps", "offset", "zero-stride", "broadcast"])  # fmt: skip
 def test_flat_view_reads_and_writes_the_elements_of_any_view(layout):
-    from conformance import values as vals
+    from aclnn_conformance.conformance.cases import values as vals
 
     rng = np.random.default_rng(3)
     logical = rng.normal(size=(5, 7, 3)).astype(np.float32)
@@ -146,7 +146,7 @@ def test_a_case_directory_is_mapped_not_copied(tmp_path):
 
 def test_the_reference_backend_reads_the_case_inputs_in_place():
     """It never writes an input, so the judge hands it the case's own arrays, read-only."""
-    from conformance.execute import backend_call
+    from aclnn_conformance.conformance.run.judging import backend_call
 
     spec = REG.get("softplus_backward")
     case = build(spec, next(p for p in plan_op(spec) if p.kind == "positive"), 0)

@@ -35,14 +35,14 @@ def _elementwise(fn):
 
 @pytest.fixture(scope="module")
 def vexp():
-    from reference.vecmath import vexp
+    from aclnn_conformance.reference.vecmath import vexp
 
     return _elementwise(vexp)
 
 
 @pytest.fixture(scope="module")
 def verfc():
-    from reference.vecmath import verfc
+    from aclnn_conformance.reference.vecmath import verfc
 
     return _elementwise(verfc)
 
@@ -93,8 +93,8 @@ def test_ieee_edges(vexp):
 
 def test_used_for_float_outputs_only():
     """codegen writes _vexp where the output is FLOAT/FLOAT16/BF16 (approx), math.exp else."""
-    from conformance.registry import default_registry
-    from reference import codegen
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.reference import codegen
 
     reg = default_registry()
     spec = reg.get("elu_backward")
@@ -137,7 +137,8 @@ def test_erfc_subnormal_results_and_edges(verfc):
 
 def test_erfc_coefficients_are_what_the_fit_makes():
     """The table in vecmath.py is tests/support/erfc_fit.py's output, not a hand-edited copy."""
-    from reference import vecmath
+    from aclnn_conformance.reference import vecmath
+
     from tests.support import erfc_fit
 
     assert erfc_fit.coefficients() == vecmath._ERFC and erfc_fit.DEG_FLOAT == 24
@@ -147,9 +148,8 @@ def test_erfc_coefficients_are_what_the_fit_makes():
 def test_half_to_double_gives_numpys_value_for_every_float16_bit_pattern():
     """The compiled kernels read FLOAT16 tensors as bits: every one of the 65536 patterns
     must give numpy's float64 (its bits: signed zeros, subnormals, inf and NaN payloads)."""
+    from aclnn_conformance.reference.vecmath import half_to_double
     from numba import njit
-
-    from reference.vecmath import half_to_double
 
     @njit
     def run(hs):
@@ -170,7 +170,7 @@ def test_half_to_double_gives_numpys_value_for_every_float16_bit_pattern():
 
 @pytest.fixture(scope="module")
 def functions():
-    from reference import vecmath
+    from aclnn_conformance.reference import vecmath
 
     return {"expm1": _elementwise(vecmath.vexpm1), "log1p": _elementwise(vecmath.vlog1p),
             "tanh": _elementwise(vecmath.vtanh), "erfinv": _elementwise(vecmath.verfinv)}  # fmt: skip
@@ -241,7 +241,8 @@ def test_erfinv_ieee_edges(functions):
 
 
 def test_erfinv_first_guesses_are_what_the_fit_makes():
-    from reference import vecmath
+    from aclnn_conformance.reference import vecmath
+
     from tests.support import erfinv_fit
 
     assert erfinv_fit.coefficients() == (vecmath._ERFINV_CENTRAL, vecmath._ERFINV_TAIL)

@@ -11,12 +11,12 @@ import re
 
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.cases.generate import build, plan_op
+from aclnn_conformance.conformance.run.judging import judge
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference.backend import ReferenceBackend
+from aclnn_conformance.reference.engine import evaluate
 
-from conformance.execute import judge
-from conformance.generate import build, plan_op
-from conformance.registry import default_registry
-from reference.backend import ReferenceBackend
-from reference.engine import evaluate
 from tests.support.runcli import assert_clean, by_id, conform, read_jsonl
 from tests.support.wrong_backends import (
     ErrorWriterBackend,

@@ -7,9 +7,8 @@ build a Call of each operator with the parameter names of its spec.
 from __future__ import annotations
 
 import numpy as np
-
-from conformance import dtypes as dt
-from conformance.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
 
 NULLPTR, INVALID = 161001, 161002
 OUTPUTS = ("out", "gradInput")

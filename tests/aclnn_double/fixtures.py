@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.run.backends.aclnn_backend import AclnnBackend
 
-from conformance.backends.aclnn_backend import AclnnBackend
 from tests.aclnn_double.build import build, compiler
 
 

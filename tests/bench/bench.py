@@ -49,13 +49,14 @@ def best_of(fn, k: int) -> float:
 
 
 def pipeline() -> dict:
-    from conformance.call import TensorArg
-    from conformance.compare import compare, policy_for
-    from conformance.execute import judge, tolerance_dtype
-    from conformance.generate import build, plan_suite
-    from conformance.registry import default_registry
-    from reference.backend import ReferenceBackend
-    from reference.engine import evaluate
+    from aclnn_conformance.conformance.acl.call import TensorArg
+    from aclnn_conformance.conformance.cases.generate import build, plan_suite
+    from aclnn_conformance.conformance.judge.accumulate import compare
+    from aclnn_conformance.conformance.run.judging import judge, tolerance_dtype
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.conformance.spec.tolerances import policy_for
+    from aclnn_conformance.reference.backend import ReferenceBackend
+    from aclnn_conformance.reference.engine import evaluate
 
     pairs, t_plan = timed(lambda: plan_suite(default_registry()))
     cases, t_build = timed(lambda: [(spec, build(spec, plan, 0)) for spec, plan in pairs])
@@ -111,7 +112,7 @@ def pipeline() -> dict:
 
 def suite(backend: str, jobs: int) -> dict:
     exe = Path(sys.executable).with_name("aclnn-conform")  # this interpreter's console script
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "cli.main"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "aclnn_conformance.cli.main"]
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "r.jsonl"
         args = [*cmd, "run", "-q", "--backend", backend, "--jobs", str(jobs)]
@@ -140,7 +141,7 @@ SEED_OPS = ("leaky_relu_backward", "hardshrink_backward", "softplus_backward", "
 
 
 def per_op(quick: bool, only: list[str] | None = None) -> list[dict]:
-    from conformance.registry import default_registry
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
     reg = default_registry()
     ops = SEED_OPS if quick else [n for n in reg.names() if not reg.get(n).inplace_of]
@@ -172,7 +173,7 @@ def per_op(quick: bool, only: list[str] | None = None) -> list[dict]:
 
 def _cli() -> list[str]:
     exe = Path(sys.executable).with_name("aclnn-conform")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "cli.main"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "aclnn_conformance.cli.main"]
 
 
 def _run_measured(args: list[str]) -> dict:
@@ -188,10 +189,10 @@ def _run_measured(args: list[str]) -> dict:
 
 
 def big_case(log2n: int) -> dict:
-    from conformance.casefile import write_case
-    from conformance.generate import build
-    from conformance.plan import base_args, make_plan
-    from conformance.registry import default_registry
+    from aclnn_conformance.conformance.cases.casedir import write_case
+    from aclnn_conformance.conformance.cases.generate import build
+    from aclnn_conformance.conformance.cases.plan import base_args, make_plan
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
     spec = default_registry().get("leaky_relu_backward")
     n = 1 << log2n
@@ -227,7 +228,8 @@ def large_profile(op: str) -> dict:
 
 def comparison(log2n: int) -> list[dict]:
     """compare() of one 2^log2n-element output per dtype (the statistics alone), best of 2."""
-    from conformance.compare import compare, policy_for
+    from aclnn_conformance.conformance.judge.accumulate import compare
+    from aclnn_conformance.conformance.spec.tolerances import policy_for
 
     rows = []
     rng = np.random.default_rng(0)
@@ -353,8 +355,7 @@ def main() -> None:
         res = json.loads(a.from_.read_text())
     else:
         import torch
-
-        from reference import kernel
+        from aclnn_conformance.reference import kernel
 
         cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                     if ln.startswith("model name")), platform.processor())  # fmt: skip

@@ -35,10 +35,9 @@ def best_of(fn, k: int) -> float:
 def make_call(op: str, dtype: str, n: int):
     """(spec, a contiguous call of n elements per tensor, its tensor bytes)."""
     import ml_dtypes  # noqa: F401 - bf16 for numpy
-
-    from conformance import dtypes as dt
-    from conformance.call import Call, ScalarArg, TensorArg
-    from conformance.registry import default_registry
+    from aclnn_conformance.conformance.acl import dtypes as dt
+    from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
     spec = default_registry().get(op)
     rng = np.random.default_rng(0)
@@ -63,9 +62,8 @@ def make_call(op: str, dtype: str, n: int):
 def torch_fn(spec, call):
     """A no-argument callable running the spec's ATen binding on the call's tensors, or None."""
     import torch
-
-    from conformance.backends.torch_backend import parse_aten_binding
-    from conformance.call import ScalarArg, TensorArg
+    from aclnn_conformance.conformance.acl.call import ScalarArg, TensorArg
+    from aclnn_conformance.conformance.run.backends.torch_backend import parse_aten_binding
 
     b = parse_aten_binding(spec)
     if b is None or spec.inplace_of:
@@ -93,7 +91,7 @@ def torch_fn(spec, call):
 
 
 def measure(op: str, dtype: str, log2n: int, exact: bool) -> dict:
-    from reference import engine
+    from aclnn_conformance.reference import engine
 
     n = 1 << log2n
     spec, call, nbytes = make_call(op, dtype, n)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-
-from conformance.call import Call, ScalarArg, TensorArg
+from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
 
 
 def t(values, dtype: str = "FLOAT") -> TensorArg:

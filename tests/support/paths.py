@@ -6,9 +6,8 @@ from __future__ import annotations
 import importlib.util
 
 import numpy as np
-
-from conformance.call import Call, Outcome
-from reference import engine, kernel
+from aclnn_conformance.conformance.acl.call import Call, Outcome
+from aclnn_conformance.reference import engine, kernel
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 PATHS = ("numpy", "numba") if HAVE_NUMBA else ("numpy",)

@@ -1,5 +1,5 @@
 """Rounding an exact value (an mpmath mpf) to a float dtype, to nearest, ties to even: written
-independently of conformance.dtypes so that tests can check the engine's rounding with it."""
+independently of conformance.acl.dtypes so that tests can check the engine's rounding with it."""
 
 from __future__ import annotations
 

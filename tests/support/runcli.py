@@ -18,7 +18,7 @@ def _exe() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("aclnn-conform")
-    return [found] if found else [sys.executable, "-m", "cli.main"]
+    return [found] if found else [sys.executable, "-m", "aclnn_conformance.cli.main"]
 
 
 def conform(

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-import specs
+from aclnn_conformance import specs
 
 SPECS_ENV = "ACLNN_CONFORM_SPECS"
 

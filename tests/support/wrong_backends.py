@@ -8,12 +8,11 @@ copies this file into a temporary plug-in so that a subprocess finds the classes
 from __future__ import annotations
 
 import numpy as np
-
-from conformance.backend import Backend, Capabilities
-from conformance.call import Call, Outcome, TensorArg
-from conformance.compare import policy_for
-from conformance.registry import default_registry
-from reference.engine import evaluate
+from aclnn_conformance.conformance.acl.call import Call, Outcome, TensorArg
+from aclnn_conformance.conformance.run.backend import Backend, Capabilities
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.tolerances import policy_for
+from aclnn_conformance.reference.engine import evaluate
 
 ERR_NULLPTR = 161001
 ERR_INVALID = 161002

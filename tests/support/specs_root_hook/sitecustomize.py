@@ -13,7 +13,7 @@ from pathlib import Path
 
 _ROOT = os.environ.get("ACLNN_CONFORM_TEST_SPECS_ROOT")
 if _ROOT:
-    import specs
+    from aclnn_conformance import specs
 
     def _root(_path: Path = Path(_ROOT)) -> Path:
         return _path

@@ -1,0 +1,1 @@
+"""Cases: plans, values and layouts, generation from the spec, negatives, building a case, case directories on disk."""

@@ -1,0 +1,86 @@
+"""Building a case: a CasePlan and a seed become a Case with tensors in memory.
+
+Tensors are drawn from a generator seeded by (seed, case id): a case's values depend only on its
+id and the seed, which is what makes `replay CASE-ID` possible and keeps ids stable across seeds.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..acl import dtypes as dt
+from ..acl.call import Call, ScalarArg
+from ..acl.planned import ScalarPlan, TensorPlan
+from ..spec.interpret import Verdict, attribute_env, branch_hits, lets_used, validate
+from ..spec.model import OpSpec, SpecialPoint
+from . import values as vals
+from .plan import CasePlan
+
+
+@dataclass
+class Case:
+    id: str
+    op: str
+    product: str
+    kind: str
+    call: Call
+    clauses: tuple[str, ...]
+    expected_status: int
+    seed: int
+
+
+def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
+    """The Case of `plan`; a valid positive case is also credited with the branches it takes."""
+    rng = np.random.default_rng([seed, zlib.crc32(plan.id.encode())])
+    point = next((p for p in spec.special_points if p.id == plan.point), None)
+    args: dict[str, Any] = {}
+    for name, a in plan.args:
+        if isinstance(a, ScalarPlan):
+            args[name] = ScalarArg(a.dtype, a.value)
+        elif not isinstance(a, TensorPlan):
+            args[name] = a
+    for name, a in plan.args:
+        if not isinstance(a, TensorPlan):
+            continue
+        if not spec.param(name).is_read:  # a pure output (an in-place tensor holds values)
+            args[name] = vals.output_tensor(a.dtype, a.shape, a.layout)
+            continue
+        d = dt.get(a.dtype)
+        logical = vals.draw(a.values, d, a.shape, rng)
+        if point is not None and point.param == name:
+            logical = vals.place_point(logical, _point_value(spec, point, args), d, rng)
+        if a.layout == "zero-stride":
+            logical = vals.zero_stride_values(logical)
+        args[name] = vals.layout(logical, a.dtype, a.layout)
+    call = Call(spec.name, plan.product, args)
+    clauses = plan.clauses
+    if plan.kind == "positive" and plan.expected_status == 0:
+        verdict = validate(spec, call)
+        if verdict.ok_to_compute:
+            hits = branch_hits(spec, call)
+            extra = lets_used(spec, hits) + hits
+            clauses = tuple(dict.fromkeys((*clauses, *extra)))
+    return Case(plan.id, spec.name, plan.product, plan.kind, call, clauses,
+                plan.expected_status, seed)  # fmt: skip
+
+
+def _point_value(spec: OpSpec, point: SpecialPoint, args: dict[str, Any]) -> float:
+    env = {k: v for k, v in attribute_env(spec, Call(spec.name, "", args)).items()}
+    for let in spec.formula.lets:
+        if let.value.names <= set(env):
+            env[let.name] = let.value.evaluate(env)
+    return float(point.value.evaluate(env))
+
+
+def verdict(spec: OpSpec, product: str, args: dict[str, Any]) -> Verdict:
+    """What the spec's checks say of the call that plan arguments `args` make on `product`.
+
+    Planning uses it to keep only valid positive cases and negative cases that fail first on the
+    clause they target.
+    """
+    plan = CasePlan("probe", spec.name, product, "probe", tuple(args.items()), (), 0)
+    return validate(spec, build(spec, plan, 0).call)

@@ -1,0 +1,308 @@
+"""Case planning, driven by the op spec alone (no per-operator Python).
+
+Generation is two steps. `plan_op` enumerates CasePlans (conformance.cases.plan): ids, dtypes, shapes,
+layouts, value kinds and scalars, with no data, so the whole suite can be listed, filtered and
+budgeted cheaply. `build` (conformance.cases.build, re-exported here) turns one plan into a Case with
+tensors drawn from a generator seeded by (seed, case id).
+
+Positive cases follow TOSA-style selection: every valid dtype combination once (dtype matrix),
+then for each product and each same-dtype combination one axis at a time (values x variants,
+special points, shapes, layouts, scalars) from a base configuration. Each check kind says which
+axes exercise its clauses (conformance.spec.checks.kinds). Negative cases are one minimal violation per
+error clause (conformance.cases.negatives).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..acl.planned import ScalarPlan, TensorPlan, with_shapes
+from ..spec.checks.kinds import kind_of
+from ..spec.interpret import Verdict
+from ..spec.model import OpSpec
+from . import values as vals
+from .build import Case, build, verdict
+from .negatives import negative_plans
+from .plan import CasePlan, base_args, make_plan
+
+if TYPE_CHECKING:
+    from ..spec.registry import Registry
+
+# Re-exported: runner, the CLI, backends and tests take these from here.
+__all__ = ["Case", "CasePlan", "ScalarPlan", "TensorPlan", "build", "dtype_combos", "plan_op",
+           "plan_suite", "select"]  # fmt: skip
+
+LARGE_SHAPE = (1024, 1024)
+# The large profile (--profile large): shapes real models run these activations on (an LLaMA-7B
+# MLP activation, a 4096-wide attention block, and a shape of the vendor's own ATK cases).
+MODEL_SHAPES = ((8, 4096, 11008), (16, 4096, 4096), (9, 6, 232, 4096))
+PROFILES = ("default", "large")
+REGULAR = ["BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64", "FLOAT16", "BF16", "FLOAT", "DOUBLE",
+           "COMPLEX64", "COMPLEX128"]  # fmt: skip
+
+
+def _candidates(spec: OpSpec, product: str, name: str) -> list[str]:
+    found: list[str] = []
+    for c in spec.checks:
+        found += [d for d in kind_of(c).allowed_dtypes(spec, c, product, name) if d not in found]
+    return found or list(REGULAR)
+
+
+def dtype_combos(spec: OpSpec, product: str) -> list[dict[str, str]]:
+    """Every valid assignment of dtypes to the tensor parameters on `product`."""
+    tensors = [p.name for p in spec.params if p.is_tensor]
+    cands = [_candidates(spec, product, n) for n in tensors]
+    out = []
+    for combo in itertools.product(*cands):
+        dtypes = dict(zip(tensors, combo, strict=True))
+        v = verdict(spec, product, base_args(spec, dtypes, (2, 3)))
+        if v.status == 0:
+            out.append(dtypes)
+    return out
+
+
+def base_rejection(spec: OpSpec, product: str) -> tuple[dict[str, str], Verdict] | None:
+    """None when `product` has a valid dtype combination; else the base case that got furthest
+    through the checks (the one whose rejecting check comes last in spec order: the check that
+    blocks even the right dtypes) and its verdict: why no positive case exists."""
+    if dtype_combos(spec, product):
+        return None
+    tensors = [p.name for p in spec.params if p.is_tensor]
+    order = {c.id: i for i, c in enumerate(spec.checks)}
+    best: tuple[int, dict[str, str], Verdict] | None = None
+    combos = itertools.product(*(_candidates(spec, product, n) for n in tensors))
+    for combo in itertools.islice(combos, 500):
+        dtypes = dict(zip(tensors, combo, strict=True))
+        v = verdict(spec, product, base_args(spec, dtypes, (2, 3)))
+        rank = order.get(v.check.id, len(order)) if v.check is not None else len(order)
+        if best is None or rank > best[0]:
+            best = (rank, dtypes, v)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _variants(spec: OpSpec) -> list[dict[str, Any]]:
+    axes = []
+    for p in spec.attributes:
+        if p.kind == "bool":
+            axes.append([(p.name, False), (p.name, True)])
+        elif p.kind == "string" and p.values:
+            axes.append([(p.name, v) for v in p.values])
+    return [dict(c) for c in itertools.product(*axes)] if axes else [{}]
+
+
+def _ids(spec: OpSpec, axis: str, param: str | None = None) -> list[str]:
+    """Ids of the checks that the positive cases of plan axis `axis` exercise."""
+    return [c.id for c in spec.checks if kind_of(c).credits(c, axis, param)]
+
+
+def _shape_cases(spec: OpSpec) -> list[tuple[str, dict[str, tuple[int, ...]], list[str]]]:
+    """(tag, shape per tensor, clause ids) for the shape axis."""
+    tensors = [p.name for p in spec.params if p.is_tensor]
+    ins = [p.name for p in spec.tensor_inputs]
+    outs = [p.name for p in spec.outputs]
+    shape_ids = _ids(spec, "shape")
+    rank_ids = _ids(spec, "rank")
+    empty_ids = _ids(spec, "empty")
+    zero_dim = [p.id for p in spec.properties if p.kind == "zero_dim"]
+    cases = []
+    for tag, shp in [("0d", ()), ("1d-7", (7,)), ("2d-3x5", (3, 5)), ("4d-2x3x1x4", (2, 3, 1, 4)),
+                     ("8d", (1, 2, 1, 2, 1, 2, 1, 2))]:  # fmt: skip
+        clauses = shape_ids + (rank_ids if len(shp) == 8 else []) + (zero_dim if not shp else [])
+        cases.append((f"shape={tag}", dict.fromkeys(tensors, shp), clauses))
+    for tag, shp in [("0", (0,)), ("2x0x3", (2, 0, 3)), ("4x0", (4, 0))]:
+        cases.append((f"shape=empty-{tag}", dict.fromkeys(tensors, shp), empty_ids + shape_ids))
+    bprop = next((p for p in spec.properties if p.kind == "broadcast"), None)
+    if bprop and len(ins) >= 2:
+        a, b = bprop.params[:2]
+        pairs = [((3, 1), (1, 5)), ((1, 5), (3, 1)), ((2, 3, 4), (4,)), ((4,), (2, 3, 4)),
+                 ((1,), (5, 5)), ((0, 3), (1, 3))]  # fmt: skip
+        for sa, sb in pairs:
+            out = tuple(int(n) for n in np.broadcast_shapes(sa, sb))
+            shp = {a: sa, b: sb, **dict.fromkeys(outs, out)}
+            tag = f"shape=bcast-{'x'.join(map(str, sa))}.{'x'.join(map(str, sb))}"
+            extra = empty_ids if 0 in out else []
+            cases.append((tag, shp, [bprop.id, *shape_ids, *extra]))
+    return cases
+
+
+def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
+    """Every case plan of one op (on `products`, default all of its own), in a stable order."""
+    plans: list[CasePlan] = []
+    noncontig = [p.id for p in spec.properties if p.kind == "noncontiguous"]
+    variant_ids = _ids(spec, "variant")
+    large_done = False
+    for product in products or list(spec.products):
+        if product not in spec.products:
+            continue
+        combos = dtype_combos(spec, product)
+        dtype_ids = _ids(spec, "dtype")
+        for combo in combos:
+            plans.append(
+                make_plan(spec, product, "positive", base_args(spec, combo), "dtypes", dtype_ids)
+            )
+        diag = [c for c in combos if len(set(c.values())) == 1] or combos[:1]
+        for combo in diag:
+            base = base_args(spec, combo)
+            for variant in _variants(spec):
+                vargs = {**base, **variant}
+                for kind in vals.VALUE_KINDS:
+                    args = {k: replace(v, values=kind) if isinstance(v, TensorPlan) else v
+                            for k, v in vargs.items()}  # fmt: skip
+                    plans.append(
+                        make_plan(spec, product, "positive", args, f"values={kind}", variant_ids)
+                    )
+            for point in spec.special_points:
+                args = dict(base)
+                for k, v in point.with_.items():
+                    p = spec.param(k)
+                    args[k] = ScalarPlan(p.default_dtype or "FLOAT", v) if p.kind == "scalar" else v
+                plans.append(make_plan(spec, product, "positive", args, f"point={point.id}", [point.id],
+                                 point=point.id))  # fmt: skip
+            for tag, shapes, clauses in _shape_cases(spec):
+                plans.append(
+                    make_plan(spec, product, "positive", with_shapes(base, shapes), tag, clauses)
+                )
+            for lay in ("transposed", "gaps", "offset", "zero-stride"):
+                args = {k: replace(v, layout=lay) if isinstance(v, TensorPlan)
+                        and not spec.param(k).is_output else v for k, v in base.items()}  # fmt: skip
+                plans.append(
+                    make_plan(spec, product, "positive", args, f"layout=in-{lay}", noncontig)
+                )
+                if lay != "zero-stride":
+                    args = {k: replace(v, layout=lay) if isinstance(v, TensorPlan)
+                            and spec.param(k).is_output else v for k, v in base.items()}  # fmt: skip
+                    plans.append(
+                        make_plan(spec, product, "positive", args, f"layout=out-{lay}", noncontig)
+                    )
+            plans += _scalar_plans(spec, product, base)
+            plans += _null_plans(spec, product, base)
+            if (not large_done and product == spec.products[0]
+                    and all(d == "FLOAT" for d in combo.values())):  # fmt: skip
+                shapes = dict.fromkeys([p.name for p in spec.params if p.is_tensor], LARGE_SHAPE)
+                tag = f"shape=large-{LARGE_SHAPE[0]}x{LARGE_SHAPE[1]}"
+                plans.append(
+                    make_plan(spec, product, "positive", with_shapes(base, shapes), tag, [])
+                )
+                large_done = True
+        if diag:
+            plans += negative_plans(spec, product, base_args(spec, diag[0]))
+    return _valid_positive(spec, plans)
+
+
+def _scalar_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
+    out = []
+    for p in spec.attributes:
+        if p.kind != "scalar":
+            continue
+        named = _ids(spec, "scalar-value", p.name)
+        ddt = p.default_dtype or "FLOAT"
+        for label, v in [("0", 0.0), ("neg", -1.5), ("large", 1.0e4), ("small", 1.0e-3)]:
+            args = {**base, p.name: ScalarPlan(ddt, v)}
+            out.append(
+                make_plan(spec, product, "positive", args, f"scalar={p.name}:{label}", named)
+            )
+        for d in ["FLOAT16", "BF16", "DOUBLE", "INT32", "INT64", "INT8", "UINT8", "INT16", "BOOL"]:
+            if d == ddt:
+                continue
+            value = True if d == "BOOL" else 2
+            args = {**base, p.name: ScalarPlan(d, value)}
+            out.append(make_plan(spec, product, "positive", args, f"scalar={p.name}:{d}",
+                           _ids(spec, "dtype")))  # fmt: skip
+    return out
+
+
+def _null_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
+    """One positive case per parameter whose null the spec accepts (`null: default` or
+    `absent`): that argument a null pointer, every other one as in the base case."""
+    return [make_plan(spec, product, "positive", {**base, p.name: None}, f"null={p.name}",
+                      _ids(spec, "null", p.name))
+            for p in spec.params if p.nullable]  # fmt: skip
+
+
+def _valid_positive(spec: OpSpec, plans: list[CasePlan]) -> list[CasePlan]:
+    """Drop positive plans the spec itself rejects (a scalar dtype not allowed, say)."""
+    out, seen = [], set()
+    for plan in plans:
+        if plan.id in seen:
+            continue
+        if plan.kind == "positive":
+            v = verdict(spec, plan.product, plan.arg)
+            if v.status != 0:
+                continue
+        seen.add(plan.id)
+        out.append(plan)
+    return out
+
+
+# -- the suite -----------------------------------------------------------------------------
+
+
+def plan_suite(
+    registry: Registry,
+    ops: list[str] | None = None,
+    products: list[str] | None = None,
+    profile: str = "default",
+) -> list[tuple[OpSpec, CasePlan]]:
+    """(spec, plan) for every case of the selected ops, in a stable order; profile "large"
+    adds, per op, its same-dtype combinations at each of MODEL_SHAPES."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+    specs_ = [registry.get(o) for o in ops] if ops else list(registry)
+    out = []
+    for spec in sorted(specs_, key=lambda s: s.name):
+        out += [(spec, p) for p in plan_op(spec, products)]
+        if profile == "large":
+            out += [(spec, p) for p in model_plans(spec, products)]
+    return out
+
+
+def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
+    """The large profile's cases of one op: on its first selected product, each dtype
+    combination whose tensors share one dtype, at each shape of MODEL_SHAPES."""
+    chosen = [p for p in spec.products if not products or p in products][:1]
+    plans = []
+    for product in chosen:
+        combos = [c for c in dtype_combos(spec, product) if len(set(c.values())) == 1]
+        for combo in combos:
+            for shape in MODEL_SHAPES:
+                # validity does not depend on the extents: check a small tensor of the same rank
+                small = base_args(spec, combo, tuple(min(s, 2) for s in shape))
+                if verdict(spec, product, small).status != 0:
+                    continue
+                tag = "shape=model-" + "x".join(str(s) for s in shape)
+                plans.append(make_plan(spec, product, "positive", base_args(spec, combo, shape),
+                                       tag, []))  # fmt: skip
+    return plans
+
+
+def select(
+    pairs: list[tuple[OpSpec, CasePlan]], budget: int | None
+) -> list[tuple[OpSpec, CasePlan]]:
+    """At most `budget` cases, every static clause kept covered, the rest spread over groups."""
+    if budget is None or budget >= len(pairs):
+        return pairs
+    chosen: dict[str, int] = {}
+    covered: set[tuple[str, str]] = set()
+    for i, (spec, plan) in enumerate(pairs):
+        new = [(spec.name, c) for c in plan.clauses if (spec.name, c) not in covered]
+        if new:
+            covered.update(new)
+            chosen[plan.id] = i
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for i, (_, plan) in enumerate(pairs):
+        if plan.id not in chosen:
+            key = (plan.op, plan.product, plan.kind)
+            groups.setdefault(key, []).append(i)
+    queues = list(groups.values())
+    while len(chosen) < budget and any(queues):
+        for q in queues:
+            if q and len(chosen) < budget:
+                i = q.pop(0)
+                chosen[pairs[i][1].id] = i
+    keep = sorted(chosen.values())[:budget] if len(chosen) > budget else sorted(chosen.values())
+    return [pairs[i] for i in keep]

@@ -1,0 +1,134 @@
+"""Case plans: what a generated case is before any data is drawn.
+
+A CasePlan names its case, its product and, per parameter, a TensorPlan (dtype, shape, layout,
+value kind), a ScalarPlan or a plain bool or string. Plans hold no data, so the whole suite can
+be listed, filtered and budgeted cheaply; conformance.cases.build turns one into a Case. This is the
+vocabulary shared by case planning (conformance.cases.generate), negative cases (conformance.cases.negatives)
+and the check kinds' mutations (conformance.spec.checks.kinds), so none of them imports another's internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..acl import dtypes as dt
+from ..spec.model import OpSpec
+
+BASE_SHAPE = (3, 5)
+
+
+@dataclass(frozen=True)
+class TensorPlan:
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str = "contiguous"
+    values: str = "normal"
+
+
+@dataclass(frozen=True)
+class ScalarPlan:
+    dtype: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    id: str
+    op: str
+    product: str
+    kind: str  # positive | negative
+    args: tuple[tuple[str, Any], ...]
+    clauses: tuple[str, ...]
+    expected_status: int
+    point: str | None = None
+
+    @property
+    def arg(self) -> dict[str, Any]:
+        return dict(self.args)
+
+    def dtypes(self) -> list[str]:
+        return [a.dtype for _, a in self.args if isinstance(a, TensorPlan)]
+
+
+def base_args(
+    spec: OpSpec, dtypes: dict[str, str], shape: tuple[int, ...] = BASE_SHAPE
+) -> dict[str, Any]:
+    """The base configuration: tensors of `dtypes` and `shape`, every other parameter default."""
+    args: dict[str, Any] = {}
+    for p in spec.params:
+        if p.is_tensor:
+            args[p.name] = TensorPlan(dtypes[p.name], shape)
+        elif p.kind == "scalar":
+            args[p.name] = ScalarPlan(p.default_dtype or "FLOAT", p.default)
+        elif p.kind == "bool":
+            args[p.name] = bool(p.default)
+        else:
+            args[p.name] = p.default if p.default is not None else (p.values[0] if p.values else "")
+    return args
+
+
+def make_plan(
+    spec: OpSpec,
+    product: str,
+    kind: str,
+    args: dict[str, Any],
+    tail: str,
+    clauses: list[str],
+    status: int = 0,
+    point: str | None = None,
+) -> CasePlan:
+    """A plan with its case id: op/product/dtypes/variant/tail, or op/product/neg/tail.
+
+    Ids are part of the public interface (replay, expectations, results), so they are made here
+    and nowhere else.
+    """
+    ident = f"{spec.name}/{product}/{_dtag(spec, args)}/{_variant_tag(spec, args)}/{tail}"
+    if kind == "negative":
+        ident = f"{spec.name}/{product}/neg/{tail}"
+    return CasePlan(ident, spec.name, product, kind, tuple(args.items()), tuple(clauses), status,
+                    point)  # fmt: skip
+
+
+def _dtag(spec: OpSpec, args: dict[str, Any]) -> str:
+    return dt.tag(args[p.name].dtype for p in spec.params
+                  if p.is_tensor and isinstance(args.get(p.name), TensorPlan))  # fmt: skip
+
+
+def _variant_tag(spec: OpSpec, args: dict[str, Any]) -> str:
+    parts = []
+    for p in spec.attributes:
+        if p.kind == "bool":
+            parts.append(f"{p.name}={int(bool(args[p.name]))}")
+        elif p.kind == "string" and p.values:
+            parts.append(f"{p.name}={args[p.name]}")
+    return ",".join(parts) or "-"
+
+
+def with_shapes(args: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """`args` with the tensors named in `shapes` reshaped."""
+    return {k: replace(v, shape=shapes[k]) if k in shapes else v for k, v in args.items()}
+
+
+def set_dtype(args: dict[str, Any], names: list[str], dtype: str) -> dict[str, Any]:
+    """`args` with the tensors and scalars in `names` given `dtype` (a scalar keeps a value that
+    the new dtype can hold)."""
+    out = dict(args)
+    for n in names:
+        a = out[n]
+        if hasattr(a, "dtype"):
+            value = getattr(a, "value", None)
+            out[n] = replace(a, dtype=dtype, value=_scalar_value(dtype, value)) if value is not None \
+                else replace(a, dtype=dtype)  # fmt: skip
+    return out
+
+
+def _scalar_value(dtype: str, value: Any) -> Any:
+    cat = dt.get(dtype).category
+    if cat == "bool":
+        return True
+    if cat == "int":
+        return 1
+    if cat == "complex":
+        return complex(0.5, 0.25)
+    return 0.5 if value is None else value

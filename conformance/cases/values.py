@@ -1,0 +1,175 @@
+"""Tensor contents and memory layouts for generated cases.
+
+A value kind names a distribution (normal, wide, tiny, large, special, ...) drawn for a dtype;
+a layout places a logical array in a storage array the way a real caller might: transposed,
+with gaps between elements, behind a storage offset, or with a zero stride. Gaps and padding
+are filled with NaN (or a sentinel for integers) so that reading outside a view shows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..acl import dtypes as dt
+from ..acl.call import TensorArg, contiguous_strides
+
+VALUE_KINDS = ("normal", "wide", "tiny", "large", "special")
+OFFSET = 7
+INT_FILL = 77
+
+
+CHUNKED = 1 << 22  # larger "normal" tensors are drawn this many elements at a time
+
+
+def _finfo(d: dt.DType):
+    import ml_dtypes
+
+    return ml_dtypes.finfo(d.np)
+
+
+def draw(kind: str, d: dt.DType, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Logical values of `kind` for dtype `d`, already exactly representable in it."""
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if d.opaque:
+        return np.zeros(shape, dtype=d.np)
+    if d.category == "bool":
+        return (rng.random(n) < 0.5).reshape(shape)
+    if d.category == "int":
+        info = np.iinfo(d.np)
+        if kind in ("wide", "large", "special"):
+            lo, hi = int(info.min), int(info.max)
+            v = rng.integers(lo, hi, size=n, endpoint=True, dtype=np.int64 if lo < 0 else np.uint64)
+        else:
+            lo = max(int(info.min), -6)
+            v = rng.integers(lo, 7, size=n)
+        return v.astype(d.np).reshape(shape)
+    if d.category == "complex":  # each part a value of the part dtype (COMPLEX64: FLOAT)
+        part = dt.get("FLOAT" if d.np.itemsize == 8 else "DOUBLE")
+        re = draw(kind, part, shape, rng).astype(np.float64)
+        im = draw(kind, part, shape, rng).astype(np.float64)
+        out = np.empty(shape, dtype=d.np)
+        out.real, out.imag = re, im  # no complex product: inf * 1j would put NaN in a part
+        return out
+    if kind == "normal" and n > CHUNKED:  # large: one chunk of float64 at a time
+        out = np.empty(n, dtype=d.np)
+        for start in range(0, n, CHUNKED):
+            stop = min(start + CHUNKED, n)
+            out[start:stop] = dt.round_to(rng.normal(0.0, 2.0, stop - start), d)
+        return out.reshape(shape)
+    fi = _finfo(d)
+    big, sub = float(fi.max), float(fi.smallest_subnormal)
+    if kind == "normal":
+        v = rng.normal(0.0, 2.0, n)
+    elif kind == "wide":
+        r = min(1.0e4, big / 8)
+        v = rng.uniform(-r, r, n)
+    elif kind == "tiny":
+        v = rng.uniform(-1e-3, 1e-3, n)
+        k = rng.integers(1, 9, n) * rng.choice([-1.0, 1.0], n) * sub
+        v = np.where(rng.random(n) < 0.5, v, k)
+    elif kind == "large":
+        v = rng.choice([-1.0, 1.0], n) * rng.uniform(0.25, 1.0, n) * big
+    elif kind == "special":
+        pool = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, big, -big, sub, -sub, 1.0, -1.0, 0.5])
+        v = np.resize(pool, n)
+        v = v[rng.permutation(n)]
+    else:
+        raise ValueError(f"unknown value kind {kind!r}")
+    return dt.round_to(v, d).reshape(shape)
+
+
+def place_point(
+    base: np.ndarray, point: float, d: dt.DType, rng: np.random.Generator
+) -> np.ndarray:
+    """Put `point` (rounded to d) and its two neighbours in d at about half of the positions."""
+    flat = base.reshape(-1).copy()
+    if flat.size == 0 or d.category not in ("float", "int"):
+        return base
+    if d.category == "int":
+        p = np.array([np.clip(round(point), np.iinfo(d.np).min, np.iinfo(d.np).max)])
+        cands = np.array([p[0] - 1, p[0], p[0] + 1]).astype(d.np)
+    else:
+        p = dt.round_to(np.array([point], dtype=np.float64), d)
+        if d.np == np.float64:
+            cands = np.array([np.nextafter(p[0], -np.inf), p[0], np.nextafter(p[0], np.inf)])
+        else:
+            cands = _neighbours(p, d)
+    mask = rng.random(flat.size) < 0.5
+    mask[0] = True  # the exact point is always present
+    choice = np.where(np.arange(flat.size) == 0, 1, rng.integers(0, 3, flat.size))
+    flat[mask] = cands[choice[mask]].astype(flat.dtype)
+    return flat.reshape(base.shape)
+
+
+def _neighbours(p: np.ndarray, d: dt.DType) -> np.ndarray:
+    """[next below, p, next above] in dtype d (narrow floats: via their bit patterns)."""
+    bits_t = {1: np.uint8, 2: np.uint16, 4: np.uint32}[d.np.itemsize]
+    x = p.astype(d.np)
+    b = x.view(bits_t).astype(np.int64)[0]
+    sign = 1 << (8 * d.np.itemsize - 1)
+    if b & (sign - 1) == 0:  # +-0: neighbours are the smallest subnormals
+        lo, hi = sign | 1, 1
+    elif b & sign:
+        lo, hi = b + 1, b - 1
+    else:
+        lo, hi = b - 1, b + 1
+    arr = np.array([lo, b, hi], dtype=np.int64).astype(bits_t).view(d.np)
+    return arr
+
+
+def layout(values: np.ndarray, dtype: str, kind: str, fill: float | None = None) -> TensorArg:
+    """A TensorArg holding `values` (logical, already in dtype) with memory layout `kind`."""
+    d = dt.get(dtype)
+    shape = tuple(int(s) for s in values.shape)
+    fill_v = _fill_value(d, fill)
+    if kind == "transposed" and len(shape) >= 2:
+        storage = np.ascontiguousarray(values.transpose()).reshape(-1)
+        strides = tuple(reversed(contiguous_strides(tuple(reversed(shape)))))
+        return TensorArg(d.name, shape, strides, 0, storage)
+    if kind == "gaps" and len(shape) >= 1:
+        padded = tuple(shape[:-1]) + (2 * shape[-1] + 1,)
+        storage = np.full(int(np.prod(padded, dtype=np.int64)), fill_v, dtype=d.np)
+        strides = list(contiguous_strides(padded))
+        strides[-1] = 2
+        t = TensorArg(d.name, shape, tuple(strides), 1, storage)
+        t.write(values)
+        return t
+    if kind == "offset":
+        n = values.size
+        storage = np.full(OFFSET + n + 3, fill_v, dtype=d.np)
+        t = TensorArg(d.name, shape, contiguous_strides(shape), OFFSET, storage)
+        t.write(values)
+        return t
+    if kind == "zero-stride" and len(shape) >= 1 and shape[0] > 0:
+        row = np.ascontiguousarray(values[0]).reshape(-1)
+        strides = (0,) + contiguous_strides(shape[1:])
+        storage = np.concatenate([row, np.full(2, fill_v, dtype=d.np)])
+        return TensorArg(d.name, shape, strides, 0, storage)
+    data = values if values.dtype == d.np else values.astype(d.np)
+    return TensorArg(
+        d.name, shape, contiguous_strides(shape), 0, np.ascontiguousarray(data).reshape(-1)
+    )
+
+
+def zero_stride_values(values: np.ndarray) -> np.ndarray:
+    """The logical contents a zero-stride view of `values` shows: every row equals row 0."""
+    if values.ndim == 0 or values.shape[0] == 0:
+        return values
+    return np.broadcast_to(values[:1], values.shape).copy()
+
+
+def output_tensor(dtype: str, shape: tuple[int, ...], kind: str) -> TensorArg:
+    """An output tensor whose every storage element starts as NaN (or a sentinel for integers)."""
+    d = dt.get(dtype)
+    blank = np.full(shape, _fill_value(d, None), dtype=d.np)
+    return layout(blank, dtype, "contiguous" if kind == "zero-stride" else kind)
+
+
+def _fill_value(d: dt.DType, fill: float | None):
+    if fill is not None:
+        return fill
+    if d.category in ("float", "complex") and not d.opaque:
+        return np.nan
+    if d.category == "bool":
+        return True
+    return INT_FILL

@@ -1,0 +1,207 @@
+"""The base class of the check kinds, and what evaluating a check on a call needs.
+
+conformance.spec.checks.kinds registers one subclass per kind; see there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ...acl import dtypes as dt
+from ...acl.call import Call, CallError, ScalarArg
+from ..model import Check, DtypeTerm, OpSpec, Param
+
+if TYPE_CHECKING:
+    from ..lint import Linter
+
+Args = dict[str, Any]
+Mutations = Iterator[tuple[str, Args]]
+
+
+class Violation(Exception):
+    """A check that a call fails; the message says how."""
+
+    def __init__(self, check: Check, message: str):
+        super().__init__(message)
+        self.check, self.message = check, message
+
+
+def null_default(p: Param) -> Any:
+    """The argument a null pointer stands for when the parameter says `null: default`: its
+    documented default (a scalar of its default dtype)."""
+    if p.kind == "scalar":
+        return ScalarArg(p.default_dtype or "FLOAT", p.default)
+    return bool(p.default) if p.kind == "bool" else p.default
+
+
+def with_defaults(spec: OpSpec, call: Call) -> Call:
+    """`call` with every null of a `null: default` parameter replaced by that default: the call
+    the op makes. Backends that cannot pass a null (PyTorch, JAX) and the formula see this one."""
+    subs = {p.name: null_default(p) for p in spec.params
+            if p.null == "default" and p.name in call.args and call.args[p.name] is None}  # fmt: skip
+    return Call(call.op, call.product, {**call.args, **subs}) if subs else call
+
+
+def accepted_nulls(spec: OpSpec, call: Call) -> set[str]:
+    """The parameters that are null in `call` and whose null the spec accepts (default, absent):
+    no check reads them (the library tests `ptr != nullptr && ...`)."""
+    return {p.name for p in spec.params if p.nullable and call.args.get(p.name, 0) is None}
+
+
+def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
+    """Scalars (as float64 of their declared dtype), bools and strings of the call; a null that
+    stands for a default (`null: default`) is that default."""
+    env: dict[str, Any] = {}
+    for p in spec.attributes:
+        v = call.args.get(p.name)
+        if v is None and p.null == "default":
+            v = null_default(p)
+        env[p.name] = v.as_float64() if isinstance(v, ScalarArg) else v
+    return env
+
+
+def arg(call: Call, check: Check, name: str) -> Any:
+    """Argument `name` of the call, which a check can only read once a null rule has passed."""
+    v = call.args[name]
+    if v is None:
+        raise CallError(f"{name} is null but the spec checks it in {check.id} before any null rule")
+    return v
+
+
+def dtype_of(call: Call, check: Check, term: DtypeTerm) -> str | None:
+    """The dtype a term names in the call; None where promote(a, b) has no result."""
+    if term.dtype:
+        return term.dtype
+    if term.param:
+        return arg(call, check, term.param).dtype
+    a, b = (arg(call, check, n).dtype for n in term.promote)  # type: ignore[union-attr]
+    return dt.tables().promote(a, b)
+
+
+def broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The broadcast shape of `shapes`, or None if they do not broadcast."""
+    try:
+        return tuple(int(n) for n in np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+# The JSON Schema of the YAML fields of a check (specs/schema/op-spec.schema.json's `checks` is
+# generated from these and the kinds' `fields`: conformance.spec.checks.kinds.schema_fragment).
+NAME = {"type": "string", "minLength": 1, "maxLength": 200}
+#: Fields every check has, whatever its kind.
+COMMON_FIELDS: dict[str, dict[str, Any]] = {
+    "id": {"type": "string", "pattern": "^[a-z0-9][A-Za-z0-9-]*$"},
+    "status": {"type": ["string", "integer"]},
+    "summary": {"type": "string"},
+    "source": {"type": "string", "minLength": 1},
+}
+COMMON_REQUIRED = ("id", "kind", "source")
+PARAMS = {"type": "array", "minItems": 1, "items": NAME}
+
+
+class CheckKind:
+    """A kind of check. The defaults fit a rule on named parameters that cases cannot break."""
+
+    name: ClassVar[str] = ""
+    #: The kind's own YAML fields (besides COMMON_FIELDS) and the JSON Schema of each; a field
+    #: two kinds share has one schema (conformance.spec.checks.kinds.schema_fragment refuses two).
+    fields: ClassVar[dict[str, dict[str, Any]]] = {"params": PARAMS}
+    required: ClassVar[tuple[str, ...]] = ("params",)  # of `fields`, always given
+    one_of: ClassVar[tuple[str, ...]] = ()  # of `fields`: exactly one of these is given
+    param_kind: ClassVar[str | None] = None  # what every name in `params` must be: tensor | string
+    fixed_status: ClassVar[int | None] = None  # the status whatever `status:` says
+    limit: ClassVar[int | None] = None  # negative cases kept per check (None: every mutation)
+    credit: ClassVar[frozenset[str]] = frozenset()  # plan axes whose positive cases exercise it
+
+    # -- the YAML fields (the linter calls parse) ------------------------------------------------
+    @classmethod
+    def parse(
+        cls, lint: Linter, i: int, c: dict[str, Any], by_name: dict[str, Param], sets: dict
+    ) -> Check:
+        """The Check of `checks[i]`, after the schema; every problem is reported to `lint`."""
+        base = ("checks", i)
+        status = lint.status((*base, "status"), c.get("status", "ACLNN_ERR_PARAM_INVALID"))
+        if cls.fixed_status is not None:
+            status = cls.fixed_status
+        params: list[str] = []
+        terms: list[DtypeTerm] = []
+        for j, text in enumerate(c.get("params", [])):
+            cls.parse_param(lint, (*base, "params", j), text, by_name, params, terms)
+        set_name = c.get("set")
+        if set_name is not None and set_name not in sets:
+            lint.err(
+                (*base, "set"),
+                f"unknown dtype set {set_name!r} (defined: {', '.join(sets) or 'none'})",
+            )
+        dtypes = [
+            lint.dtype_name((*base, "dtypes", j), n) for j, n in enumerate(c.get("dtypes", []))
+        ]
+        to = lint.term((*base, "to"), c["to"], by_name) if "to" in c else None
+        of = tuple(c.get("of", ()))
+        for j, n in enumerate(of):
+            if n not in by_name or not by_name[n].is_tensor:
+                lint.err((*base, "of", j), f"unknown tensor parameter {n!r}")
+        violated, examples = cls.parse_condition(lint, base, c, by_name)
+        return Check(
+            id=c["id"], kind=cls.name, params=tuple(params), status=status, source=c["source"],
+            terms=tuple(terms), dtype_set=set_name, dtypes=tuple(d for d in dtypes if d), to=to,
+            max=c.get("max"), of=of, violated_if=violated, values=tuple(c.get("values", ())),
+            examples=tuple(examples), summary=c.get("summary", ""), line=lint.doc.line(base),
+        )  # fmt: skip
+
+    @classmethod
+    def parse_param(
+        cls, lint: Linter, path: tuple, text: str, by_name: dict[str, Param],
+        params: list[str], terms: list[DtypeTerm],
+    ) -> None:  # fmt: skip
+        """Check one entry of `params` and add it to `params` (and `terms`, for dtype kinds)."""
+        if text not in by_name:
+            lint.err(path, f"unknown parameter {text!r} (parameters: {', '.join(by_name)})")
+            return
+        problem = cls.param_problem(text, by_name[text])
+        if problem:
+            lint.err(path, problem)
+        params.append(text)
+
+    @classmethod
+    def param_problem(cls, name: str, p: Param) -> str | None:
+        """Why parameter `p` cannot be named by this kind of check, or None."""
+        if cls.param_kind == "tensor" and not p.is_tensor:
+            return f"{cls.name}: {name!r} is a {p.kind}, not a tensor"
+        if cls.param_kind == "string" and p.kind != "string":
+            return f"{cls.name}: {name!r} is a {p.kind}, not a string"
+        return None
+
+    @classmethod
+    def parse_condition(
+        cls, lint: Linter, base: tuple, c: dict[str, Any], by_name: dict[str, Param]
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """`violated_if` and `examples`, for the kinds that have them."""
+        return None, []
+
+    # -- a call (conformance.spec.interpret) ---------------------------------------------------------------
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        """Raise Violation if `call` fails `check`; True if it ends the call successfully."""
+        return False
+
+    # -- negative cases (conformance.cases.negatives) ---------------------------------------------------
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        """(detail, args): changes of the valid plan arguments `base` meant to violate `check`."""
+        return iter(())
+
+    # -- positive cases (conformance.cases.generate) ----------------------------------------------------
+    @classmethod
+    def credits(cls, check: Check, axis: str, param: str | None = None) -> bool:
+        """Whether the positive cases of plan axis `axis` (varying `param`) exercise `check`."""
+        return axis in cls.credit
+
+    @classmethod
+    def allowed_dtypes(cls, spec: OpSpec, check: Check, product: str, name: str) -> tuple:
+        """The dtypes `check` lets tensor `name` have on `product` (() if it does not say)."""
+        return ()

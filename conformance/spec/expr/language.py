@@ -1,0 +1,337 @@
+"""The spec expression language: formulas, `let` bindings and value constraints.
+
+An expression is parsed with `ast` and checked node by node against a whitelist, then turned into
+a tree of closures over numpy. Nothing is ever passed to eval/exec/compile, so a spec can only
+name parameters, numbers and the functions below. Grammar (Python syntax, this subset only):
+
+    numbers, True/False, the constants pi e inf nan, parameter and `let` names,
+    + - * / ** (binary), unary - + not, and / or, comparisons (chains allowed),
+    name == "text" / name != "text" / name in ("a", "b") for string parameters,
+    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs minimum maximum conj
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+MAX_SOURCE = 4000
+MAX_NODES = 400
+MAX_DEPTH = 40
+MAX_EXPONENT = 64
+
+
+class ExprError(ValueError):
+    """A rejected expression; `line` and `col` are 1-based positions inside the expression text."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.col = col
+
+
+def _where(c: Any, a: Any, b: Any) -> Any:
+    return np.where(c, a, b)
+
+
+def _erfinv(x: Any) -> Any:
+    """scipy's erfinv, NaN outside [-1, 1] without its per-element domain-error path (which
+    costs 2 us an element: a tensor of normal values spent 99 % of its time there), and odd at
+    zero as erf is (scipy's gives +0 for -0; torch, JAX and the compiled kernel give -0)."""
+    x = np.asarray(x)
+    inside = np.abs(x) <= 1
+    if inside.all():
+        out = special.erfinv(x)
+    else:
+        out = np.full(x.shape, np.nan, dtype=np.result_type(x, np.float64))
+        out[inside] = special.erfinv(x[inside])
+    out = np.copysign(out, x, out=out if isinstance(out, np.ndarray) else None)
+    return out[()] if np.ndim(out) == 0 else out
+
+
+FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    "where": (3, _where),
+    "exp": (1, np.exp),
+    "expm1": (1, np.expm1),
+    "log1p": (1, np.log1p),
+    "log": (1, np.log),
+    "erf": (1, special.erf),
+    "erfc": (1, special.erfc),
+    "erfinv": (1, _erfinv),
+    "tanh": (1, np.tanh),
+    "sqrt": (1, np.sqrt),
+    "abs": (1, np.abs),
+    "minimum": (2, np.minimum),
+    "maximum": (2, np.maximum),
+    "conj": (1, np.conj),  # the complex conjugate; the identity on real values
+}
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.Div: np.true_divide,
+    ast.Pow: np.power,
+}
+_CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: np.less,
+    ast.LtE: np.less_equal,
+    ast.Gt: np.greater,
+    ast.GtE: np.greater_equal,
+    ast.Eq: np.equal,
+    ast.NotEq: np.not_equal,
+}
+PY_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+
+Env = dict[str, Any]
+Fn = Callable[[Env], Any]
+
+
+@dataclass
+class Expr:
+    """A compiled expression: call `evaluate(env)` with every name in `names` bound."""
+
+    source: str
+    names: frozenset[str]
+    functions: frozenset[str]
+    _fn: Fn = field(repr=False)
+    _tree: ast.AST | None = field(default=None, repr=False)
+
+    def evaluate(self, env: Env) -> Any:
+        with np.errstate(all="ignore"):
+            return self._fn(env)
+
+    def evaluate_mp(self, env: Env, m: Any) -> Any:
+        """Evaluate on scalars with the arbitrary-precision library `m` (mpmath), IEEE-style:
+        a NaN or infinity where numpy would give one, never an exception or a complex number."""
+        from .mpeval import MpEval
+
+        ev = _MP_EVALS.get(id(m))
+        if ev is None or ev.m is not m:  # one evaluator per library object: its table is fixed
+            ev = _MP_EVALS[id(m)] = MpEval(m)
+        return ev.run(self._tree, env)
+
+
+_MP_EVALS: dict[int, Any] = {}
+
+
+def _pos(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1
+
+
+def _fail(node: ast.AST, message: str) -> ExprError:
+    return ExprError(message, *_pos(node))
+
+
+class _Compiler:
+    def __init__(self, known: Iterable[str], strings: Iterable[str]):
+        self.known = set(known)
+        self.strings = set(strings)  # names whose values are strings
+        self.names: set[str] = set()
+        self.funcs: set[str] = set()
+
+    def compile(self, node: ast.AST, depth: int = 0) -> Fn:
+        if depth > MAX_DEPTH:
+            raise _fail(node, f"expression nested deeper than {MAX_DEPTH} levels")
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise _fail(node, f"{_describe(node)} is not allowed in a spec expression")
+        return method(node, depth + 1)
+
+    def _Constant(self, node: ast.Constant, depth: int) -> Fn:
+        v = node.value
+        if isinstance(v, bool):
+            return lambda env, v=v: v
+        if isinstance(v, int | float):
+            if isinstance(v, int) and abs(v) > 10**30:
+                raise _fail(node, "integer literal too large (write it as a float, e.g. 1e300)")
+            fv = float(v)
+            return lambda env, fv=fv: fv
+        if isinstance(v, str):
+            raise _fail(node, "a string may only be compared with a string parameter (== != in)")
+        raise _fail(node, f"constant {v!r} is not allowed")
+
+    def _Name(self, node: ast.Name, depth: int) -> Fn:
+        name = node.id
+        if name in self.known:
+            self.names.add(name)
+            return lambda env, name=name: env[name]
+        if name in CONSTANTS:
+            c = CONSTANTS[name]
+            return lambda env, c=c: c
+        if name in FUNCTIONS:
+            raise _fail(node, f"function {name!r} must be called, e.g. {name}(x)")
+        raise _fail(node, f"unknown name {name!r} (known: {', '.join(sorted(self.known))})")
+
+    def _BinOp(self, node: ast.BinOp, depth: int) -> Fn:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise _fail(node, f"operator {type(node.op).__name__} is not allowed")
+        if isinstance(node.op, ast.Pow):
+            for side in (node.left, node.right):
+                if any(
+                    isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) for n in ast.walk(side)
+                ):
+                    raise _fail(node, "powers cannot be nested (write the exponent out)")
+            r = node.right
+            if isinstance(r, ast.UnaryOp) and isinstance(r.operand, ast.Constant):
+                r = r.operand
+            if (
+                isinstance(r, ast.Constant)
+                and isinstance(r.value, int | float)
+                and abs(r.value) > MAX_EXPONENT
+            ):
+                raise _fail(node, f"exponent {r.value!r} is larger than {MAX_EXPONENT}")
+        a, b = self.compile(node.left, depth), self.compile(node.right, depth)
+        return lambda env: op(a(env), b(env))
+
+    def _UnaryOp(self, node: ast.UnaryOp, depth: int) -> Fn:
+        x = self.compile(node.operand, depth)
+        if isinstance(node.op, ast.USub):
+            return lambda env: np.negative(x(env))
+        if isinstance(node.op, ast.UAdd):
+            return x
+        if isinstance(node.op, ast.Not):
+            return lambda env: np.logical_not(x(env))
+        raise _fail(node, f"operator {type(node.op).__name__} is not allowed")
+
+    def _BoolOp(self, node: ast.BoolOp, depth: int) -> Fn:
+        parts = [self.compile(v, depth) for v in node.values]
+        op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+
+        def run(env: Env) -> Any:
+            acc = parts[0](env)
+            for p in parts[1:]:
+                acc = op(acc, p(env))
+            return acc
+
+        return run
+
+    def _string_side(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.strings
+
+    def _Compare(self, node: ast.Compare, depth: int) -> Fn:
+        left = node.left
+        if self._string_side(left):
+            return self._string_compare(node)
+        operands = [self.compile(left, depth)]
+        ops = []
+        for op, comp in zip(node.ops, node.comparators, strict=True):
+            f = _CMPOPS.get(type(op))
+            if f is None:
+                raise _fail(node, f"comparison {type(op).__name__} is not allowed here")
+            if self._string_side(comp):
+                raise _fail(comp, 'write string comparisons as name == "text"')
+            ops.append(f)
+            operands.append(self.compile(comp, depth))
+
+        def run(env: Env) -> Any:
+            vals = [o(env) for o in operands]
+            acc = ops[0](vals[0], vals[1])
+            for i in range(1, len(ops)):
+                acc = np.logical_and(acc, ops[i](vals[i], vals[i + 1]))
+            return acc
+
+        return run
+
+    def _string_compare(self, node: ast.Compare) -> Fn:
+        if len(node.ops) != 1:
+            raise _fail(node, "a string comparison cannot be chained")
+        name = node.left.id  # type: ignore[attr-defined]
+        self.names.add(name)
+        op, comp = node.ops[0], node.comparators[0]
+        if isinstance(op, ast.Eq | ast.NotEq):
+            if not (isinstance(comp, ast.Constant) and isinstance(comp.value, str)):
+                raise _fail(comp, f"{name} can only be compared with a string literal")
+            text = comp.value
+            if isinstance(op, ast.Eq):
+                return lambda env: env[name] == text
+            return lambda env: env[name] != text
+        if isinstance(op, ast.In | ast.NotIn):
+            if not isinstance(comp, ast.Tuple | ast.List | ast.Set) or not all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in comp.elts
+            ):
+                raise _fail(comp, f"{name} in (...) needs a list of string literals")
+            choices = frozenset(e.value for e in comp.elts)  # type: ignore[attr-defined]
+            if isinstance(op, ast.In):
+                return lambda env: env[name] in choices
+            return lambda env: env[name] not in choices
+        raise _fail(node, "strings support only ==, != and in")
+
+    def _Call(self, node: ast.Call, depth: int) -> Fn:
+        if isinstance(node.func, ast.Attribute):
+            raise _fail(node, "attribute access is not allowed; call a built-in function by name")
+        if not isinstance(node.func, ast.Name):
+            raise _fail(
+                node, f"only the built-in functions can be called, not {_describe(node.func)}"
+            )
+        fname = node.func.id
+        if fname not in FUNCTIONS:
+            raise _fail(node, f"unknown function {fname!r} (allowed: {', '.join(FUNCTIONS)})")
+        if node.keywords:
+            raise _fail(node, f"{fname}() takes positional arguments only")
+        arity, fn = FUNCTIONS[fname]
+        if len(node.args) != arity:
+            raise _fail(node, f"{fname}() takes {arity} argument(s), got {len(node.args)}")
+        self.funcs.add(fname)
+        args = [self.compile(a, depth) for a in node.args]
+        if arity == 1:
+            (a0,) = args
+            return lambda env: fn(a0(env))
+        return lambda env: fn(*(a(env) for a in args))
+
+
+def _describe(node: ast.AST) -> str:
+    kinds = {
+        "Attribute": "attribute access",
+        "Subscript": "subscripting",
+        "Lambda": "a lambda",
+        "ListComp": "a comprehension",
+        "GeneratorExp": "a generator",
+        "DictComp": "a comprehension",
+        "SetComp": "a comprehension",
+        "NamedExpr": "an assignment expression",
+        "IfExp": "an if-expression (use where(cond, a, b))",
+        "Starred": "argument unpacking",
+        "JoinedStr": "an f-string",
+    }
+    return kinds.get(type(node).__name__, f"syntax {type(node).__name__}")
+
+
+def compile_expr(source: Any, known: Iterable[str], strings: Iterable[str] = ()) -> Expr:
+    """Parse and check `source`; raises ExprError naming the offending position."""
+    if isinstance(source, bool) or not isinstance(source, str | int | float):
+        raise ExprError(f"an expression must be text or a number, not {type(source).__name__}")
+    text = str(source).strip()
+    if not text:
+        raise ExprError("empty expression")
+    if len(text) > MAX_SOURCE:
+        raise ExprError(f"expression longer than {MAX_SOURCE} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ExprError(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise ExprError(f"expression cannot be parsed: {type(exc).__name__}") from None
+    count = sum(1 for _ in ast.walk(tree))
+    if count > MAX_NODES:
+        raise ExprError(f"expression has {count} syntax nodes (at most {MAX_NODES})")
+    comp = _Compiler(known, strings)
+    fn = comp.compile(tree.body)
+    return Expr(text, frozenset(comp.names), frozenset(comp.funcs), fn, tree.body)

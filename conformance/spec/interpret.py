@@ -1,0 +1,120 @@
+"""The spec's validation rules, interpreted: what phase 1 of an aclnn call checks, in order.
+
+Shared by the reference engine (which returns the status) and the case generator (which uses it
+to prove that a negative case violates exactly the clause it targets, first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..acl.call import Call
+from ..acl.views import FlatView, numel, ranges
+from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
+from .checks.kinds import kind_of
+from .model import Check, OpSpec
+from .tables import status_name
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What validation decided: a status, the deciding clause (if any), and whether it was empty."""
+
+    status: int
+    check: Check | None = None
+    message: str = ""
+    empty: bool = False
+
+    @property
+    def ok_to_compute(self) -> bool:
+        return self.status == 0 and not self.empty
+
+
+def check_reads(check: Check) -> set[str]:
+    """Every parameter a check names (its params, dtype terms, `to` and `of`)."""
+    names = set(check.params) | set(check.of)
+    for t in (*check.terms, check.to):
+        if t is not None:
+            names |= set(t.params())
+    return names
+
+
+def validate(spec: OpSpec, call: Call) -> Verdict:
+    """Run the spec's checks in order; the first violation wins, an empty_success rule ends early.
+    A null the spec accepts (`null: default` or `absent`) is read by no check but a value
+    check, which sees the default it stands for."""
+    nulls = accepted_nulls(spec, call)
+    resolved = with_defaults(spec, call)
+    for check in spec.checks:
+        if nulls and check.kind != "value" and check_reads(check) & nulls:
+            continue
+        try:
+            done = kind_of(check).evaluate(spec, check, resolved)
+        except Violation as v:
+            msg = f"{v.message} [{spec.clause(check.id)}, {status_name(check.status)}]"
+            return Verdict(check.status, check, msg)
+        if done:
+            return Verdict(
+                0, check, f"empty tensor: nothing computed [{spec.clause(check.id)}]", True
+            )
+    return Verdict(0)
+
+
+def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
+                ) -> dict[str, Any]:  # fmt: skip
+    """Attributes plus every input tensor as float64, broadcast to the output view's shape
+    (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
+    env = attribute_env(spec, call)
+    shape = call.tensor(spec.formula.output).shape
+    for p in spec.tensor_inputs:
+        flat = FlatView(call.tensor(p.name), shape)
+        with np.errstate(all="ignore"):
+            v = flat.get(start, flat.size if stop is None else stop)
+            env[p.name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+    for let in spec.formula.lets:
+        env[let.name] = let.value.evaluate(env)
+    return env
+
+
+def branch_hits(spec: OpSpec, call: Call) -> list[str]:
+    """Ids of the formula branches that at least one output element of a valid call takes."""
+    total = numel(call.tensor(spec.formula.output).shape)
+    hit: set[str] = set()
+    for start, stop in ranges(total, 1 << 20):
+        env = formula_env(spec, call, start, stop)
+        n = stop - start
+        taken = np.zeros(n, dtype=bool)
+        for br in spec.formula.branches:
+            cond = (
+                np.ones(n, bool)
+                if br.when is None
+                else np.broadcast_to(br.when.evaluate(env), (n,))
+            )
+            if (cond & ~taken).any():
+                hit.add(br.id)
+            taken |= cond
+    return [br.id for br in spec.formula.branches if br.id in hit]
+
+
+def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:
+    """Ids of the `let`s the evaluation of the taken branches `hits` reads: the names of their
+    conditions and values and of every condition tested before the last of them, closed over
+    lets that use other lets. A let no taken branch needs is not credited as exercised."""
+    names: set[str] = set()
+    last = max((i for i, b in enumerate(spec.formula.branches) if b.id in hits), default=-1)
+    for br in spec.formula.branches[: last + 1]:
+        if br.when is not None:
+            names |= br.when.names
+        if br.id in hits:
+            names |= br.value.names
+    by_name = {x.name: x for x in spec.formula.lets}
+    todo = [n for n in names if n in by_name]
+    while todo:
+        for n in by_name[todo.pop()].value.names:
+            if n in by_name and n not in names:
+                names.add(n)
+                todo.append(n)
+    return [x.id for x in spec.formula.lets if x.name in names]

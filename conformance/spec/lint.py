@@ -1,0 +1,575 @@
+"""The spec-file linter: JSON Schema first, then the semantic checks the schema cannot say.
+
+`lint_file` collects every problem as `file:line: message` and returns the OpSpec only if there
+is none (conformance.spec.registry.load_spec raises them instead). Nothing in a spec is executed:
+formulas go through conformance.spec.expr.language's whitelist compiler. Each check kind reads its own fields
+(conformance.spec.checks.kinds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from ... import specs
+from ..acl import dtypes as dt
+from . import bindings, dtypecond
+from .atk_section import section_problems
+from .checks.kinds import CHECK_KINDS
+from .expr.language import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
+from .inplace import derive as derive_inplace
+from .model import (
+    TERM_PROMOTE,
+    Branch,
+    Check,
+    Deviation,
+    DeviationFormula,
+    DtypeTerm,
+    Formula,
+    Let,
+    OpSpec,
+    Param,
+    Property,
+    SpecialPoint,
+)
+from .tables import planned_products, products, status_codes
+from .tolerances import field_problem, policy_for, table_problems, tolerance_table
+from .yamlpos import Located, YamlError
+from .yamlpos import load as load_yaml
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec file, where it is."""
+
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = (specs.root() / "schema" / "op-spec.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+class Linter:
+    """Builds an OpSpec from located YAML while collecting problems.
+
+    The check kinds call back its helpers (err, status, term, dtype_name, expr) while parsing.
+    """
+
+    def __init__(self, doc: Located):
+        self.doc = doc
+        self.problems: list[Problem] = []
+
+    def err(self, path: Iterable[Any], message: str, extra_lines: int = 0) -> None:
+        self.problems.append(
+            Problem(self.doc.file, self.doc.line(tuple(path)) + extra_lines, message)
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+    def expr(self, path: tuple[Any, ...], text: Any, known: Iterable[str], strings: Iterable[str]):
+        if isinstance(text, int | float) and not isinstance(text, bool):
+            text = self.doc.numbers.get(tuple(path), text)  # a number keeps its spelling: 6e-8
+        try:
+            return compile_expr(text, known, strings)
+        except ExprError as exc:
+            # A literal block (`|`) starts on the line after its key and keeps its lines; other
+            # multi-line styles fold into one line, so the key's line is the best we can say.
+            offset = exc.line if self.doc.literal.get(tuple(path)) else 0
+            self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
+            return None
+
+    def dtype_name(self, path: tuple[Any, ...], name: Any) -> str | None:
+        try:
+            return dt.get(str(name)).name
+        except dt.DtypeError:
+            self.err(path, f"unknown dtype {name!r} (see specs/dtypes.yaml)")
+            return None
+
+    def status(self, path: tuple[Any, ...], value: Any) -> int:
+        codes = status_codes()
+        if value is None:
+            return codes["ACLNN_ERR_PARAM_INVALID"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value in codes.values():
+                return value
+        elif value in codes:
+            return codes[value]
+        self.err(path, f"unknown status code {value!r} (see specs/status_codes.yaml)")
+        return -1
+
+    # -- the spec --------------------------------------------------------------------------
+    def build(self) -> OpSpec | None:
+        data = self.doc.data
+        if not isinstance(data, dict):
+            self.err((), "a spec must be a mapping at the top level")
+            return None
+        validator = jsonschema.Draft202012Validator(_schema())
+        schema_errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        for e in schema_errors:
+            where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+            path = tuple(e.absolute_path)
+            if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+                allowed = set(e.schema.get("properties", {}))
+                extra = [k for k in e.instance if k not in allowed]
+                if extra:  # point at the offending key, not at the mapping holding it
+                    path = (*path, extra[0])
+            self.err(path, f"{where}: {_schema_message(e)}")
+        if schema_errors:
+            return None
+
+        prods = list(data["products"])
+        for i, p in enumerate(prods):
+            if p not in products():
+                hint = " (planned, not yet a product)" if p in planned_products() else ""
+                self.err(("products", i), f"unknown product {p!r}{hint}")
+
+        params = self.params(data["params"])
+        by_name = {p.name: p for p in params}
+        sets = self.dtype_sets(data.get("dtype_sets", {}), prods)
+        checks = [self.check(i, c, by_name, sets) for i, c in enumerate(data["checks"])]
+        formula = self.formula(data["formula"], by_name)
+        self.nulls(params, [c for c in checks if c], formula)
+        points = [
+            self.special(i, s, by_name, formula)
+            for i, s in enumerate(data.get("special_points", []))
+        ]
+        props = [self.prop(i, p, by_name) for i, p in enumerate(data.get("properties", []))]
+        tol = self.tolerance(data.get("tolerance", {}))
+        self.judged_dtypes(data)
+
+        ids: dict[str, tuple[Any, ...]] = {}
+        sections = [("checks", data["checks"]), ("special_points", data.get("special_points", [])),
+                    ("properties", data.get("properties", []))]  # fmt: skip
+        sections += [(("formula", "let"), data["formula"].get("let", [])),
+                     (("formula", "branches"), data["formula"]["branches"])]  # fmt: skip
+        for sec, items in sections:
+            base = sec if isinstance(sec, tuple) else (sec,)
+            for i, item in enumerate(items):
+                cid = item["id"]
+                if cid in ids:
+                    self.err((*base, i, "id"), f"duplicate clause id {cid!r}")
+                ids[cid] = (*base, i)
+        devs = [self.deviation(i, d, ids, by_name, formula, prods)
+                for i, d in enumerate(data.get("deviations", []))]  # fmt: skip
+        if self.problems:
+            return None
+        if isinstance(data.get("atk"), dict):  # what the ATK section names is of this spec
+            kinds = {n: (p.kind, p.is_output) for n, p in by_name.items()}
+            for path, msg in section_problems(data["atk"], kinds):
+                self.err(("atk", *path), msg)
+        variants = self.inplace_variant(data) if "inplace" in data else ()
+        if self.problems:
+            return None
+        return OpSpec(
+            name=data["name"], op=data["op"], aten=data.get("aten", ""),
+            summary=data.get("summary", ""), source=dict(data["source"]), products=tuple(prods),
+            params=tuple(params), dtype_sets=sets, checks=tuple(c for c in checks if c),
+            formula=formula, special_points=tuple(p for p in points if p),
+            properties=tuple(p for p in props if p), deviations=tuple(d for d in devs if d),
+            tolerance=tol,
+            path=self.doc.file, bindings=bindings.from_document(data.get("bindings"), self.doc),
+            variants=variants,
+        )  # fmt: skip
+
+    def inplace_variant(self, data: dict[str, Any]) -> tuple[OpSpec, ...]:
+        """The spec of the `inplace` section's API, built from the derived data by a linter
+        whose problems are reported at the section's line (conformance/spec/inplace.py)."""
+        ip = data["inplace"]
+        for key in ("input", "output"):
+            want = "output" if key == "output" else "input"
+            p = next((q for q in data["params"] if q["name"] == ip[key]), None)
+            if p is None or p["kind"] != "tensor" or p.get("role", "input") != want:
+                self.err(("inplace", key), f"inplace {key} {ip[key]!r} is not an {want} tensor "
+                                           f"parameter")  # fmt: skip
+        if self.problems:
+            return ()
+        line = self.doc.line(("inplace",))
+        sub = Linter(Located(derive_inplace(data), {(): line}, self.doc.file))
+        variant = sub.build()
+        for prob in sub.problems:
+            self.problems.append(Problem(prob.file, prob.line, f"inplace variant "
+                                                               f"{ip['name']}: {prob.message}"))  # fmt: skip
+        if variant is None:
+            return ()
+        variant.inplace_of = data["name"]
+        return (variant,)
+
+    def params(self, raw: list[dict[str, Any]]) -> list[Param]:
+        out, seen = [], set()
+        for i, p in enumerate(raw):
+            name = p["name"]
+            if name in seen:
+                self.err(("params", i, "name"), f"duplicate parameter {name!r}")
+            seen.add(name)
+            kind = p["kind"]
+            if kind != "tensor" and p.get("role", "input") != "input":
+                self.err(("params", i, "role"), f"{name}: only tensors can be outputs")
+            ddt = p.get("default_dtype")
+            if ddt is not None:
+                ddt = self.dtype_name(("params", i, "default_dtype"), ddt)
+            elif kind == "scalar":
+                ddt = "FLOAT"
+            null = p.get("if_null", "")
+            if null and kind == "bool":
+                self.err(("params", i, "if_null"), f"{name}: a bool is passed by value; it cannot be "
+                                                f"null")  # fmt: skip
+            elif null == "default" and (kind == "tensor" or p.get("default") is None):
+                self.err(("params", i, "if_null"), f"{name}: if_null: default needs a documented "
+                         f"`default:` value to take" + (" (a tensor has none: use absent or "
+                                                        "error)" if kind == "tensor" else ""))  # fmt: skip
+            out.append(Param(name, kind, p.get("role", "input"), p.get("c_type", ""),
+                             p.get("default"), ddt, tuple(p.get("values", [])), p.get("doc", ""),
+                             p.get("c_name", ""), null))  # fmt: skip
+        if not any(p.is_output for p in out):
+            self.err(("params",), "a spec needs at least one output tensor (role: output)")
+        return out
+
+    def nulls(self, params: list[Param], checks: list[Check], formula: Formula | None) -> None:
+        """A parameter's `if_null` agrees with the checks and the formula: a null that is accepted
+        (default, absent) is named by no not_null check, a null that is an error by one, and
+        the formula and value checks never read an absent parameter."""
+        null_checked = {n for c in checks if c.kind == "not_null" for n in c.params}
+        exprs = [c.violated_if for c in checks]
+        if formula is not None:
+            exprs += [x.value for x in formula.lets]
+            exprs += [e for b in formula.branches for e in (b.when, b.value)]
+        read = {n for e in exprs if e is not None for n in e.names}
+        for i, p in enumerate(params):
+            where = ("params", i, "if_null")
+            if p.nullable and p.name in null_checked:
+                self.err(where, f"{p.name}: if_null: {p.null} says a null is accepted, but a "
+                                f"not_null check rejects it")  # fmt: skip
+            if p.null == "error" and p.name not in null_checked:
+                self.err(where, f"{p.name}: if_null: error needs a not_null check naming it (its "
+                                f"status and its place in the check order)")  # fmt: skip
+            if p.null == "absent" and p.name in read:
+                self.err(where, f"{p.name}: if_null: absent, but the formula or a value check "
+                                f"reads it (use if_null: default with a documented default)")  # fmt: skip
+
+    def dtype_sets(
+        self, raw: dict[str, Any], prods: list[str]
+    ) -> dict[str, dict[str, tuple[str, ...]]]:
+        sets: dict[str, dict[str, tuple[str, ...]]] = {}
+        for name, table in raw.items():
+            entry: dict[str, tuple[str, ...]] = {}
+            for key, names in table.items():
+                if key == "source":
+                    continue
+                if key != "default" and key not in prods:
+                    self.err(("dtype_sets", name, key),
+                             f"dtype set {name!r}: {key!r} is not a product of this op ({', '.join(prods)})")  # fmt: skip
+                good = [
+                    self.dtype_name(("dtype_sets", name, key, j), n) for j, n in enumerate(names)
+                ]
+                entry[key] = tuple(g for g in good if g)
+            if "default" not in entry and any(p not in entry for p in prods):
+                missing = [p for p in prods if p not in entry]
+                self.err(
+                    ("dtype_sets", name),
+                    f"dtype set {name!r} has no entry for {', '.join(missing)} and no default",
+                )
+            sets[name] = entry
+        return sets
+
+    def term(self, path: tuple[Any, ...], text: str, by_name: dict[str, Param]) -> DtypeTerm | None:
+        m = TERM_PROMOTE.match(text)
+        if m:
+            for n in m.groups():
+                if n not in by_name or not by_name[n].is_tensor:
+                    self.err(path, f"promote() takes tensor parameters, {n!r} is not one")
+                    return None
+            return DtypeTerm(promote=(m.group(1), m.group(2)))
+        if text in by_name:
+            return DtypeTerm(param=text)
+        try:
+            return DtypeTerm(dtype=dt.get(text).name)
+        except dt.DtypeError:
+            self.err(path, f"unknown parameter or dtype {text!r}")
+            return None
+
+    def check(
+        self, i: int, c: dict[str, Any], by_name: dict[str, Param], sets: dict[str, Any]
+    ) -> Check:
+        """The i-th check; its kind's class reads and checks the fields (conformance.spec.checks.kinds)."""
+        return CHECK_KINDS[c["kind"]].parse(self, i, c, by_name, sets)
+
+    def formula(self, raw: dict[str, Any], by_name: dict[str, Param]) -> Formula:
+        out = raw["output"]
+        if out not in by_name or not by_name[out].is_output:
+            self.err(
+                ("formula", "output"), f"formula output {out!r} is not an output tensor parameter"
+            )
+        known = [p.name for p in by_name.values() if p.is_read]
+        strings = [p.name for p in by_name.values() if p.kind == "string"]
+        lets = []
+        for i, item in enumerate(raw.get("let", [])):
+            path = ("formula", "let", i)
+            if item["name"] in known:
+                self.err((*path, "name"), f"let name {item['name']!r} shadows a parameter")
+            elif (
+                not str(item["name"]).isidentifier()
+                or item["name"] in FUNCTIONS
+                or item["name"] in CONSTANTS
+            ):
+                self.err(
+                    (*path, "name"),
+                    f"let name {item['name']!r} must be a new identifier (not a function or constant)",
+                )
+            e = self.expr((*path, "value"), item["value"], known, strings)
+            lets.append(
+                Let(
+                    item["id"],
+                    item["name"],
+                    e,
+                    item["source"],
+                    item.get("summary", ""),
+                    self.doc.line(path),
+                )
+            )  # type: ignore[arg-type]
+            known.append(item["name"])
+        branches = []
+        n = len(raw["branches"])
+        for i, b in enumerate(raw["branches"]):
+            path = ("formula", "branches", i)
+            when = b["when"]
+            cond: Expr | None = None
+            if when == "otherwise":
+                if i != n - 1:
+                    self.err((*path, "when"), "only the last branch may be 'otherwise'")
+            else:
+                if i == n - 1:
+                    self.err((*path, "when"), "the last branch must be 'when: otherwise'")
+                cond = self.expr((*path, "when"), when, known, strings)
+            val = self.expr((*path, "value"), b["value"], known, strings)
+            branches.append(
+                Branch(b["id"], cond, val, b["source"], b.get("summary", ""), self.doc.line(path))
+            )  # type: ignore[arg-type]
+        return Formula(out, tuple(lets), tuple(branches), raw.get("source", ""))
+
+    def special(self, i: int, s: dict[str, Any], by_name: dict[str, Param], formula: Formula):
+        path = ("special_points", i)
+        p = by_name.get(s["param"])
+        if p is None or not p.is_tensor or not p.is_read:
+            self.err((*path, "param"), f"special point param {s['param']!r} is not an input tensor")
+            return None
+        attrs = [q.name for q in by_name.values() if not q.is_tensor] + [
+            x.name for x in formula.lets
+        ]
+        strings = [q.name for q in by_name.values() if q.kind == "string"]
+        e = self.expr((*path, "value"), s["value"], attrs, strings)
+        for k in s.get("with", {}):
+            if k not in by_name or by_name[k].is_tensor:
+                self.err(
+                    (*path, "with"),
+                    f"special point sets {k!r}, which is not a scalar, bool or string parameter",
+                )
+        if e is None:
+            return None
+        return SpecialPoint(s["id"], s["param"], e, dict(s.get("with", {})), s.get("summary", ""),
+                            s.get("source", ""), self.doc.line(path))  # fmt: skip
+
+    def deviation(self, i: int, d: dict[str, Any], ids: dict[str, tuple[Any, ...]],
+                  by_name: dict[str, Param], formula: Formula,
+                  prods: list[str]) -> Deviation | None:  # fmt: skip
+        """The i-th deviation, checked for the form of DEVIATION-FORM (README, "deviations")."""
+        path = ("deviations", i)
+        clause = d.get("clause")
+        where = ids.get(clause) if clause else None
+        if clause and where is None:
+            self.err((*path, "clause"), f"deviation refers to unknown clause {clause!r}")
+        if "cases" in d:
+            self.err((*path, "cases"), "deviation `cases:` (case-id globs) was removed: globs "
+                     "miss imported and hand-written cases; say what differs with `differs` "
+                     "(status | values | nonfinite) and `formula` or `bound`, and narrow with "
+                     "`dtypes`, `products` or `when`")  # fmt: skip
+        differs = d.get("differs")
+        if d.get("backends") and differs is None:
+            self.err((*path, "backends"), "a deviation that names backends gates their verdicts "
+                     "and needs `differs: status | values | nonfinite` (what it excuses)")  # fmt: skip
+        if differs is not None and not clause:
+            self.err((*path, "differs"), "`differs` needs the `clause` the difference concerns")
+        kind = where[0] if where else None  # checks, formula, special_points, properties
+        if differs == "status" and where is not None and kind != "checks":
+            self.err((*path, "clause"), f"differs: status needs a check as clause ({clause!r} "
+                     "is not one)")  # fmt: skip
+        if differs in ("values", "nonfinite") and kind == "checks":
+            self.err((*path, "clause"), f"differs: {differs} needs a formula branch or let, a "
+                     f"special point or a property as clause ({clause!r} is a check)")  # fmt: skip
+        actual_status = None
+        if "actual_status" in d:
+            if differs != "status":
+                self.err((*path, "actual_status"), "actual_status applies to differs: status")
+            actual_status = self.status((*path, "actual_status"), d["actual_status"])
+        has_formula, has_bound = "formula" in d, "bound" in d
+        if differs == "values" and has_formula == has_bound:
+            self.err((*path, "differs"), "differs: values needs exactly one of `formula` (the "
+                     "library's version of the clause's branch) or `bound` (rel / ulp / abs)")  # fmt: skip
+        if (has_formula or has_bound) and differs != "values":
+            key = "formula" if has_formula else "bound"
+            self.err((*path, key), f"`{key}` applies to differs: values")
+        dev_formula = (
+            self.deviation_formula(path, d, where, by_name, formula) if has_formula else None
+        )
+        bound: dict[str, float] = {}
+        for key, value in (d.get("bound") or {}).items():
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not ok or not math.isfinite(value) or value <= 0:
+                self.err((*path, "bound", key), f"bound {key} must be a finite number > 0, not "
+                         f"{value!r}")  # fmt: skip
+            else:
+                bound[key] = float(value)
+        for j, p in enumerate(d.get("products", [])):
+            if p not in prods:
+                self.err((*path, "products", j), f"product {p!r} is not a product of this op "
+                         f"({', '.join(prods)})")  # fmt: skip
+        cond = None
+        if "dtypes" in d:
+            try:
+                cond = dtypecond.parse(d["dtypes"], list(by_name))
+            except dtypecond.DtypeConditionError as exc:
+                self.err((*path, "dtypes"), str(exc))
+        when = None
+        if "when" in d:
+            attrs = [p.name for p in by_name.values() if not p.is_tensor]
+            strings = [p.name for p in by_name.values() if p.kind == "string"]
+            when = self.expr((*path, "when"), d["when"], attrs, strings)
+        return Deviation(d["id"], d["summary"], d["source"], clause, d.get("actual", ""),
+                         tuple(d.get("backends", [])), self.doc.line(path), differs,
+                         actual_status, dev_formula, bound, cond,
+                         tuple(d.get("products", [])), when)  # fmt: skip
+
+    def deviation_formula(self, path: tuple[Any, ...], d: dict[str, Any],
+                          where: tuple[Any, ...] | None, by_name: dict[str, Param],
+                          formula: Formula) -> DeviationFormula | None:  # fmt: skip
+        """A deviation's `formula`: compiled like the branch (or let) it replaces."""
+        raw = d["formula"]
+        if where is None or where[:2] not in (("formula", "branches"), ("formula", "let")):
+            self.err((*path, "formula"), "`formula` needs a formula branch or let as clause")
+            return None
+        known = [p.name for p in by_name.values() if p.is_read]
+        strings = [p.name for p in by_name.values() if p.kind == "string"]
+        index = where[2]
+        if where[1] == "let":
+            if "when" in raw:
+                self.err((*path, "formula", "when"), "a let has no condition: give `value` only")
+            known += [x.name for x in formula.lets[:index]]
+        else:
+            known += [x.name for x in formula.lets]
+            last = index == len(formula.branches) - 1
+            if last and raw.get("when", "otherwise") != "otherwise":
+                self.err((*path, "formula", "when"), "the last branch stays `when: otherwise`")
+        when = value = None
+        if raw.get("when") not in (None, "otherwise"):
+            when = self.expr((*path, "formula", "when"), raw["when"], known, strings)
+        if "value" in raw:
+            value = self.expr((*path, "formula", "value"), str(raw["value"]), known, strings)
+        return DeviationFormula(when, value)
+
+    def prop(self, i: int, p: dict[str, Any], by_name: dict[str, Param]):
+        for j, n in enumerate(p.get("params", [])):
+            if n not in by_name or not by_name[n].is_tensor:
+                self.err(("properties", i, "params", j), f"unknown tensor parameter {n!r}")
+        return Property(p["id"], p["kind"], tuple(p.get("params", [])), p["source"],
+                        p.get("summary", ""), self.doc.line(("properties", i)))  # fmt: skip
+
+    def tolerance(self, raw: dict[str, Any]) -> dict[str, dict[str, float]]:
+        """Per-dtype overrides; each field finite and in its range (compare.FIELD_RANGES)."""
+        out = {}
+        for key, pol in raw.items():
+            name = self.dtype_name(("tolerance", key), key)
+            bad = False
+            for field_name, value in pol.items():
+                if why := field_problem(str(field_name), value):
+                    self.err(("tolerance", key, field_name), why)
+                    bad = True
+            if name and not bad:
+                out[name] = {k: float(v) for k, v in pol.items()}
+        return out
+
+    def judged_dtypes(self, data: dict[str, Any]) -> None:
+        """Every dtype a dtype table allows must be one the reference can judge: it has a
+        comparison policy (specs/tolerances.yaml, or this spec's `tolerance:`), so STRING,
+        UNDEFINED, INT4, FLOAT8_E5M2, ... are refused here, naming their line."""
+        overrides = data.get("tolerance") or {}
+        tables: list[tuple[tuple[Any, ...], Any]] = []
+        for set_name, table in (data.get("dtype_sets") or {}).items():
+            for key, names in table.items():
+                if key != "source" and isinstance(names, list):
+                    tables += [(("dtype_sets", set_name, key, j), n) for j, n in enumerate(names)]
+        for i, c in enumerate(data.get("checks") or []):
+            if c.get("kind") == "dtype_in" and isinstance(c.get("dtypes"), list):
+                tables += [(("checks", i, "dtypes", j), n) for j, n in enumerate(c["dtypes"])]
+        for path, n in tables:
+            try:
+                d = dt.get(str(n))
+            except dt.DtypeError:
+                continue  # reported as an unknown dtype already
+            if not _judged(d.name, overrides):
+                self.err(path, f"dtype {d.name} cannot be judged: the reference has no "
+                               "tolerance policy for it (specs/tolerances.yaml)")  # fmt: skip
+
+
+def _judged(dtype: str, overrides: dict[str, Any]) -> bool:
+    """Whether outputs of `dtype` can be compared: numpy holds it and a policy covers it."""
+    if dt.get(dtype).opaque:
+        return False
+    try:
+        policy_for(dtype, overrides)
+    except (ValueError, TypeError, AttributeError):
+        try:
+            policy_for(dtype)
+        except (ValueError, TypeError):
+            return False
+    return True
+
+
+def lint_tolerances() -> list[Problem]:
+    """The problems of specs/tolerances.yaml (every field finite and in its range)."""
+    try:
+        doc = tolerance_table()
+    except YamlError as exc:
+        return [Problem(exc.file, exc.line, exc.message)]
+    return [Problem(doc.file, doc.line(path), why) for path, why in table_problems(doc)]
+
+
+def _schema_message(e: jsonschema.ValidationError) -> str:
+    if e.validator == "additionalProperties":
+        return e.message.replace("Additional properties are not allowed", "unknown field(s)")
+    if e.validator == "required":
+        return e.message.replace("is a required property", "is missing")
+    return e.message
+
+
+def lint_file(path: str | Path, text: str | None = None) -> tuple[OpSpec | None, list[Problem]]:
+    """Parse and check one spec; returns the spec (None if any problem) and the problems."""
+    try:
+        doc = load_yaml(path, text)
+    except YamlError as exc:
+        return None, [Problem(exc.file, exc.line, exc.message)]
+    except RecursionError:
+        return None, [Problem(str(path), 1, "document nests too deeply")]
+    linter = Linter(doc)
+    try:
+        spec = linter.build()
+    except RecursionError:
+        return None, [Problem(str(path), 1, "spec nests too deeply")]
+    if spec is not None:
+        # the text parsed, not the file read again (it may have changed, or be a FIFO by now)
+        spec.sha256 = hashlib.sha256(doc.source.encode("utf-8")).hexdigest()
+        for v in spec.variants:
+            v.sha256 = spec.sha256
+    return spec, linter.problems

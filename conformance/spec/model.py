@@ -1,0 +1,243 @@
+"""The operator spec model: what one YAML file under specs/ops says, as typed records.
+
+Every rule that a case can exercise carries a clause id, unique within its spec; the full clause
+name used in results and reports is `<op name>/<clause id>`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .expr.language import Expr
+
+NULL_MEANINGS = ("default", "absent", "error")
+TERM_PROMOTE = re.compile(r"^promote\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # tensor | scalar | bool | string
+    role: str = "input"  # input | output | inout (tensors only; inout: an in-place op's tensor)
+    c_type: str = ""
+    default: Any = None
+    default_dtype: str | None = None  # scalars
+    values: tuple[str, ...] = ()  # strings: the documented choices
+    doc: str = ""
+    c_name: str = ""  # the name in the C signature when it differs (an in-place op's selfRef)
+    # What a null pointer does (`if_null:`, NULL_MEANINGS): "default" (accepted, the op uses `default`),
+    # "absent" (accepted, the parameter takes no part), "error" (a not_null check rejects it);
+    # "" when the spec does not say (a pointer no check names is then simply not tested null).
+    null: str = ""  # the `if_null:` field
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    @property
+    def nullable(self) -> bool:
+        """A null pointer is a valid argument (its `null` is default or absent)."""
+        return self.null in ("default", "absent")
+
+    @property
+    def is_output(self) -> bool:
+        """Written by the op: an output, or an in-place op's input that is also its output."""
+        return self.kind == "tensor" and self.role in ("output", "inout")
+
+    @property
+    def is_inout(self) -> bool:
+        return self.kind == "tensor" and self.role == "inout"
+
+    @property
+    def is_read(self) -> bool:
+        """Read by the op: every parameter but a pure output tensor."""
+        return not (self.kind == "tensor" and self.role == "output")
+
+
+@dataclass(frozen=True)
+class DtypeTerm:
+    """A dtype-valued term in a check: a parameter's dtype, a dtype name, or promote(a, b)."""
+
+    param: str | None = None
+    dtype: str | None = None
+    promote: tuple[str, str] | None = None
+
+    def __str__(self) -> str:
+        if self.promote:
+            return f"promote({self.promote[0]}, {self.promote[1]})"
+        return self.param or self.dtype or "?"
+
+    def params(self) -> tuple[str, ...]:
+        if self.promote:
+            return self.promote
+        return (self.param,) if self.param else ()
+
+
+@dataclass(frozen=True)
+class Check:
+    """One validation rule; the engine runs them in spec order and the first violation wins."""
+
+    id: str
+    kind: str
+    params: tuple[str, ...]
+    status: int
+    source: str
+    terms: tuple[DtypeTerm, ...] = ()  # dtype kinds: the params (or promote(...)) as terms
+    dtype_set: str | None = None
+    dtypes: tuple[str, ...] = ()
+    to: DtypeTerm | None = None
+    max: int | None = None
+    of: tuple[str, ...] = ()
+    violated_if: Expr | None = None
+    values: tuple[str, ...] = ()
+    examples: tuple[dict[str, Any], ...] = ()
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Let:
+    id: str
+    name: str
+    value: Expr
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Branch:
+    id: str
+    when: Expr | None  # None: otherwise
+    value: Expr
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Formula:
+    output: str
+    lets: tuple[Let, ...]
+    branches: tuple[Branch, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class SpecialPoint:
+    id: str
+    param: str
+    value: Expr
+    with_: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""
+    source: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Property:
+    id: str
+    kind: str
+    params: tuple[str, ...]
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class DeviationFormula:
+    """The library's own version of a formula branch (or let): None keeps the spec's."""
+
+    when: Expr | None = None
+    value: Expr | None = None
+
+
+DIFFERS = ("status", "values", "nonfinite")
+BOUND_KEYS = ("rel", "ulp", "abs")
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A known difference between the doc (the spec) and an implementation. With `backends` it
+    gates: a failure of exactly the kind `differs` names, on a case exercising `clause` and
+    fitting the narrowing (dtypes, products, when), becomes the verdict `deviation`."""
+
+    id: str
+    summary: str
+    source: str
+    clause: str | None = None
+    actual: str = ""
+    backends: tuple[str, ...] = ()
+    line: int = 0
+    differs: str | None = None  # status | values | nonfinite (required when gating)
+    actual_status: int | None = None  # status: what the library returns instead
+    formula: DeviationFormula | None = None  # values: the library's branch
+    bound: dict[str, float] = field(default_factory=dict)  # values: rel / ulp / abs
+    dtypes: Any = None  # dtypecond.DtypeCondition: only calls with these dtypes
+    products: tuple[str, ...] = ()  # only these products
+    when: Expr | None = None  # only calls whose scalars, bools and strings make it true
+
+
+@dataclass
+class OpSpec:
+    name: str  # snake case, e.g. some_op_backward
+    op: str  # the C API name, e.g. aclnnSomeOpBackward
+    aten: str
+    summary: str
+    source: dict[str, str]
+    products: tuple[str, ...]
+    params: tuple[Param, ...]
+    dtype_sets: dict[str, dict[str, tuple[str, ...]]]  # set -> product (or "default") -> dtypes
+    checks: tuple[Check, ...]
+    formula: Formula
+    special_points: tuple[SpecialPoint, ...] = ()
+    properties: tuple[Property, ...] = ()
+    deviations: tuple[Deviation, ...] = ()
+    tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
+    path: str = ""
+    sha256: str = ""
+    bindings: dict[str, Any] = field(default_factory=dict)  # family -> bindings.Binding
+    # The in-place variant the file also defines (spec section `inplace`), and for a variant the
+    # name of the spec it was derived from.
+    variants: tuple[OpSpec, ...] = ()
+    inplace_of: str = ""
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    @property
+    def tensor_inputs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_tensor and p.is_read)
+
+    @property
+    def outputs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_output)
+
+    @property
+    def attributes(self) -> tuple[Param, ...]:
+        """Scalars, bools and strings: everything that is not a tensor."""
+        return tuple(p for p in self.params if not p.is_tensor)
+
+    def dtypes_for(self, set_name: str, product: str) -> tuple[str, ...]:
+        table = self.dtype_sets[set_name]
+        return table.get(product, table.get("default", ()))
+
+    def clause_ids(self) -> list[str]:
+        """Every clause id of the spec, in spec order."""
+        ids = [c.id for c in self.checks]
+        ids += [x.id for x in self.formula.lets] + [b.id for b in self.formula.branches]
+        ids += [s.id for s in self.special_points] + [p.id for p in self.properties]
+        return ids
+
+    def clause(self, clause_id: str) -> str:
+        """Fully qualified clause name."""
+        return f"{self.name}/{clause_id}"

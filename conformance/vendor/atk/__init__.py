@@ -1,0 +1,1 @@
+"""The vendor's ATK test files: reading, values, import, report."""

@@ -1,0 +1,1 @@
+"""A vendor doc page read into one record: Markdown or plain text."""
