@@ -4,13 +4,23 @@ checks. The checks themselves live in `conformance.run.config`, shared with the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from ..conformance.run import config
 from ..conformance.run.runner import Selection
+from ..conformance.run.session import BY_NAME, CLI, Option, Session, options_for
 from ..conformance.spec.registry import Registry, env_spec_dirs, load_registry
+
+
+def session(values: dict[str, Any]) -> Session:
+    """The Session of this invocation's options (every check of conformance.run.config done)."""
+    ctx = click.get_current_context().find_root()
+    ctx.ensure_object(dict)
+    return Session.create(registry(), values, CLI, ctx.obj.get("spec_dirs", ()))
 
 
 def registry() -> Registry:
@@ -58,28 +68,47 @@ class Seconds(click.ParamType):
         return seconds
 
 
+def _click_option(o: Option) -> Callable[[Any], Any]:
+    """The click option of one entry of the option table."""
+    decls = [f"{o.flag}/{o.off_flag}" if o.off_flag else o.flag, *([o.short] if o.short else [])]
+    kw: dict[str, Any] = {"help": o.help, "default": o.default}
+    if o.is_flag:
+        kw["is_flag"] = True
+    elif o.multiple:
+        kw["multiple"] = True
+    else:
+        kw["type"] = {
+            "int": int,
+            "count": click.IntRange(min=1),
+            "natural": click.IntRange(min=0),
+            "seconds": Seconds(),
+            "path": click.Path(dir_okay=False, path_type=Path),
+            "dir": click.Path(file_okay=False),
+            "choice": click.Choice(list(o.choices)),
+        }.get(o.type)
+    if o.metavar:
+        kw["metavar"] = o.metavar
+    if o.show_default:
+        kw["show_default"] = True
+    return click.option(*decls, o.name, **kw)
+
+
+def table_options(command: str, only: frozenset[str] | None = None) -> Callable[[Any], Any]:
+    """A decorator adding the options of `command` from the one option table
+    (conformance.run.session.OPTIONS), in table order; `only`: those with exactly these commands."""
+    opts = [o for o in options_for(command) if only is None or o.commands == only]
+
+    def wrap(f: Any) -> Any:
+        for o in reversed(opts):
+            f = _click_option(o)(f)
+        return f
+
+    return wrap
+
+
 def backend_options(f):
     """Options that configure the backend under test (shared by run, replay and probe)."""
-    opts = [
-        click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
-                     help="Option for the backend (repeatable), e.g. device=cuda."),
-        click.option("--device", default=None, help="torch: cpu, cuda or npu."),
-        click.option("--lib-dir", default=None, help="aclnn: folder holding the CANN libraries."),
-        click.option("--device-id", type=int, default=None, help="aclnn: NPU device id."),
-        click.option("--exec-cmd", default=None, help="exec: the harness command line."),
-        click.option("--isolate/--no-isolate", default=None,
-                     help="Run the backend in a worker process (default: on for aclnn and exec)."),
-        click.option("--timeout", type=Seconds(), default=60.0, show_default=True,
-                     help="Per-case time limit in seconds: the oracle, the backend and the "
-                          "comparison; over it the case is a timeout."),
-        click.option("--max-memory", default=None, metavar="SIZE",
-                     help="Memory limit (RLIMIT_DATA) of an isolated backend's worker and of "
-                          "an exec harness, e.g. 8G; none: no limit. Default: three quarters "
-                          "of physical memory divided by --jobs, at least 2G."),
-    ]  # fmt: skip
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return table_options("probe", BY_NAME["timeout"].commands)(f)
 
 
 def checked_backend(name: str, pairs, device, lib_dir, device_id, exec_cmd,
@@ -94,24 +123,7 @@ def checked_backend(name: str, pairs, device, lib_dir, device_id, exec_cmd,
 
 def selection_options(f):
     """The case filters shared by run, cases list and cases export."""
-    opts = [
-        click.option("--op", "ops", multiple=True, help="Operator (its aclnn name or spec name, see 'specs list'); repeatable."),
-        click.option("--product", "products", multiple=True, help="Product id, e.g. atlas-a2; repeatable."),
-        click.option("--dtype", "dtypes", multiple=True, help="Keep cases with a tensor of this dtype (f16, BF16, ...)."),
-        click.option("--clause", "clauses", multiple=True, help="Keep cases exercising this clause (id or op/id)."),
-        click.option("-k", "keyword", default="", help="Keep cases whose id contains this text."),
-        click.option("--max-cases", type=click.IntRange(min=1), default=None,
-                     help="Budget: at most N cases, every clause kept covered."),
-        click.option("--shard", default=None, metavar="I/N", help="Run only shard I of N (1-based)."),
-        click.option("--profile", type=click.Choice(["default", "large"]), default="default",
-                     show_default=True,
-                     help="large: add cases at model scale (shapes such as 8x4096x11008) for every op."),
-        click.option("--allow-empty", is_flag=True,
-                     help="Accept filters that select no case (exit 0) instead of a usage error."),
-    ]  # fmt: skip
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return table_options("cases")(f)
 
 
 def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard,

@@ -8,33 +8,13 @@ import click
 import numpy as np
 
 from ..conformance.acl.call import ScalarArg, TensorArg
-from ..conformance.cases.generate import build, plan_op
+from ..conformance.cases.generate import build
 from ..conformance.judge.verdicts import BROKEN
-from ..conformance.run import config
-from ..conformance.run.backend import BackendError, load_backend
-from ..conformance.run.judging import first_line, judge
-from ..conformance.run.runner import RunConfig, make_backend
+from ..conformance.run.backend import BackendError
+from ..conformance.run.judging import first_line
 from .console import heading
-from .errors import EXIT_PROBLEMS, InfrastructureError, UserError
-from .options import backend_options, checked_backend, registry
-
-
-def find_case(case_id: str, seed: int):
-    parts = case_id.split("/")
-    if len(parts) < 3:
-        raise UserError(
-            f"{case_id!r} is not a case id (op/product/...; see 'aclnn-conform cases list')"
-        )
-    reg = registry()
-    spec = reg.get(parts[0])
-    if parts[1] not in spec.products:
-        raise UserError(f"{case_id!r}: {spec.name} has no product {parts[1]!r}")
-    for plan in plan_op(spec, [parts[1]]):
-        if plan.id == case_id:
-            return spec, build(spec, plan, seed)
-    raise UserError(
-        f"no generated case has the id {case_id!r} (see 'aclnn-conform cases list -k ...')"
-    )
+from .errors import EXIT_PROBLEMS, InfrastructureError
+from .options import session, table_options
 
 
 def _show_array(name: str, a: np.ndarray, limit: int = 24) -> str:
@@ -46,33 +26,26 @@ def _show_array(name: str, a: np.ndarray, limit: int = 24) -> str:
 
 @click.command("replay")
 @click.argument("case_id")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--backend", default="reference", show_default=True)
-@click.option("--oracle", default="reference", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result record as JSON.")
-@backend_options
-def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_dir, device_id,
-           exec_cmd, isolate, timeout, max_memory):  # fmt: skip
-    """Rebuild CASE-ID from its id and seed, run it, print inputs, expected, actual and verdict."""
-    spec, case = find_case(case_id, seed)
-    reg = registry()
-    options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
-    if oracle != backend:
-        config.check_backend(oracle, {}, "--oracle")
+@table_options("replay")
+def replay(case_id, as_json, **values):
+    """Rebuild CASE-ID from its id and seed, run it, print inputs, expected, actual and verdict.
+
+    It is judged as `aclnn-conform run` judges it with the same options (the oracle and its
+    options, the expectations and spec deviations): a run's replay line repeats them."""
+    s = session(values)
+    item = s.find(case_id)
+    spec = s.registry.get(item.op)
+    seed = s.values["seed"]
+    case = build(spec, item.plan, seed)
     try:
-        b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
-                                   timeout=timeout, spec_dirs=reg.dirs,
-                                   max_memory=config.max_memory(max_memory)), reg)  # fmt: skip
-        o = load_backend(oracle, reg)
+        rec = s.judge(item)
     except BackendError as exc:
         raise InfrastructureError(str(exc)) from None
-    try:
-        judged = judge(spec, case, b, o, oracle, timeout)
     finally:
-        b.close()
-    rec = judged.record
+        s.close()
     if as_json:
-        click.echo(json.dumps(rec, indent=1, default=str))
+        click.echo(json.dumps(rec.to_dict(), indent=1, default=str))
     else:
         click.echo(heading(f"{case.id}  (seed {seed})"))
         click.echo(f"clauses: {', '.join(spec.clause(c) for c in case.clauses)}")
@@ -99,7 +72,7 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
         elif rec.get("message"):
             actual = f"{actual} ({first_line(rec['message'])})"
         click.echo(f"  expected {rec.get('oracle_status')}  actual {actual}")
-        for name, cmp in rec.get("comparisons", {}).items():
+        for name, cmp in (rec.comparisons or {}).items():
             click.echo(heading(f"output {name}"))
             for k, v in cmp["stats"].items():
                 click.echo(f"  {k}: {v}")
@@ -110,6 +83,6 @@ def replay(case_id, seed, backend, oracle, as_json, backend_opts, device, lib_di
                         f"    {w['index']}: {w['expected']} / {w['actual']}, {w['ulp']} ulp, {w['inputs']}"
                     )
         click.echo(heading("verdict"))
-        click.echo(f"  {judged.verdict}{': ' + judged.reason if judged.reason else ''}")
-    if judged.verdict in BROKEN:
+        click.echo(f"  {rec.verdict}{': ' + rec.reason if rec.reason else ''}")
+    if rec.verdict in BROKEN:
         raise SystemExit(EXIT_PROBLEMS)

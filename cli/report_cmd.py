@@ -10,7 +10,6 @@ from ..conformance.judge.results import Stream
 from ..reports import write_reports
 from ..reports.run import ResultsFileError, open_results
 from .errors import UserError
-from .options import registry
 from .paths import check_outputs, results_family
 
 
@@ -56,7 +55,7 @@ def report(results, html_path, junit_path, markdown_path, json_path):
                    ("--json", json_path)], results_family("RESULTS", results))  # fmt: skip
     stream, meta = read_results(results)
     written = write_reports(stream, meta, html=html_path, junit=junit_path,
-                            markdown=markdown_path, json=json_path, registry=registry())  # fmt: skip
+                            markdown=markdown_path, json=json_path)  # fmt: skip
     warn_torn(results, stream)
     for p in written:
         click.echo(f"wrote {p}")

@@ -17,24 +17,15 @@ import click
 from ..conformance.files.writelock import LockedError, ResultsLock
 from ..conformance.judge import expectations, provenance
 from ..conformance.judge import results as res
+from ..conformance.judge.result import Result
 from ..conformance.judge.verdicts import BROKEN
-from ..conformance.run import config
-from ..conformance.run.backend import BackendError, backend_class, load_backend
+from ..conformance.run.backend import BackendError, load_backend
 from ..conformance.run.progress import Progress
-from ..conformance.run.runner import (
-    TOOL_VERSION,
-    ResultsWriteError,
-    ResultsWriter,
-    RunConfig,
-    directory_items,
-    execute,
-    generated_items,
-    item_facts,
-)
+from ..conformance.run.runner import TOOL_VERSION, ResultsWriteError, ResultsWriter
 from ..reports.output import write_atomic
 from .console import heading, style
 from .errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
-from .options import backend_options, build_selection, checked_backend, registry, selection_options
+from .options import registry, session, table_options
 from .paths import check_outputs, results_family, same_file
 
 
@@ -94,27 +85,6 @@ def print_summary(s: res.Summary, backend: str, seconds: float, limit: int = 20)
                 click.echo(f"    {res.safe_text(rec['replay'])}")
 
 
-def oracle_options(backend: str, oracle: str, options: dict, given: tuple[str, ...],
-                   exact: bool) -> dict:  # fmt: skip
-    """The oracle's options, checked: the backend's own when the oracle is the backend under
-    test, else --oracle-opt (and exact=1 for a reference oracle under --exact)."""
-    if oracle == backend:
-        if given:
-            raise UserError(f"--oracle-opt: the oracle is the backend under test ({backend}): "
-                            "it runs with the backend's options; drop --oracle-opt")  # fmt: skip
-        return dict(options)
-    opts = {**config.parse_backend_options(given, {}, "--oracle-opt"),
-            **config.oracle_options(oracle, exact)}  # fmt: skip
-    try:
-        config.check_backend(oracle, opts, "--oracle", "--oracle-opt")
-    except config.ConfigError as exc:
-        if str(exc).startswith("--oracle"):
-            raise
-        raise UserError(f"--oracle {oracle}: {exc} (the oracle's options are given with "
-                        "--oracle-opt KEY=VALUE)") from None  # fmt: skip
-    return opts
-
-
 EXIT_TERMINATED = 143  # SIGTERM, as shells report it
 
 
@@ -147,145 +117,8 @@ def resume_hint() -> str:
 
 
 @click.command("run")
-@click.option("--backend", default="reference", show_default=True, help="Backend to test.")
-@click.option(
-    "--oracle",
-    default="reference",
-    show_default=True,
-    help="Backend that gives the expected results.",
-)
-@click.option(
-    "--cases",
-    "cases_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Run the case directories under DIR instead of generating cases.",
-)
-@click.option(
-    "--results",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("results.jsonl"),
-    show_default=True,
-    help="JSONL file results are written to (its meta beside it: FILE.meta.json).",
-)
-@click.option(
-    "--resume",
-    is_flag=True,
-    help="Skip cases already recorded in --results (same "
-    "backend, version, seed, specs and tool only).",
-)
-@click.option(
-    "--force",
-    is_flag=True,
-    help="With --resume: continue a results file of another backend, version, seed, "
-    "spec or tool version, recording the mix in the meta.",
-)
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Seed of the generated values.",
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Worker processes.",
-)
-@click.option("--fail-fast", is_flag=True, help="Stop at the first failing case.")
-@click.option(
-    "--keep-outputs",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Write each case's outputs and result.json under DIR/<case-id>/.",
-)
-@click.option(
-    "--max-case-bytes",
-    default=None,
-    metavar="SIZE",
-    help="Memory budget of one case (e.g. 2G); a case above it is an error verdict, "
-    "not run. Default: a quarter of physical memory divided by --jobs.",
-)
-@click.option(
-    "--quiet",
-    "-q",
-    is_flag=True,
-    help="No progress and no tables: one line of totals (failures are still listed).",
-)
-@click.option(
-    "--expectations",
-    "expectations_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Known failures (YAML). Default: the file shipped for the backend, if any.",
-)
-@click.option(
-    "--no-expectations",
-    is_flag=True,
-    help="Ignore every expectations file and the spec deviations.",
-)
-@click.option(
-    "--strict",
-    is_flag=True,
-    help="An unexpected pass (xpass) fails the run, and so does a run that proves nothing: "
-    "no case judged, a backend judged by itself, an expectations entry fitting every case.",
-)
-@click.option(
-    "--update-expectations",
-    is_flag=True,
-    help="Rewrite --expectations from this run: keep entries that still fail, add new "
-    "failures, drop fixed ones; comments are kept.",
-)
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a self-contained HTML report.",
-)
-@click.option(
-    "--junit",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write JUnit XML (one testsuite per op).",
-)
-@click.option(
-    "--markdown",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a Markdown summary (CI job summary, PR comment).",
-)
-@click.option(
-    "--json",
-    "json_report",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a JSON summary (totals, matrix, coverage, failures).",
-)
-@click.option(
-    "--exact",
-    is_flag=True,
-    help="The reference's DOUBLE outputs correctly rounded (mpmath for every element: slow) "
-    "instead of faithful (within 1 ulp, float64 speed). Recorded in the results and reports.",
-)
-@click.option(
-    "--oracle-opt",
-    "oracle_opts_given",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Option for the --oracle backend (repeatable), e.g. cmd=./harness for --oracle exec. "
-    "An oracle that is the backend under test gets the backend's options.",
-)
-@backend_options
-@selection_options
-def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fast, keep_outputs,
-        max_case_bytes, quiet, expectations_file, no_expectations, strict, update_expectations,
-        html, junit, markdown, json_report, oracle_opts_given,
-        backend_opts, device, lib_dir, device_id, exec_cmd, isolate, timeout, max_memory,
-        ops, products, dtypes, clauses, keyword, max_cases, shard, profile, allow_empty,
-        exact):  # fmt: skip
+@table_options("run")
+def run(**values):
     """Run the conformance suite against a backend.
 
     \b
@@ -298,61 +131,43 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     """
     # Everything the user can get wrong is checked before a results file is touched.
     reg = registry()
+    v = values
+    backend, oracle, results, resume = v["backend"], v["oracle"], v["results"], v["resume"]
+    cases_dir, expectations_file, quiet = v["cases_dir"], v["expectations"], v["quiet"]
+    html, junit, markdown, json_report = v["html"], v["junit"], v["markdown"], v["json_report"]
+    strict, update_expectations, fail_fast = v["strict"], v["update_expectations"], v["fail_fast"]
     reports = [("--html", html), ("--junit", junit), ("--markdown", markdown),
                ("--json", json_report)]  # fmt: skip
     check_outputs(reports, [*results_family("--results", results),
                             ("--expectations", expectations_file)],
-                  output_dirs=[("--keep-outputs", keep_outputs)],
+                  output_dirs=[("--keep-outputs", v["keep_outputs"])],
                   input_dirs=[("--cases", cases_dir)])  # fmt: skip
     if expectations_file is not None and same_file(expectations_file, results):
         raise UserError(f"--results {results} is the same file as --expectations "
                         f"{expectations_file}; give the results another file")  # fmt: skip
-    sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard, profile)
-    if cases_dir is not None and profile != "default":
-        raise UserError("--profile chooses generated cases; it does not apply with --cases DIR")
-    options = checked_backend(backend, backend_opts, device, lib_dir, device_id, exec_cmd)
-    if exact:
-        options = config.exact_options(backend, oracle, options)
-    if keep_outputs is not None and not keep_outputs.strip():
-        raise UserError("--keep-outputs '': give the folder to write the outputs to")
-    oracle_opts = oracle_options(backend, oracle, options, oracle_opts_given, exact)
-    if force and not resume:
+    if v["force"] and not resume:
         raise UserError("--force applies only with --resume")
-    jobs, capped = config.checked_jobs(jobs)
-    if capped:
-        click.echo(f"warning: {capped}", err=True)
-    memory = config.max_memory(max_memory, jobs)
-    budget = (config.parse_bytes(max_case_bytes) if max_case_bytes is not None
-              else config.default_case_bytes(jobs))  # fmt: skip
-    expect = config.load_expectations(backend, expectations_file, no_expectations,
-                                      update_expectations, reg)  # fmt: skip
-    for w in expect.warnings if expect is not None else ():
+    s = session(values)
+    for w in s.warnings:
         click.echo(f"warning: {w}", err=True)
-    if strict:
-        config.check_strict(expect, backend, oracle, oracle == backend)
-    expect_sha = expectations.fingerprint(expect, reg, backend)
+    sel, expect, expect_sha, seed = s.selection, s.expect, s.expect_sha, v["seed"]
     if expect is not None and expect.path:  # the shipped file for the backend, when not given
         check_outputs(reports, [("--expectations", expect.path)])
-    if cases_dir is not None:
-        if not cases_dir.is_dir():
-            raise UserError(f"--cases {cases_dir}: no such directory")
-        items = directory_items(cases_dir, sel, reg,
-                                warn=lambda m: click.echo(f"warning: {m}", err=True))  # fmt: skip
-    else:
-        items = generated_items(reg, sel, seed)
-    config.require_cases(len(items), sel, allow_empty, f"--cases {cases_dir}" if cases_dir else "")
+    items = s.items(warn=lambda m: click.echo(f"warning: {m}", err=True))
     host: dict = {}
-    version = backend_version(backend, options, reg, host)
+    version = backend_version(backend, s.backend_options, reg, host)
     if host.get("diagnosis"):  # recorded in the meta; a missing ASCEND_OPP_PATH stops the run
         click.echo(f"warning: {backend}: {host['diagnosis']}", err=True)  # at its first 561107
     oracle_version = (version if oracle == backend
-                      else backend_version(oracle, oracle_opts, reg))  # fmt: skip
+                      else backend_version(oracle, s.oracle_options, reg))  # fmt: skip
     meta = {"backend": backend, "backend_version": version, "oracle": oracle,
-            "oracle_version": oracle_version, "exact": exact, "seed": seed,
+            "oracle_version": oracle_version, "exact": v["exact"], "seed": seed,
             "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
             "expectations": (expect.path or "spec deviations") if expect is not None else None,
             "expectations_sha256": expect_sha,
-            "max_case_bytes": budget, "max_memory": memory, "jobs": jobs}  # fmt: skip
+            "max_case_bytes": s.max_case_bytes, "max_memory": s.max_memory,
+            "jobs": s.jobs}  # fmt: skip
+    meta["clauses"] = s.clause_universe()  # what the coverage table needs: reports load no spec
     if host:
         meta["backend_host"] = host  # what this host is, for judging the run elsewhere
     if sel.shard:
@@ -369,7 +184,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
     if resume:
         now = {**meta, "seed": None if cases_dir else seed,
                "spec_sha256": {s.name: s.sha256 for s in reg}}  # fmt: skip
-        mixed = provenance.check_resume(results, now, force)
+        mixed = provenance.check_resume(results, now, v["force"])
         if mixed:
             meta["mixed"] = mixed
             click.echo(f"warning: --force: {provenance.describe_mix(mixed)}", err=True)
@@ -384,40 +199,17 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
                 stale.unlink()
         done = set()
     todo = [it for it in items if it.id not in done]
-    skipped = []
-    if expect is not None:
-        family = backend_class(backend).binding_family
-        for it in todo:
-            facts = item_facts(it, reg, family)
-            entry = expect.skip_entry(facts, backend, version)
-            if entry is not None:
-                skipped.append({"id": it.id, "op": it.op, "verdict": "skip", "backend": backend,
-                                "reason": f"expectations: {entry.reason}", "clauses": [],
-                                "dtypes": facts.get("dtypes") or {},
-                                "expectations_sha256": expect_sha,
-                                "expectation": {"match": entry.match, "kind": "skip",
-                                                "reason": entry.reason}})  # fmt: skip
-        skip_ids = {r["id"] for r in skipped}
-        todo = [it for it in todo if it.id not in skip_ids]
-    cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options,
-                    oracle_options=oracle_opts, seed=seed, jobs=jobs,
-                    fail_fast=fail_fast, keep_outputs=keep_outputs, isolate=isolate,
-                    timeout=timeout, max_case_bytes=budget, spec_dirs=reg.dirs, exact=exact,
-                    max_memory=memory, deviations=expect is not None)  # fmt: skip
     progress = Progress(len(todo), enabled=not quiet)
     writer = ResultsWriter(results)
     ctx.call_on_close(writer.release)
     t0 = time.perf_counter()
     state = {"stop": False, "ran": 0}
 
-    def record(rec: dict) -> None:
+    def record(rec: Result) -> None:
         writer.write(rec)
         summary.add(rec)
 
-    def sink(rec: dict) -> bool:
-        rec["expectations_sha256"] = expect_sha
-        if expect is not None:
-            expect.apply(rec, backend, rec.get("backend_version", version))
+    def sink(rec: Result) -> bool:  # a final record: the session applied the expectations
         record(rec)
         state["ran"] += 1
         progress.update(rec)
@@ -433,10 +225,8 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
 
     interrupted = 0
     try:
-        for rec in skipped:
-            record(rec)
         with _terminate_as_interrupt():
-            execute(todo, cfg, sink)
+            s.run(todo, sink, version)
     except BackendError as exc:
         raise InfrastructureError(
             f"{exc} (results so far are in {results}; rerun with --resume)"
@@ -487,7 +277,7 @@ def run(backend, oracle, cases_dir, results, resume, force, seed, jobs, fail_fas
 
         try:  # from this run's own file descriptor: its records, whatever the path holds now
             written = write_reports(writer.records(clean=True), meta, html=html, junit=junit,
-                                    markdown=markdown, json=json_report, registry=reg)  # fmt: skip
+                                    markdown=markdown, json=json_report)  # fmt: skip
         except OSError as exc:
             again = " ".join(f"{o} {shlex.quote(str(p))}" for o, p in reports if p)
             raise InfrastructureError(

@@ -2,13 +2,15 @@
 
     pytest --pyargs aclnn_conformance.conformance --aclnn-backend torch [-k "atlas-a2 and values"] [-n auto] [--junitxml r.xml]
 
-The plugin (entry point `pytest11`) adds the options; `conformance/test_suite.py` holds one
+The plugin (entry point `pytest11`) adds the options, generated from the one option table
+(conformance.run.session.OPTIONS: `--aclnn-` + the CLI's flag); `conformance/test_suite.py` holds one
 parametrized test whose parameters are the case ids, so -k, xdist (every worker enumerates the
 same ids), --junitxml and pytest's own reporting all work. A case is judged exactly as
-`aclnn-conform run` judges it, expectations and spec deviations included.
+`aclnn-conform run` judges it (by the same Session), expectations, spec deviations and oracle
+options included.
 
-When the suite is collected, the options are checked at start-up with the CLI's own checks
-(`conformance.run.config`): a misspelt op, dtype or backend, an option the backend does not take,
+When the suite is collected, the options are checked at start-up by the Session, as the CLI's
+are: a misspelt op, dtype or backend, an option the backend does not take,
 a backend that cannot run here, or filters that select no case stop the session with one line
 (pytest.UsageError, exit code 4) before any case runs.
 """
@@ -23,40 +25,33 @@ import pytest
 
 from .judge.verdicts import FAILING
 
-_BACKENDS: dict[tuple, Any] = {}
 _ITEMS = pytest.StashKey[list]()
-_EXPECT = pytest.StashKey[Any]()
-_OPTIONS = pytest.StashKey[dict]()
-_REGISTRY = pytest.StashKey[Any]()
-LABELS = {"op": "--aclnn-op", "product": "--aclnn-product", "dtype": "--aclnn-dtype",
-          "clause": "--aclnn-clause"}  # fmt: skip
-EXPECT_LABELS = {"file": "--aclnn-expectations", "off": "--aclnn-no-expectations"}
+_SESSION = pytest.StashKey[Any]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The run options the plugin offers, generated from the one option table
+    (conformance.run.session.OPTIONS): `--aclnn-` + the CLI's flag."""
+    from .run.session import options_for
+
     g = parser.getgroup("aclnn-conformance")
-    g.addoption(
-        "--aclnn-backend", default=None, help="run the aclnn conformance cases against this backend"
-    )
-    g.addoption("--aclnn-oracle", default="reference", help="backend giving the expected results")
-    g.addoption("--aclnn-op", action="append", default=[], help="operator filter (repeatable)")
-    g.addoption("--aclnn-product", action="append", default=[], help="product filter (repeatable)")
-    g.addoption("--aclnn-dtype", action="append", default=[], help="dtype filter (repeatable)")
-    g.addoption("--aclnn-clause", action="append", default=[], help="clause filter (repeatable)")
-    g.addoption(
-        "--aclnn-max-cases", type=int, default=None, help="case budget, clauses kept covered"
-    )
-    g.addoption("--aclnn-seed", type=int, default=0, help="seed of the generated values")
-    g.addoption(
-        "--aclnn-expectations", default=None, help="expectations file (default: shipped one)"
-    )
-    g.addoption("--aclnn-no-expectations", action="store_true", default=False,
-                help="ignore expectations files and spec deviations")  # fmt: skip
-    g.addoption("--aclnn-backend-opt", action="append", default=[], metavar="KEY=VALUE")
-    g.addoption("--aclnn-specs", action="append", default=[], metavar="DIR",
-                help="add the specs of DIR (repeatable; also ACLNN_CONFORM_SPECS)")  # fmt: skip
-    g.addoption("--aclnn-allow-empty", action="store_true", default=False,
-                help="accept filters that select no case")  # fmt: skip
+    for o in options_for("pytest"):
+        flag, dest = o.pytest_flag, "aclnn_" + o.name
+        if o.off_flag:
+            g.addoption(flag, action="store_const", const=True, dest=dest, default=None,
+                        help=o.help)  # fmt: skip
+            off = "--aclnn-" + o.off_flag.removeprefix("--")
+            g.addoption(off, action="store_const", const=False, dest=dest, help=f"not {flag}")
+        elif o.is_flag:
+            g.addoption(flag, action="store_true", default=False, dest=dest, help=o.help)
+        elif o.multiple:
+            g.addoption(flag, action="append", default=[], dest=dest, help=o.help,
+                        metavar=o.metavar or None)  # fmt: skip
+        else:
+            kind = {"int": int, "count": int, "natural": int, "seconds": float}.get(o.type, str)
+            default = None if o.name == "backend" else o.default  # the suite needs one named
+            g.addoption(flag, type=kind, default=default, dest=dest, help=o.help,
+                        metavar=o.metavar or None)  # fmt: skip
 
 
 def _targets_suite(config: pytest.Config) -> bool:
@@ -80,44 +75,25 @@ def _targets_suite(config: pytest.Config) -> bool:
 
 
 def _check(config: pytest.Config) -> list:
-    """Every option checked as `aclnn-conform run` checks it; the selected items."""
+    """The options, translated into a Session (which checks each as `aclnn-conform run`
+    does); the selected items."""
     from .run import config as cc
-    from .run.runner import generated_items
+    from .run.session import PYTEST, Session, options_for
     from .spec.registry import SpecError, env_spec_dirs, load_registry
 
-    opt = config.getoption
-    backend = opt("--aclnn-backend")
-    if not backend:
-        raise cc.ConfigError("the aclnn conformance suite needs --aclnn-backend NAME (e.g. "
-                             "reference, torch, jax; 'aclnn-conform backends' lists them)")  # fmt: skip
-    options = cc.parse_backend_options(opt("--aclnn-backend-opt"), {}, "--aclnn-backend-opt")
-    cc.check_backend(backend, options, "--aclnn-backend", "--aclnn-backend-opt")
-    if opt("--aclnn-oracle") != backend:
-        cc.check_backend(opt("--aclnn-oracle"), {}, "--aclnn-oracle")
-    if opt("--aclnn-seed") < 0:
-        raise cc.ConfigError(f"--aclnn-seed {opt('--aclnn-seed')}: must be >= 0")
-    if opt("--aclnn-max-cases") is not None and opt("--aclnn-max-cases") < 1:
-        raise cc.ConfigError(f"--aclnn-max-cases {opt('--aclnn-max-cases')}: must be >= 1")
+    values = {o.name: config.getoption("aclnn_" + o.name) for o in options_for("pytest")}
+    if values["expectations"] is not None:
+        values["expectations"] = Path(values["expectations"])
     try:
-        reg = load_registry(dirs=(*env_spec_dirs(), *opt("--aclnn-specs")))
+        reg = load_registry(dirs=(*env_spec_dirs(), *values["specs"]))
     except SpecError as exc:
         first = exc.problems[0] if exc.problems else "invalid spec"
         raise cc.ConfigError(
             f"{first} (aclnn-conform specs lint FILE shows every problem)"
         ) from None
-    sel = cc.check_selection(reg, opt("--aclnn-op"), opt("--aclnn-product"), opt("--aclnn-dtype"),
-                             opt("--aclnn-clause"), "", opt("--aclnn-max-cases"),
-                             labels=LABELS)  # fmt: skip
-    path = opt("--aclnn-expectations")
-    expect = cc.load_expectations(backend, Path(path) if path else None,
-                                  opt("--aclnn-no-expectations"), False, reg,
-                                  EXPECT_LABELS)  # fmt: skip
-    items = generated_items(reg, sel, opt("--aclnn-seed"))
-    cc.require_cases(len(items), sel, opt("--aclnn-allow-empty"), allow_flag="--aclnn-allow-empty",
-                     labels=LABELS)  # fmt: skip
-    config.stash[_EXPECT] = expect
-    config.stash[_OPTIONS] = options
-    config.stash[_REGISTRY] = reg
+    session = Session.create(reg, values, PYTEST, values["specs"])
+    items = session.items()
+    config.stash[_SESSION] = session
     return items
 
 
@@ -163,42 +139,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def run_case(config: pytest.Config, item: Any) -> None:
-    """Judge one case; translate the verdict into pytest's outcome."""
-    from .run.runner import RunConfig, item_facts, make_backend, run_with
-
-    backend = config.getoption("--aclnn-backend")
-    oracle = config.getoption("--aclnn-oracle")
-    options = config.stash[_OPTIONS]
-    key = (backend, oracle, tuple(sorted(options.items())))
-    reg = config.stash[_REGISTRY]
-    if key not in _BACKENDS:
-        expect = config.stash[_EXPECT]
-        cfg = RunConfig(backend=backend, oracle=oracle, backend_options=options,
-                        seed=config.getoption("--aclnn-seed"), spec_dirs=reg.dirs,
-                        deviations=expect is not None)  # fmt: skip
-        _BACKENDS[key] = (cfg, make_backend(cfg, reg), expect)
-    cfg, b, expect = _BACKENDS[key]
-    if expect is not None:  # a skipped case is not run at all (it may wedge a device)
-        facts = item_facts(item, reg, getattr(b, "binding_family", None))
-        entry = expect.skip_entry(facts, b.name, b.version())
-        if entry is not None:
-            pytest.skip(f"expectations: {entry.reason}")
-    rec = run_with(item, cfg, b)
-    if expect is not None:
-        expect.apply(rec, b.name, rec.get("backend_version", ""))
-    v, reason = rec["verdict"], rec.get("reason", "")
+    """Judge one case exactly as `aclnn-conform run` does (the Session); translate the
+    verdict into pytest's outcome."""
+    rec = config.stash[_SESSION].judge(item)
+    v, reason = rec.verdict, rec.reason or ""
     if v == "skip":
         pytest.skip(reason)
     if v == "xfail":
-        pytest.xfail(rec["expectation"]["reason"])
+        pytest.xfail(rec.expectation["reason"])
     if v == "deviation":
-        x = rec["expectation"]
+        x = rec.expectation
         pytest.xfail(f"deviation {x.get('deviation', '')}: {x['reason']}")
     if v in FAILING:
-        pytest.fail(f"{v}: {reason}\n{rec.get('replay', '')}", pytrace=False)
+        pytest.fail(f"{v}: {reason}\n{rec.replay or ''}", pytrace=False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for _cfg, b, _e in _BACKENDS.values():
-        b.close()
-    _BACKENDS.clear()
+    session = config.stash.get(_SESSION, None)
+    if session is not None:
+        session.close()

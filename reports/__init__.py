@@ -25,7 +25,7 @@ def write_reports(
     junit: str | Path | None = None,
     markdown: str | Path | None = None,
     json: str | Path | None = None,
-    registry: Any = None,
+    registry: Any = None,  # unused: reports never load specs (kept for older callers)
 ) -> list[Path]:
     """Write each report whose path is given; returns the paths written, in that order.
 
@@ -46,7 +46,9 @@ def write_reports(
         for old in spills:  # a second pass (an id recorded twice) starts afresh
             old.close()
         spills[:] = [JUnitSpill()] if junit else []
-        return Digest(registry, cases=bool(html), coverage=bool(html or json), sinks=spills)
+        return Digest(
+            meta.get("clauses"), cases=bool(html), coverage=bool(html or json), sinks=spills
+        )
 
     written: list[Path] = []
     try:

@@ -2,10 +2,14 @@
 many ran, passed and failed. A clause no case exercises is flagged: the spec says something the
 suite never checks.
 
-"Generated" counts the static clauses of the suite's plans (`plan_suite`) together with the
-clauses that only building a case reveals (formula lets and branches hit by the drawn values),
-which are read back from the records. So a let or branch of an op these results do not hold is
-"not run" (unknown), while one that none of the op's cases in the results hit has "no case".
+The clauses themselves (the universe, with what the suite plans for each) are recorded in the
+run's meta header at run time (`meta["clauses"]`, conformance.run.session.clause_universe): a report
+never loads the specs, so it says the same whichever spec folders exist when it is rendered.
+"Generated" counts the static clauses of the suite's plans together with the clauses that only
+building a case reveals (formula lets and branches hit by the drawn values), which are read back
+from the records. So a let or branch of an op these results do not hold is "not run" (unknown),
+while one that none of the op's cases in the results hit has "no case". Results whose meta has
+no universe (older runs) get a row for each clause their records name.
 """
 
 from __future__ import annotations
@@ -13,11 +17,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-from ..conformance.cases.generate import plan_suite
-from .run import BROKEN, clip
+from .run import BROKEN
 
 NO_CASE = "no-case"  # the suite generates no case for the clause
 NOT_RUN = "not-run"  # cases exist but none is in these results
@@ -43,6 +45,7 @@ class ClauseRow:
     xpass: int = 0
     skipped: int = 0
     op_ran: bool = True  # the results hold cases of this op
+    planned: bool = True  # the run recorded what the suite plans for this op
 
     @property
     def dynamic(self) -> bool:
@@ -55,7 +58,7 @@ class ClauseRow:
 
     @property
     def status(self) -> str:
-        if self.generated == 0:
+        if self.generated == 0 and self.planned:
             return NOT_RUN if self.dynamic and not self.op_ran else NO_CASE
         if self.failed or self.xpass:
             return FAILING
@@ -122,97 +125,81 @@ class Coverage:
         }
 
 
-def describe(spec) -> list[tuple[str, str, str, str]]:
-    """(clause id, kind, text, source) for each clause of a spec, in spec order."""
-    out = []
-    for c in spec.checks:
-        text = c.summary or (f"{c.kind}({', '.join(c.params)})" if c.params else c.kind)
-        if not c.summary and c.violated_if is not None:
-            text = f"violated if {c.violated_if.source}"
-        elif not c.summary and c.dtype_set:
-            text += f" in {c.dtype_set}"
-        out.append((c.id, c.kind, f"{text} → {c.status}" if c.status else text, c.source))
-    for let in spec.formula.lets:
-        out.append((let.id, "let", let.summary or f"{let.name} = {let.value.source}", let.source))
-    for b in spec.formula.branches:
-        when = f"when {b.when.source}" if b.when is not None else "otherwise"
-        out.append((b.id, "branch", b.summary or when, b.source))
-    for p in spec.special_points:
-        out.append((p.id, "special point", p.summary or f"{p.param} = {p.value.source}", p.source))
-    for p in spec.properties:
-        out.append((p.id, p.kind, p.summary or p.kind, p.source))
-    return [(i, k, clip(t, 160), clip(s, 160)) for i, k, t, s in out]
-
-
-@cache
-def _suite_plans(registry) -> list:
-    return plan_suite(registry)
+DYNAMIC = ("let", "branch")  # clause kinds that only the drawn values of a case hit
 
 
 class CoverageTally:
     """What clause coverage needs from the records, gathered one record at a time (`add`) in
-    memory bounded by the specs' clauses: verdicts per clause, cases and spec hashes per op, and
-    per clause the cases no static plan of the suite names (lets and branches that only the
-    drawn values hit) -- counted, given each case id once (a Stream's fold ensures that)."""
+    memory bounded by the specs' clauses: verdicts per clause, cases and spec hashes per op,
+    and per let or branch the cases that hit it. `universe`: the run's meta["clauses"]."""
 
-    def __init__(self, registry=None, plans=None):
-        if registry is None:
-            from ..conformance.spec.registry import default_registry
-
-            registry = default_registry()
-        self.registry = registry
-        self.planned: dict[str, set[str]] = {}  # clause -> plan ids (the suite: bounded)
-        for spec, plan in _suite_plans(registry) if plans is None else plans:
-            for c in plan.clauses:
-                self.planned.setdefault(spec.clause(c), set()).add(plan.id)
-        self.extra: Counter = Counter()  # clause -> cases outside its plans
+    def __init__(self, universe: dict[str, Any] | None = None):
+        self.universe = universe if isinstance(universe, dict) else None
+        self.kinds = {f"{o['op']}/{c['id']}": c.get("kind", "")
+                      for o in self._ops() for c in o.get("clauses") or ()}  # fmt: skip
+        self.extra: Counter = Counter()  # let/branch clause -> cases that hit it
         self.tallies: dict[str, Counter] = {}
         self.per_op: Counter = Counter()
         self.hashes: dict[str, set[str]] = {}
+        self.ops_seen: dict[str, str] = {}  # op -> aclnn op, from the records
 
-    def add(self, rec: dict[str, Any]) -> None:
+    def _ops(self) -> list[dict[str, Any]]:
+        return list((self.universe or {}).get("ops") or [])
+
+    def add(self, rec: Any) -> None:
         op = str(rec.get("op", ""))
         self.per_op[op] += 1
+        self.ops_seen.setdefault(op, str(rec.get("aclnn_op") or ""))
         if rec.get("spec_sha256"):
             self.hashes.setdefault(op, set()).add(str(rec["spec_sha256"]))
         v = rec.get("verdict", "error")
-        cid = str(rec.get("id"))
         for q in rec.get("clauses") or []:
             q = str(q)
             self.tallies.setdefault(q, Counter())[v] += 1
-            if cid not in self.planned.get(q, ()):
+            if self.kinds.get(q) in DYNAMIC:
                 self.extra[q] += 1
+
+    def _row(self, op: str, c: dict[str, Any], planned: bool, ran: bool) -> ClauseRow:
+        q = f"{op}/{c['id']}"
+        t = self.tallies.get(q, Counter())
+        generated = int(c.get("generated") or 0) + self.extra[q]
+        return ClauseRow(
+            op, str(c["id"]), str(c.get("kind", "")), str(c.get("text", "")),
+            str(c.get("source", "")), generated=generated, run=sum(t.values()) - t["skip"],
+            passed=t["pass"], failed=sum(t[v] for v in BROKEN), xfail=t["xfail"],
+            deviation=t["deviation"], xpass=t["xpass"], skipped=t["skip"], op_ran=ran,
+            planned=planned)  # fmt: skip
 
     def result(self) -> Coverage:
         cov = Coverage()
         known: set[str] = set()
-        for spec in sorted(self.registry, key=lambda s: s.name):
-            rows = []
-            for cid, kind, text, source in describe(spec):
-                q = spec.clause(cid)
-                known.add(q)
-                t = self.tallies.get(q, Counter())
-                generated = len(self.planned.get(q, ())) + self.extra[q]
-                rows.append(ClauseRow(
-                    spec.name, cid, kind, text, source, generated=generated,
-                    run=sum(t.values()) - t["skip"], passed=t["pass"],
-                    failed=sum(t[v] for v in BROKEN), xfail=t["xfail"],
-                    deviation=t["deviation"], xpass=t["xpass"], skipped=t["skip"],
-                    op_ran=self.per_op[spec.name] > 0))  # fmt: skip
-            changed = bool(self.hashes.get(spec.name, set()) - {spec.sha256})
-            cov.ops.append(OpCoverage(spec.name, spec.op, rows, self.per_op[spec.name], changed))
+        ops = self._ops()
+        if self.universe is None:  # an older run: the clauses its records name
+            named: dict[str, list[str]] = {}
+            for q in self.tallies:
+                op, _, cid = q.rpartition("/")
+                named.setdefault(op, []).append(cid)
+            ops = [{"op": op, "aclnn_op": self.ops_seen.get(op, ""), "planned": False,
+                    "clauses": [{"id": c} for c in sorted(ids)]}
+                   for op, ids in named.items() if op]  # fmt: skip
+        for o in sorted(ops, key=lambda o: str(o["op"])):
+            op = str(o["op"])
+            ran, planned = self.per_op[op] > 0, bool(o.get("planned", True))
+            rows = [self._row(op, c, planned, ran) for c in o.get("clauses") or ()]
+            known.update(r.qualified for r in rows)
+            changed = bool(o.get("sha256")) and bool(self.hashes.get(op, set()) - {o["sha256"]})
+            cov.ops.append(OpCoverage(op, str(o.get("aclnn_op") or ""), rows, self.per_op[op],
+                                      changed))  # fmt: skip
         for q, t in self.tallies.items():
             if q not in known:
                 cov.unknown[q] = sum(t.values())
         return cov
 
 
-def clause_coverage(records: Iterable[dict[str, Any]], registry=None, plans=None) -> Coverage:
-    """Coverage of every clause of every spec in `registry` (default: the installed specs).
-
-    `plans`: the (spec, plan) pairs of the suite; default plan_suite(registry). `records`:
-    each case once (a list, or any iterable)."""
-    tally = CoverageTally(registry, plans)
+def clause_coverage(records: Iterable[Any], universe: dict[str, Any] | None = None) -> Coverage:
+    """Coverage of every clause of `universe` (a run's meta["clauses"]; None: the clauses the
+    records name). `records`: each case once (a list, or any iterable)."""
+    tally = CoverageTally(universe)
     by_id: dict[str, dict[str, Any]] = {}
     for rec in records:  # a list may hold an id twice: its last record counts, as in a file
         by_id[str(rec.get("id"))] = rec

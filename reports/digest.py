@@ -29,23 +29,22 @@ DEVIATION_IDS = 50  # case ids listed per deviation (the first in id order)
 class Digest:
     """The reports' view of a run (see the module docstring).
 
-    `cases`: build the HTML case table; `coverage`: tally clause coverage (it plans the suite of
-    `registry` once); `clean`: pass every record through conformance.judge.results.safe (records from
+    `cases`: build the HTML case table; `coverage`: tally clause coverage of `universe` (the
+    run's meta["clauses"]: the clauses the run recorded; see reports.coverage); `clean`: pass every record through conformance.judge.results.safe (records from
     memory; a Stream(clean=True) has done it already); `sinks`: more accumulators fed every
     record (the JUnit writer's spill)."""
 
     def __init__(
         self,
-        registry: Any = None,
+        universe: Any = None,
         *,
         cases: bool = True,
         coverage: bool = True,
         keep: int = PASS_ROWS,
-        plans: Any = None,
         clean: bool = False,
         sinks: Iterable[Any] = (),
     ):
-        self.registry = registry
+        self.universe = universe
         self.clean = clean
         self.total = 0
         self.verdicts: Counter = Counter()
@@ -56,7 +55,7 @@ class Digest:
         self.info = InfoTally()
         self.panels = PanelTally()
         self.cases = CaseTable(keep) if cases else None
-        self._coverage = CoverageTally(registry, plans) if coverage else None
+        self._coverage = CoverageTally(universe) if coverage else None
         self._coverage_result: Coverage | None = None
         self.sinks = list(sinks)
         self._sorted = True
@@ -128,7 +127,7 @@ class Digest:
 
     def coverage(self) -> Coverage:
         if self._coverage_result is None:
-            tally = self._coverage or CoverageTally(self.registry)
+            tally = self._coverage or CoverageTally(self.universe)
             self._coverage_result = tally.result()
         return self._coverage_result
 

@@ -124,7 +124,8 @@ def _page(
     coverage: Coverage | None = None,
     title: str = "aclnn conformance report",
 ) -> Iterator[str]:
-    d: Digest = digest_of(records, coverage=coverage is None)
+    d: Digest = digest_of(records, coverage=coverage is None,
+                          universe=(meta or {}).get("clauses"))  # fmt: skip
     if d.cases is None:
         raise ValueError("render_html needs a Digest built with cases=True")
     info = d.run_info(meta)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..conformance.run.judging import VERDICTS
+from ..conformance.judge.verdicts import VERDICTS
 from .coverage import Coverage
 from .digest import Digest, digest_of
 from .output import write_atomic
@@ -58,7 +58,8 @@ def summary(
 def _head(records: Any, meta: dict[str, Any] | None,
           coverage: Coverage | None) -> tuple[dict[str, Any], Digest]:  # fmt: skip
     """The summary without its failures, and the Digest they come from."""
-    d: Digest = digest_of(records, cases=False, coverage=coverage is None)
+    d: Digest = digest_of(records, cases=False, coverage=coverage is None,
+                          universe=(meta or {}).get("clauses"))  # fmt: skip
     if coverage is None:
         coverage = d.coverage()
     rate = pass_rate(d.verdicts)

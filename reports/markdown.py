@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conformance.judge.results import safe_text
-from ..conformance.run.judging import VERDICTS
+from ..conformance.judge.verdicts import VERDICTS
 from .digest import Digest, digest_of
 from .output import write_atomic
 from .run import EXPLAINED, FAILING, NEGATIVE, clip, column_order, fmt, fmt_seconds, stats_of

@@ -144,18 +144,6 @@ def worst_elements(rec: dict[str, Any], limit: int = 10) -> list[dict[str, Any]]
 
 
 @cache
-def _spec_params(op: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(parameter names in C order, output names) of an op, None when the specs lack it."""
-    from ..conformance.spec.registry import SpecError, UnknownOp, default_registry
-
-    try:
-        spec = default_registry().get(op)
-    except (UnknownOp, SpecError):
-        return None
-    return spec.param_names, tuple(p.name for p in spec.outputs)
-
-
-@cache
 def short(dtype: str) -> str:
     from ..conformance.acl import dtypes as dt
 
@@ -171,9 +159,10 @@ def column(rec: dict[str, Any]) -> str:
     if rec.get("kind") == "negative":
         return NEGATIVE
     dtypes = rec.get("dtypes") or {}
-    info = _spec_params(str(rec.get("op", "")))
-    names = [dtypes[o] for o in (info[1] if info else ()) if o in dtypes]
-    if not names:
+    names = [dtypes[o] for o in rec.get("outputs") or () if o in dtypes]
+    if not names and rec.get("out_dtype"):
+        names = [rec["out_dtype"]]
+    if not names:  # a record of an older version: its tensors, all of them
         names = list(dtypes.values())
     shorts = sorted({short(n) for n in names})
     if not shorts:
@@ -188,12 +177,12 @@ def column_order(cols: set[str] | list[str]) -> list[str]:
 
 
 def dtype_tag(rec: dict[str, Any]) -> str:
-    """Short dtypes of the tensors in C signature order (as in case ids): `f32`, `f32.f32.f16`."""
+    """Short dtypes of the tensors in C signature order (as in case ids): `f32`, `f32.f32.f16`,
+    as the runner recorded it (a record of an older version: its tensors by name)."""
+    if rec.get("dtype_tag"):
+        return str(rec["dtype_tag"])
     dtypes = rec.get("dtypes") or {}
-    info = _spec_params(str(rec.get("op", "")))
-    order = [p for p in (info[0] if info else ()) if p in dtypes]
-    order += [p for p in dtypes if p not in order]
-    shorts = [short(str(dtypes[p])) for p in order]
+    shorts = [short(str(dtypes[p])) for p in dtypes]
     if not shorts:
         return "-"
     return shorts[0] if len(set(shorts)) == 1 else ".".join(shorts)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from aclnn_conformance.conformance.cases.generate import plan_suite
+from aclnn_conformance.conformance.run.session import clause_universe
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reports import write_reports
 from aclnn_conformance.reports.coverage import NO_CASE, NOT_RUN, clause_coverage
@@ -213,7 +214,7 @@ def test_json_writes_non_finite_statistics_as_strings(run):
 
 
 def test_coverage_counts_run_and_passed_per_clause(run):
-    cov = clause_coverage(run.records)
+    cov = clause_coverage(run.records, clause_universe(default_registry()))
     rows = {r.qualified: r for r in cov.rows}
     null_ptr = rows["elu_backward/null-ptr"]  # only the null gradOutput case: a pass
     assert (null_ptr.run, null_ptr.passed, null_ptr.failed, null_ptr.status) == (1, 1, 0, "covered")
@@ -230,7 +231,7 @@ def test_coverage_counts_run_and_passed_per_clause(run):
 def test_a_clause_without_a_case_is_flagged():
     reg = default_registry()
     plans = [(s, p) for s, p in plan_suite(reg, ["elu_backward"]) if "null-ptr" not in p.clauses]
-    cov = clause_coverage([], reg, plans)
+    cov = clause_coverage([], clause_universe(reg, plans))
     rows = {r.qualified: r for r in cov.rows}
     assert rows["elu_backward/null-ptr"].status == NO_CASE
     assert rows["elu_backward/null-ptr"].generated == 0
@@ -243,7 +244,7 @@ def test_a_clause_without_a_case_is_flagged():
 
 def test_coverage_counts_dynamic_branch_clauses_from_records(run):
     reg = default_registry()
-    cov = clause_coverage(run.records, reg, plans=[])  # no static plan at all
+    cov = clause_coverage(run.records, clause_universe(reg, []))  # no static plan at all
     rows = {r.qualified: r for r in cov.rows}
     assert rows["elu_backward/positive"].generated == 7  # the records that exercise it
     assert rows["elu_backward/x-zero"].status == NO_CASE

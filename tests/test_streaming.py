@@ -20,6 +20,7 @@ from aclnn_conformance.conformance.acl.views import BLOCK, FlatView
 from aclnn_conformance.conformance.cases.casedir import read_case, write_case
 from aclnn_conformance.conformance.cases.generate import MODEL_SHAPES, build, plan_op, plan_suite
 from aclnn_conformance.conformance.judge import accumulate
+from aclnn_conformance.conformance.judge.result import Result
 from aclnn_conformance.conformance.run.judging import judge
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reference import engine, precise
@@ -31,8 +32,8 @@ REG = default_registry()
 REF = ReferenceBackend(registry=REG)
 
 
-def _strip(rec: dict) -> dict:
-    rec = copy.deepcopy(rec)
+def _strip(rec: Result) -> dict:
+    rec = copy.deepcopy(rec.to_dict())
     rec.pop("durations", None)
     return rec
 

@@ -24,6 +24,7 @@ from ..acl.views import FlatView, ranges
 from ..cases.generate import Case
 from ..judge import deviations as dv
 from ..judge.accumulate import Accumulator
+from ..judge.result import Result
 from ..judge.verdicts import VERDICTS  # noqa: F401 - re-exported
 from ..spec.bindings import binding_id
 from ..spec.model import OpSpec
@@ -54,7 +55,7 @@ class Clock:
 class Judged:
     verdict: str
     reason: str
-    record: dict[str, Any]
+    record: Result
     outcome: Outcome | None = None  # what the backend returned, when it ran
 
 
@@ -102,22 +103,22 @@ def view_mask(t: TensorArg) -> np.ndarray:
     return mask
 
 
-def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) -> dict[str, Any]:
+def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) -> Result:
     dtypes = {n: a.dtype for n, a in case.call.args.items() if isinstance(a, TensorArg)}
     layouts = {n: {"shape": list(a.shape), "strides": list(a.strides), "offset": a.offset,
                    "storage": int(a.storage.size)}
                for n, a in case.call.args.items() if isinstance(a, TensorArg)}  # fmt: skip
     tag = dt.tag(dtypes.values())  # parameter order, as in case ids
-    rec = {"id": case.id, "op": spec.name, "aclnn_op": spec.op, "product": case.product,
-           "kind": case.kind, "dtypes": dtypes, "dtype_tag": tag, "layouts": layouts,
-           "out_dtype": next((dtypes[p.name] for p in spec.outputs if p.name in dtypes), None),
-           "outputs": [p.name for p in spec.outputs],
-           "clauses": [spec.clause(c) for c in case.clauses],
-           "expected_status": case.expected_status, "seed": case.seed,
-           "backend": backend.name, "oracle": oracle_name}  # fmt: skip
+    rec = Result(id=case.id, verdict="error", op=spec.name, aclnn_op=spec.op,
+                 product=case.product, kind=case.kind, dtypes=dtypes, dtype_tag=tag,
+                 layouts=layouts, outputs=[p.name for p in spec.outputs],
+                 clauses=[spec.clause(c) for c in case.clauses],
+                 expected_status=case.expected_status, seed=case.seed, backend=backend.name,
+                 oracle=oracle_name)  # fmt: skip
+    rec.set("out_dtype", next((dtypes[p.name] for p in spec.outputs if p.name in dtypes), None))
     binding = binding_id(spec, getattr(backend, "binding_family", None))
     if binding:
-        rec["binding"] = binding  # what expectations select by (aten::<op>)
+        rec.binding = binding  # what expectations select by (aten::<op>)
     return rec
 
 
@@ -137,7 +138,7 @@ def judge(
     the verdict `deviation` (conformance/judge/deviations.py); a crash, timeout or error never is."""
     rec = base_record(spec, case, backend, oracle_name)
     devs = dv.gating(spec, backend.name) if deviations else []
-    rec["durations"] = {}
+    rec.durations = {}
 
     ran: list[Outcome] = []
 
@@ -159,15 +160,15 @@ def judge(
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     except Exception as exc:  # an oracle that cannot run the case: the case is in error
         return done("error", f"oracle {oracle_name} failed: {type(exc).__name__}: {exc}")
-    rec["durations"]["oracle"] = time.perf_counter() - t0
-    rec["oracle_status"] = want.status
+    rec.durations["oracle"] = time.perf_counter() - t0
+    rec.oracle_status = want.status
     if want.status != case.expected_status and oracle.capabilities.implements_specs:
         return done("error", f"the oracle {oracle_name} returned {want.status} but the case expects "
                              f"{case.expected_status}: {want.message}")  # fmt: skip
     call = backend_call(spec, case.call, backend)
     if clock.passed():
         return done("timeout", f"--timeout {timeout:g} s spent before the backend ran "
-                               f"(oracle {oracle_name}: {rec['durations']['oracle']:.1f} s)")  # fmt: skip
+                               f"(oracle {oracle_name}: {rec.durations['oracle']:.1f} s)")  # fmt: skip
     t0 = time.perf_counter()
     try:
         got = backend.execute_by(call, clock.at)
@@ -181,15 +182,15 @@ def judge(
         raise  # the backend cannot run at all: the run stops (exit code 3)
     except Exception as exc:
         return done("error", f"backend raised {type(exc).__name__}: {exc}")
-    rec["durations"]["backend"] = time.perf_counter() - t0
+    rec.durations["backend"] = time.perf_counter() - t0
     ran.append(got)
     if clock.passed():  # a call that could not be interrupted, ruled when it returned
         return done("timeout", f"backend {backend.name} took {time.perf_counter() - t0:.1f} s, "
                                f"over --timeout {timeout:g} s")  # fmt: skip
-    rec["actual_status"] = None if got.raised else got.status
-    rec["message"] = got.message
+    rec.set("actual_status", None if got.raised else got.status)
+    rec.message = got.message
     if got.raised:
-        rec["raised"] = True
+        rec.raised = True
     mode = backend.capabilities.status
     for name, a in case.call.args.items():
         modified = isinstance(a, TensorArg) and not spec.param(name).is_output
@@ -200,9 +201,9 @@ def judge(
     match = (
         got.status == want.status if mode == "exact" else (got.status == 0) == (want.status == 0)
     )
-    rec["status_match"] = match
+    rec.status_match = match
     if not match:
-        rec["differs"] = "status"
+        rec.differs = "status"
         dev = dv.status_deviation(spec, devs, case.call, want, got, mode) if devs else None
         if dev is not None:
             _excused(rec, spec, dev, "status")
@@ -212,16 +213,16 @@ def judge(
     try:
         verdict, failed = _judge_outputs(spec, case, want, got, rec, clock)
         if verdict[0] == "fail" and failed:
-            rec["differs"] = _differs(failed, want, got, clock)
+            rec.differs = _differs(failed, want, got, clock)
             if devs:
-                how = _value_deviation(spec, case, devs, rec["differs"], failed, got, oracle,
+                how = _value_deviation(spec, case, devs, rec.differs, failed, got, oracle,
                                        clock)  # fmt: skip
                 if how is not None:
                     _excused(rec, spec, *how)
                     verdict = ("deviation", verdict[1])
     except OracleTimeout:
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
-    rec["durations"]["compare"] = time.perf_counter() - t0
+    rec.durations["compare"] = time.perf_counter() - t0
     return done(*verdict)
 
 
@@ -238,15 +239,15 @@ class _Failed:
     want: Outcome | None = None  # the oracle's outcome it was compared with
 
 
-def _excused(rec: dict[str, Any], spec: OpSpec, dev: Any, how: str,
+def _excused(rec: Result, spec: OpSpec, dev: Any, how: str,
              extra: tuple[Any, ...] = ()) -> None:  # fmt: skip
     """Record that spec deviation `dev` (and `extra`, tried together) excuses the failure."""
-    rec["verdict_before_expectation"] = "fail"
-    rec["expectation"] = {"match": f"{spec.name}/*", "kind": "deviation", "reason": dev.summary,
+    rec.verdict_before_expectation = "fail"
+    rec.expectation = {"match": f"{spec.name}/*", "kind": "deviation", "reason": dev.summary,
                           "deviation": spec.clause(dev.id), "differs": dev.differs,
                           "checked": how, "where": f"{spec.path}:{dev.line}"}  # fmt: skip
     if extra:
-        rec["expectation"]["deviations"] = [spec.clause(d.id) for d in (dev, *extra)]
+        rec.expectation["deviations"] = [spec.clause(d.id) for d in (dev, *extra)]
 
 
 def _differs(failed: list[_Failed], want: Outcome, got: Outcome, clock: Clock) -> str:
@@ -384,19 +385,20 @@ def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec,
         inputs = {q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
                   for q in spec.tensor_inputs}  # fmt: skip
         tol = tolerance_dtype(spec, case.call, t.dtype)
-        rec["tolerance_dtype"] = tol
+        rec.tolerance_dtype = tol
         policy = policy_for(tol, spec.tolerance)
         cmp = _stream_compare(t, out, want, p.name, policy, inputs, clock)
-        rec.setdefault("comparisons", {})[p.name] = cmp.to_dict()
+        rec.comparisons = rec.comparisons or {}
+        rec.comparisons[p.name] = cmp.to_dict()
         # what judged it, so that a report needs no spec to explain the figures
-        rec["comparisons"][p.name]["policy"] = {
+        rec.comparisons[p.name]["policy"] = {
             "dtype": tol,
             **{
                 k: getattr(policy, k) for k in ("rel", "max_ratio", "small_threshold", "small_atol")
             },
         }
-        rec["stats"] = cmp.stats.to_dict()
-        rec["worst"] = [w.to_dict() for w in cmp.worst]
+        rec.stats = cmp.stats.to_dict()
+        rec.worst = [w.to_dict() for w in cmp.worst]
         if not cmp.passed:
             reasons.append(f"{p.name}: " + "; ".join(cmp.reasons))
             failed.append(_Failed(p.name, t, out, policy, inputs, cmp, want))

@@ -25,6 +25,7 @@ from ..acl.call import Outcome, TensorArg
 from ..cases.casedir import CaseFileError, find_cases, read_case, read_meta
 from ..cases.generate import CasePlan, build, plan_suite, select
 from ..files import safeio
+from ..judge.result import Result
 from ..judge.results import Stream
 from ..spec.bindings import binding_id
 from ..spec.registry import Registry, UnknownOp, registry_for
@@ -78,6 +79,8 @@ class RunConfig:
     max_memory: int | None = None  # RLIMIT_DATA of an isolated worker / exec harness (limits.py)
     spec_dirs: tuple[str, ...] = ()  # extra spec folders: worker processes load the same specs
     deviations: bool = False  # spec deviations naming the backend decide `deviation` verdicts
+    # (before `replay`, after the case id) of each case's replay line (conformance.run.session)
+    replay_args: tuple[str, str] | None = None
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -85,8 +88,13 @@ def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
     return any(w in full for w in wanted)
 
 
-def generated_items(registry: Registry, sel: Selection, seed: int = 0) -> list[Item]:
+def generated_items(registry: Registry, sel: Selection, seed: int = 0,
+                    planned: list[Any] | None = None) -> list[Item]:  # fmt: skip
+    """The selected generated cases; `planned` (a list) receives every (spec, plan) pair
+    planned for them, before the filters."""
     pairs = plan_suite(registry, sel.ops or None, sel.products or None, sel.profile)
+    if planned is not None:
+        planned.extend(pairs)
     names = sel.dtype_names()
     out = []
     for spec, plan in pairs:
@@ -229,30 +237,32 @@ def _init_worker(cfg: RunConfig, parent: int | None = None) -> None:
     _init(cfg)
 
 
+def make_oracle(cfg: RunConfig, registry: Registry, backend: Backend) -> Backend:
+    """The oracle: the backend under test itself when it is judged by itself (with no options
+    of its own), else the oracle backend with its options."""
+    if cfg.oracle == cfg.backend and not cfg.backend_options:
+        return backend
+    return load_backend(cfg.oracle, registry, **oracle_options(cfg))
+
+
 def _init(cfg: RunConfig) -> None:
     _STATE["cfg"] = cfg
     _STATE["registry"] = registry = registry_for(cfg.spec_dirs)
     _STATE["backend"] = make_backend(cfg, registry)
-    _STATE["oracle"] = (_STATE["backend"] if cfg.oracle == cfg.backend and not cfg.backend_options
-                        else load_backend(cfg.oracle, registry, **oracle_options(cfg)))  # fmt: skip
+    _STATE["oracle"] = make_oracle(cfg, registry, _STATE["backend"])
 
 
-def run_item(item: Item) -> dict[str, Any]:
+def run_item(item: Item) -> Result:
     return _run(item, _STATE["cfg"], _STATE["registry"], _STATE["backend"], _STATE["oracle"])
 
 
-def run_with(item: Item, cfg: RunConfig, backend: Backend) -> dict[str, Any]:
-    """Run one item with an already started backend (the pytest plugin's entry)."""
-    key = ("oracle", cfg.oracle)
-    if key not in _STATE:
-        _STATE[key] = (backend if cfg.oracle == cfg.backend and not cfg.backend_options
-                       else load_backend(cfg.oracle, backend.registry, **oracle_options(cfg)))  # fmt: skip
-    return _run(item, cfg, backend.registry, backend, _STATE[key])
+def run_one(item: Item, cfg: RunConfig, reg: Registry, backend: Backend,
+            oracle: Backend) -> Result:  # fmt: skip
+    """One item's record (before expectations) with a started backend and oracle."""
+    return _run(item, cfg, reg, backend, oracle)
 
 
-def _run(
-    item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Backend
-) -> dict[str, Any]:
+def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Backend) -> Result:
     t0 = time.perf_counter()
     try:
         if item.plan is not None:
@@ -262,18 +272,21 @@ def _run(
             case = read_case(Path(item.path), Path(item.root), cfg.max_case_bytes)  # type: ignore[arg-type]
             spec = reg.get(case.op)
     except (CaseFileError, UnknownOp, ValueError, OSError) as exc:
-        return {"id": item.id, "op": item.op, "verdict": "error", "reason": str(exc),
-                "backend": backend.name, "clauses": [], "dtypes": {}}  # fmt: skip
+        return Result(id=item.id, op=item.op, verdict="error", reason=str(exc),
+                      backend=backend.name, clauses=[], dtypes={})  # fmt: skip
     except Exception as exc:  # whatever a hostile case does, it is that case's error
-        return {"id": item.id, "op": item.op, "verdict": "error", "backend": backend.name,
-                "reason": f"cannot read the case: {type(exc).__name__}: {exc}",
-                "clauses": [], "dtypes": {}}  # fmt: skip
+        return Result(id=item.id, op=item.op, verdict="error", backend=backend.name,
+                      reason=f"cannot read the case: {type(exc).__name__}: {exc}",
+                      clauses=[], dtypes={})  # fmt: skip
     outputs = frozenset(p.name for p in spec.outputs)
     refused = over_budget(case.call, cfg.max_case_bytes, outputs) or overlapping(case.call, outputs)
     if refused:
-        return {"id": item.id, "op": spec.name, "product": case.product, "verdict": "error",
-                "reason": refused, "backend": backend.name, "clauses": list(case.clauses),
-                "dtypes": {}}  # fmt: skip
+        rec = Result(id=item.id, op=spec.name, product=case.product, verdict="error",
+                     reason=refused, backend=backend.name, clauses=list(case.clauses),
+                     dtypes={})  # fmt: skip
+        if item.plan is not None:  # judged again by replay with the same budget
+            rec.replay = replay_command(rec, cfg)
+        return rec
     got = None
     try:
         judged = judge(spec, case, backend, oracle, cfg.oracle, cfg.timeout, cfg.deviations)
@@ -281,20 +294,20 @@ def _run(
     except BackendError:
         raise
     except Exception as exc:  # a bug in a backend adapter must not end the run
-        rec = {"id": case.id, "op": spec.name, "product": case.product, "verdict": "error",
-               "reason": f"{type(exc).__name__}: {exc}", "clauses": list(case.clauses)}  # fmt: skip
-    rec["id"] = item.id if item.path else rec["id"]
-    rec["backend_version"] = backend.version()
-    rec["oracle_version"] = oracle.version()
-    rec["spec_sha256"] = spec.sha256
-    rec["tool_version"] = TOOL_VERSION
-    rec["durations"] = {**rec.get("durations", {}), "total": time.perf_counter() - t0}
-    rec["replay"] = replay_command(rec, cfg) if item.plan is not None else ""
-    if cfg.keep_outputs and rec.get("verdict") not in ("skip",):
+        rec = Result(id=case.id, op=spec.name, product=case.product, verdict="error",
+                     reason=f"{type(exc).__name__}: {exc}", clauses=list(case.clauses))  # fmt: skip
+    rec.id = item.id if item.path else rec.id
+    rec.backend_version = backend.version()
+    rec.oracle_version = oracle.version()
+    rec.spec_sha256 = spec.sha256
+    rec.tool_version = TOOL_VERSION
+    rec.durations = {**(rec.durations or {}), "total": time.perf_counter() - t0}
+    rec.replay = replay_command(rec, cfg) if item.plan is not None else ""
+    if cfg.keep_outputs and rec.verdict not in ("skip",):
         try:
             _keep(cfg.keep_outputs, item.id, got, rec)
         except OSError as exc:  # e.g. a symlink planted in the folder: refused, said, run goes on
-            rec["keep_outputs_error"] = f"--keep-outputs: not kept: {exc}"
+            rec.keep_outputs_error = f"--keep-outputs: not kept: {exc}"
     return rec
 
 
@@ -341,7 +354,7 @@ def overlapping(call: Any, outputs: frozenset[str]) -> str:
     return ""
 
 
-def _keep(root: str, case_id: str, got: Outcome | None, rec: dict[str, Any]) -> None:
+def _keep(root: str, case_id: str, got: Outcome | None, rec: Result) -> None:
     """--keep-outputs: the backend's output storages as DIR/<case-id>/<param>.npy + result.json."""
     from ..cases.casedir import make_case_dir, save_array
 
@@ -356,8 +369,14 @@ def _keep(root: str, case_id: str, got: Outcome | None, rec: dict[str, Any]) -> 
     safeio.write_file(d / "result.json", lambda f: f.write(text))
 
 
-def replay_command(rec: dict[str, Any], cfg: RunConfig) -> str:
-    parts = ["aclnn-conform", "replay", f"'{rec['id']}'", "--seed", str(cfg.seed)]
+def replay_command(rec: Result, cfg: RunConfig) -> str:
+    """The command that judges the case again: the session's replay arguments (every option
+    that decides a verdict, conformance.run.session), else the runner's own."""
+    if cfg.replay_args is not None:
+        before, after = cfg.replay_args
+        head = f"aclnn-conform {before} replay" if before else "aclnn-conform replay"
+        return f"{head} '{rec.id}' {after}"
+    parts = ["aclnn-conform", "replay", f"'{rec.id}'", "--seed", str(cfg.seed)]
     if cfg.backend != DEFAULT_ORACLE:
         parts += ["--backend", cfg.backend]
     if cfg.oracle != DEFAULT_ORACLE:
@@ -367,7 +386,7 @@ def replay_command(rec: dict[str, Any], cfg: RunConfig) -> str:
     return " ".join(parts)
 
 
-def execute(items: list[Item], cfg: RunConfig, sink: Callable[[dict[str, Any]], bool]) -> None:
+def execute(items: list[Item], cfg: RunConfig, sink: Callable[[Result], bool]) -> None:
     """Run items, handing each record to `sink`; stop early when sink returns False."""
     if cfg.jobs <= 1 or len(items) < 2:
         _init(cfg)
@@ -397,11 +416,11 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[dict[str, Any]], 
 POLL_S = 0.25  # seconds: how long a Ctrl-C may wait for the main thread to see it
 
 
-def run_chunk(items: list[Item]) -> list[dict[str, Any]]:
+def run_chunk(items: list[Item]) -> list[Result]:
     return [run_item(it) for it in items]
 
 
-def _result(fut: Future) -> list[dict[str, Any]]:
+def _result(fut: Future) -> list[Result]:
     """fut's records, waited for in short steps: the kernel may hand Ctrl-C to a thread other
     than the main one, whose wait it then does not interrupt; a step ends within POLL_S."""
     while True:
@@ -448,8 +467,13 @@ class ResultsWriter:
         except OSError as exc:
             raise ResultsWriteError(exc.errno, exc.strerror, str(self.path)) from None
 
-    def write(self, rec: dict[str, Any]) -> None:
-        self._put((json.dumps(rec, sort_keys=True, default=str) + "\n").encode("ascii"))
+    def write(self, rec: Result | dict[str, Any]) -> None:
+        line = (
+            rec.to_json()
+            if isinstance(rec, Result)
+            else json.dumps(rec, sort_keys=True, default=str)
+        )
+        self._put((line + "\n").encode("ascii"))
         if os.environ.get("ACLNN_CONFORM_FSYNC"):
             try:
                 os.fsync(self._fd)

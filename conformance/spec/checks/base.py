@@ -89,10 +89,29 @@ def broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
         return None
 
 
+# The JSON Schema of the YAML fields of a check (specs/schema/op-spec.schema.json's `checks` is
+# generated from these and the kinds' `fields`: conformance.spec.checks.kinds.schema_fragment).
+NAME = {"type": "string", "minLength": 1, "maxLength": 200}
+#: Fields every check has, whatever its kind.
+COMMON_FIELDS: dict[str, dict[str, Any]] = {
+    "id": {"type": "string", "pattern": "^[a-z0-9][A-Za-z0-9-]*$"},
+    "status": {"type": ["string", "integer"]},
+    "summary": {"type": "string"},
+    "source": {"type": "string", "minLength": 1},
+}
+COMMON_REQUIRED = ("id", "kind", "source")
+PARAMS = {"type": "array", "minItems": 1, "items": NAME}
+
+
 class CheckKind:
     """A kind of check. The defaults fit a rule on named parameters that cases cannot break."""
 
     name: ClassVar[str] = ""
+    #: The kind's own YAML fields (besides COMMON_FIELDS) and the JSON Schema of each; a field
+    #: two kinds share has one schema (conformance.spec.checks.kinds.schema_fragment refuses two).
+    fields: ClassVar[dict[str, dict[str, Any]]] = {"params": PARAMS}
+    required: ClassVar[tuple[str, ...]] = ("params",)  # of `fields`, always given
+    one_of: ClassVar[tuple[str, ...]] = ()  # of `fields`: exactly one of these is given
     param_kind: ClassVar[str | None] = None  # what every name in `params` must be: tensor | string
     fixed_status: ClassVar[int | None] = None  # the status whatever `status:` says
     limit: ClassVar[int | None] = None  # negative cases kept per check (None: every mutation)

@@ -8,7 +8,7 @@ from ...acl import dtypes as dt
 from ...acl.call import Call
 from ...acl.planned import set_dtype
 from ..model import Check, DtypeTerm, OpSpec, Param
-from .base import Args, CheckKind, Mutations, Violation, arg, dtype_of
+from .base import NAME, Args, CheckKind, Mutations, Violation, arg, dtype_of
 
 if TYPE_CHECKING:
     from ..lint import Linter
@@ -63,6 +63,12 @@ class DtypeIn(_TermKind):
     """Every term's dtype is in a dtype set (per product) or a list."""
 
     name = "dtype_in"
+    fields = {
+        **CheckKind.fields,
+        "set": {"type": "string"},
+        "dtypes": {"type": "array", "items": {"type": "string"}},
+    }
+    one_of = ("set", "dtypes")
 
     @staticmethod
     def allowed(spec: OpSpec, check: Check, product: str) -> tuple[str, ...]:
@@ -137,6 +143,8 @@ class Castable(_TermKind):
     """Every term's dtype can be cast to the dtype of `to` (CanCast)."""
 
     name = "castable"
+    fields = {**CheckKind.fields, "to": NAME}
+    required = ("params", "to")
     limit = 3
 
     @classmethod

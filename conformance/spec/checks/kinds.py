@@ -4,7 +4,9 @@ A kind's class holds all the suite knows of it: how its YAML fields are read and
 (`parse`, for the linter), what it checks on a call (`evaluate`, run by conformance.spec.interpret in spec
 order), how a valid call is broken to violate it (`mutations`, for conformance.cases.negatives) and
 which generated positive cases exercise it (`credits`, `allowed_dtypes`, for planning). Adding a
-kind is adding a class to CHECK_KINDS (and its name to the schema's `kind` enum). The base class
+kind is adding a class to CHECK_KINDS: its YAML fields (`fields`, `required`, `one_of`) make the
+`checks` part of specs/schema/op-spec.schema.json (`schema_fragment`; rewrite the file with
+`python -m aclnn_conformance.conformance.spec.checks.kinds --write`, a test fails while it differs). The base class
 is in conformance.spec.checks.base, the dtype and shape kinds in checks_dtype and checks_shape.
 """
 
@@ -18,7 +20,16 @@ import numpy as np
 from ...acl import dtypes as dt
 from ...acl.call import Call, CallError
 from ..model import Check, OpSpec, Param
-from .base import Args, CheckKind, Mutations, Violation, arg, attribute_env
+from .base import (
+    COMMON_FIELDS,
+    COMMON_REQUIRED,
+    Args,
+    CheckKind,
+    Mutations,
+    Violation,
+    arg,
+    attribute_env,
+)
 from .dtype import Castable, DtypeIn, Promotable, SameDtype
 from .shape import Broadcastable, MaxRank, SameShape, ShapeIsBroadcast
 
@@ -54,6 +65,11 @@ class Value(CheckKind):
     """A condition on scalars, bools and strings (`violated_if`), with violating `examples`."""
 
     name = "value"
+    fields = {
+        "violated_if": {"type": "string"},
+        "examples": {"type": "array", "items": {"type": "object"}},
+    }
+    required = ("violated_if", "examples")
 
     @classmethod
     def parse_condition(
@@ -129,6 +145,11 @@ class StringIn(CheckKind):
 
     name = "string_in"
     param_kind = "string"
+    fields = {
+        **CheckKind.fields,
+        "values": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+    }
+    required = ("params", "values")
     credit = frozenset({"variant"})
 
     @classmethod
@@ -174,3 +195,80 @@ CHECK_KINDS: dict[str, type[CheckKind]] = {
 def kind_of(check: Check) -> type[CheckKind]:
     """The class of `check`'s kind."""
     return CHECK_KINDS[check.kind]
+
+
+SCHEMA_PATH = ("schema", "op-spec.schema.json")  # under the specs folder
+
+
+def schema_fragment(kinds: dict[str, type[CheckKind]] | None = None) -> dict[str, Any]:
+    """The JSON Schema of a spec's `checks:` list, built from COMMON_FIELDS and each kind's
+    `fields`, `required` and `one_of`: what a kind's YAML holds is said once, in its class.
+    A field may be given to any kind (the base parse reads it); the kind decides what is
+    required. Raises ValueError where two kinds give one field two schemas, or a kind requires
+    a field it does not declare."""
+    kinds = CHECK_KINDS if kinds is None else kinds
+    props: dict[str, Any] = {"id": COMMON_FIELDS["id"], "kind": {"enum": list(kinds)}}
+    owner: dict[str, str] = {}
+    for k in kinds.values():
+        for f, schema in k.fields.items():
+            if f in props and props[f] != schema:
+                raise ValueError(f"check kinds {owner[f]} and {k.name} give field {f!r} two "
+                                 "schemas; share one")  # fmt: skip
+            props[f], owner[f] = schema, owner.get(f, k.name)
+        missing = [f for f in (*k.required, *k.one_of) if f not in k.fields]
+        if missing:
+            raise ValueError(f"check kind {k.name} requires {missing} but does not declare them")
+    props.update({f: s for f, s in COMMON_FIELDS.items() if f != "id"})
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for k in kinds.values():
+        if k.required:
+            groups.setdefault(tuple(k.required), []).append(k.name)
+    rules: list[dict[str, Any]] = []
+    for req, names in groups.items():
+        when = {"const": names[0]} if len(names) == 1 else {"enum": names}
+        rules.append({"if": {"properties": {"kind": when}}, "then": {"required": list(req)}})
+    for k in kinds.values():
+        if k.one_of:
+            rules.append({"if": {"properties": {"kind": {"const": k.name}}},
+                          "then": {"oneOf": [{"required": [f]} for f in k.one_of]}})  # fmt: skip
+    item = {"type": "object", "additionalProperties": False, "required": list(COMMON_REQUIRED),
+            "properties": props, "allOf": rules}  # fmt: skip
+    return {"type": "array", "minItems": 1, "items": item}
+
+
+def schema_text(current: str) -> str:
+    """The schema file's text with its `checks` part generated (the rest kept as it is)."""
+    import json
+
+    schema = json.loads(current)
+    schema["properties"]["checks"] = schema_fragment()
+    return json.dumps(schema, indent=1, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m aclnn_conformance.conformance.spec.checks.kinds [--write]`: check (exit 1 when stale) or rewrite the
+    schema's `checks` part from CHECK_KINDS."""
+    import sys
+
+    from .... import specs
+
+    args = sys.argv[1:] if argv is None else argv
+    path = specs.root().joinpath(*SCHEMA_PATH)
+    current = path.read_text(encoding="utf-8")
+    wanted = schema_text(current)
+    if "--write" in args:
+        if wanted != current:
+            path.write_text(wanted, encoding="utf-8")
+        print(f"{path}: checks generated from {len(CHECK_KINDS)} check kinds")
+        return 0
+    if wanted != current:
+        print(
+            f"{path}: stale; rewrite it with: python -m aclnn_conformance.conformance.spec.checks.kinds --write"
+        )
+        return 1
+    print(f"{path}: up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...acl.call import Call
 from ...acl.planned import with_shapes
 from ..model import Check, OpSpec
-from .base import Args, CheckKind, Mutations, Violation, arg, broadcast
+from .base import NAME, Args, CheckKind, Mutations, Violation, arg, broadcast
 
 RANK9 = (1, 1, 1, 1, 1, 1, 1, 2, 2)
 
@@ -16,6 +16,8 @@ class MaxRank(CheckKind):
 
     name = "max_rank"
     param_kind = "tensor"
+    fields = {**CheckKind.fields, "max": {"type": "integer", "minimum": 0, "maximum": 64}}
+    required = ("params", "max")
     credit = frozenset({"rank"})
 
     @classmethod
@@ -83,6 +85,8 @@ class ShapeIsBroadcast(CheckKind):
 
     name = "shape_is_broadcast"
     param_kind = "tensor"
+    fields = {**CheckKind.fields, "of": {"type": "array", "minItems": 2, "items": NAME}}
+    required = ("params", "of")
     limit = 2
     credit = frozenset({"shape"})
 
