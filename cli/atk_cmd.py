@@ -20,9 +20,14 @@ def _default_product(products: tuple[str, ...]) -> str:
 
 @click.command("import-atk")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "--output", "out_dir", required=True,
-              type=click.Path(file_okay=False, path_type=Path),
-              help="Directory to write the case directories and the import report into.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write the case directories and the import report into.",
+)
 @click.option(
     "--op",
     default=None,
@@ -48,8 +53,9 @@ def _default_product(products: tuple[str, ...]) -> str:
     show_default=True,
     help="Skip (and report) cases with a tensor of more elements, before allocating.",
 )
-def import_atk(file: Path, out_dir: Path, op: str | None, product: str | None, seed: int,
-               max_elements: int) -> None:  # fmt: skip
+def import_atk(
+    file: Path, out_dir: Path, op: str | None, product: str | None, seed: int, max_elements: int
+) -> None:
     """Import the vendor's ATK test cases (FILE: atk_aclnn<Op>.json) as case directories.
 
     The cases are written under DIR for `aclnn-conform run --cases DIR`.
@@ -74,11 +80,22 @@ def import_atk(file: Path, out_dir: Path, op: str | None, product: str | None, s
         raise UserError(f"{out_dir}: exists and is not a directory")
     named = {c.aclnn_name for c in cases if c.aclnn_name}
     if op and named and all(reg_name_differs(reg, n, spec.name) for n in named):
-        click.echo(f"note: the file's cases name {', '.join(sorted(named))}; importing them as "
-                   f"{spec.name} (--op)", err=True)  # fmt: skip
+        click.echo(
+            f"note: the file's cases name {', '.join(sorted(named))}; importing them as "
+            f"{spec.name} (--op)",
+            err=True,
+        )
     try:
-        res = import_cases(spec, mapping, cases, out_dir, file=file, product=product, seed=seed,
-                           max_elements=max_elements)  # fmt: skip
+        res = import_cases(
+            spec,
+            mapping,
+            cases,
+            out_dir,
+            file=file,
+            product=product,
+            seed=seed,
+            max_elements=max_elements,
+        )
     except AtkError as exc:
         raise UserError(str(exc)) from None
     json_path, md_path = write_reports(res, spec, out_dir)
@@ -95,22 +112,29 @@ def reg_name_differs(reg, name: str, spec_name: str) -> bool:
 def _summary(res, json_path: Path, md_path: Path) -> None:
     acc, rej, skip = res.count("accepted"), res.count("rejected"), res.count("skipped")
     click.echo(f"{res.spec} ({res.op}) from {res.file}: product {res.product}, seed {res.seed}")
-    click.echo(f"{len(res.cases)} ATK cases: {acc} accepted, {rej} rejected, {skip} skipped; "
-               f"{acc + rej} case directories written")  # fmt: skip
+    click.echo(
+        f"{len(res.cases)} ATK cases: {acc} accepted, {rej} rejected, {skip} skipped; "
+        f"{acc + rej} case directories written"
+    )
     by_clause: dict[str, list] = {}
     for c in res.cases:
         if c.outcome == "rejected":
             by_clause.setdefault(c.clause, []).append(c)
     for clause, items in by_clause.items():
-        click.echo(f"  rejected by {res.spec}/{clause} ({items[0].status}): {len(items)}"
-                   f"  e.g. ATK case {items[0].atk_id}: {items[0].message}")  # fmt: skip
+        click.echo(
+            f"  rejected by {res.spec}/{clause} ({items[0].status}): {len(items)}"
+            f"  e.g. ATK case {items[0].atk_id}: {items[0].message}"
+        )
     reasons: dict[str, list] = {}
     for c in res.cases:
         if c.outcome == "skipped":
-            key = (f"over --max-elements {res.max_elements}"
-                   if c.reason.startswith("over --max-elements") else
-                   "over the case reader's limit (nothing written)"
-                   if c.reason.startswith("over the case reader's limit") else c.reason)  # fmt: skip
+            key = (
+                f"over --max-elements {res.max_elements}"
+                if c.reason.startswith("over --max-elements")
+                else "over the case reader's limit (nothing written)"
+                if c.reason.startswith("over the case reader's limit")
+                else c.reason
+            )
             reasons.setdefault(key, []).append(c)
     for reason, items in reasons.items():
         would = {}

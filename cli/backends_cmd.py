@@ -33,10 +33,18 @@ def fact_lines(facts: dict[str, Any]) -> list[str]:
 
 @click.command("backends")
 @click.argument("names", nargs=-1)
-@click.option("--lib-dir", default=None, type=click.Path(file_okay=False),
-              help="Where the CANN libraries are (backends that take lib_dir: aclnn).")  # fmt: skip
-@click.option("--device-id", default=None, type=click.IntRange(min=0),
-              help="The NPU whose facts are shown (backends that take device_id; default 0).")  # fmt: skip
+@click.option(
+    "--lib-dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Where the CANN libraries are (backends that take lib_dir: aclnn).",
+)
+@click.option(
+    "--device-id",
+    default=None,
+    type=click.IntRange(min=0),
+    help="The NPU whose facts are shown (backends that take device_id; default 0).",
+)
 def backends(names: tuple[str, ...], lib_dir: str | None, device_id: int | None) -> None:
     """List the backends (entry-point group aclnn_conformance.backends; NAMES: only these) and,
     for those on a device, the facts of this host that a run needs to be judged elsewhere."""
@@ -49,8 +57,11 @@ def backends(names: tuple[str, ...], lib_dir: str | None, device_id: int | None)
         try:
             cls = backend_class(name)
             known = cls.known_options or ()
-            options = {k: v for k, v in (("lib_dir", lib_dir), ("device_id", device_id))
-                       if v is not None and k in known}  # fmt: skip
+            options = {
+                k: v
+                for k, v in (("lib_dir", lib_dir), ("device_id", device_id))
+                if v is not None and k in known
+            }
             ok, reason = cls.availability(**options)
             try:
                 cls.check_options(options)

@@ -24,8 +24,19 @@ def cases() -> None:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--show-clauses", is_flag=True, help="Show the clauses each case exercises.")
 @selection_options
-def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_cases, shard,
-               profile, allow_empty):  # fmt: skip
+def list_cases(
+    seed,
+    show_clauses,
+    ops,
+    products,
+    dtypes,
+    clauses,
+    keyword,
+    max_cases,
+    shard,
+    profile,
+    allow_empty,
+):
     """One line per case id (with --show-clauses: the clauses it exercises)."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard, profile)
     reg = registry()
@@ -44,8 +55,9 @@ def list_cases(seed, show_clauses, ops, products, dtypes, clauses, keyword, max_
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @selection_options
-def export(directory, seed, ops, products, dtypes, clauses, keyword, max_cases, shard,
-           profile, allow_empty):  # fmt: skip
+def export(
+    directory, seed, ops, products, dtypes, clauses, keyword, max_cases, shard, profile, allow_empty
+):
     """Write each selected case as DIRECTORY/<case-id>/case.json + <param>.npy."""
     sel = build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard, profile)
     reg = registry()

@@ -50,11 +50,19 @@ def _label(path: Path, meta: dict) -> str:
     metavar="REL",
     help="List max_ulp / max_rel of passing cases that moved by more than REL x the old value.",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Cases listed per section on the terminal.")  # fmt: skip
-@click.option("--allow-missing", is_flag=True,
-              help="Cases found in one run only (added or removed) do not fail the diff; "
-                   "without it they do, as cases that were not compared.")  # fmt: skip
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Cases listed per section on the terminal.",
+)
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Cases found in one run only (added or removed) do not fail the diff; "
+    "without it they do, as cases that were not compared.",
+)
 def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
     """Compare two results files case by case: regressions (a case that did not fail and now
     fails), fixes, other verdict changes, statistics that moved, cases added and removed.
@@ -63,16 +71,20 @@ def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
     1 at least one regression, or a case in one run only (not compared); 2 usage error
     (unreadable results, an output that is an input, two runs with no case in common).
     """
-    check_outputs([("--markdown", markdown_path), ("--html", html_path)],
-                  [*results_family("OLD", old), *results_family("NEW", new)])  # fmt: skip
+    check_outputs(
+        [("--markdown", markdown_path), ("--html", html_path)],
+        [*results_family("OLD", old), *results_family("NEW", new)],
+    )
     (a, a_meta), (b, b_meta) = read_results(old, clean=False), read_results(new, clean=False)
     d = diff_runs(a, b, threshold)
     warn_torn(old, a)
     warn_torn(new, b)
     if not d.common:
-        raise UserError(f"diff: {old} ({d.old_count} cases) and {new} ({d.new_count} cases) "
-                        "have no case in common: nothing was compared; diff runs of the same "
-                        "selection of cases")  # fmt: skip
+        raise UserError(
+            f"diff: {old} ({d.old_count} cases) and {new} ({d.new_count} cases) "
+            "have no case in common: nothing was compared; diff runs of the same "
+            "selection of cases"
+        )
     old_label, new_label = _label(old, a_meta), _label(new, b_meta)
     click.echo(heading(f"{old_label} -> {new_label}: {d.old_count} -> {d.new_count} cases"))
     click.echo(d.headline())
@@ -112,12 +124,13 @@ def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
     if d.missing:
         n = len(d.added) + len(d.removed)
         if allow_missing:
-            click.echo(f"{n} case(s) in one run only were not compared (--allow-missing)",
-                       err=True)  # fmt: skip
+            click.echo(f"{n} case(s) in one run only were not compared (--allow-missing)", err=True)
         else:
-            click.echo(f"{len(d.removed)} case(s) only in {safe_text(old)}, {len(d.added)} only "
-                       f"in {safe_text(new)}: not compared, which fails the diff; pass "
-                       "--allow-missing when the runs may differ in their cases",
-                       err=True)  # fmt: skip
+            click.echo(
+                f"{len(d.removed)} case(s) only in {safe_text(old)}, {len(d.added)} only "
+                f"in {safe_text(new)}: not compared, which fails the diff; pass "
+                "--allow-missing when the runs may differ in their cases",
+                err=True,
+            )
     if d.regressed or (d.missing and not allow_missing):
         raise SystemExit(EXIT_PROBLEMS)

@@ -79,10 +79,15 @@ def draft_cmd(doc: str, output: Path | None, op: str | None, force: bool) -> Non
 @click.command(name="check-doc")
 @click.argument("spec", metavar="SPEC", required=False)
 @click.argument("doc", metavar="DOC", required=False)
-@click.option("--seed-dir", type=click.Path(path_type=Path), metavar="DIR",
-              help="Check every spec whose source names a seed against DIR/<seed>.")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--seed-dir",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Check every spec whose source names a seed against DIR/<seed>.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def check_doc_cmd(spec: str | None, doc: str | None, seed_dir: Path | None, fmt: str) -> None:
     """Report every difference between a spec and a vendor doc page.
 
@@ -179,8 +184,10 @@ def render(r: Report) -> list[str]:
     for note in r.notes:
         lines.append(f"  note: {note}")
     for m in r.unused:
-        lines.append(f"  note: {r.spec_file}:{m.line}: deviation {m.deviation} (doc kind {m.kind}) "
-                     "explains no difference with this page")  # fmt: skip
+        lines.append(
+            f"  note: {r.spec_file}:{m.line}: deviation {m.deviation} (doc kind {m.kind}) "
+            "explains no difference with this page"
+        )
     lines.append(f"{n} difference{'s' if n != 1 else ''}: {n - bad} explained, {bad} unexplained")
     return lines
 
@@ -198,7 +205,7 @@ def _json(r: Report) -> dict:
         "notes": r.notes,
         "unused_deviations": [
             {"deviation": m.deviation, "kind": m.kind, "line": m.line} for m in r.unused
-        ],  # fmt: skip
+        ],
         "explained": len(r.differences) - len(r.unexplained),
         "unexplained": len(r.unexplained),
     }

@@ -24,15 +24,27 @@ user_error(ShardError)
 
 @click.command("merge")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The merged results file (JSONL); its .meta.json is written beside it.")  # fmt: skip
-@click.option("--force", is_flag=True,
-              help="Merge runs of different backend, backend version, oracle, seed, spec or "
-                   "tool version, recording the mix in the meta ('mixed').")  # fmt: skip
-@click.option("--partial", "allow_partial", is_flag=True,
-              help="Merge shards (run --shard i/n) although some are missing; the meta lists "
-                   "them ('shards_missing') and the reports say the run is not the whole "
-                   "suite.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The merged results file (JSONL); its .meta.json is written beside it.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Merge runs of different backend, backend version, oracle, seed, spec or "
+    "tool version, recording the mix in the meta ('mixed').",
+)
+@click.option(
+    "--partial",
+    "allow_partial",
+    is_flag=True,
+    help="Merge shards (run --shard i/n) although some are missing; the meta lists "
+    "them ('shards_missing') and the reports say the run is not the whole "
+    "suite.",
+)
 def merge(inputs: tuple[Path, ...], output: Path, force: bool, allow_partial: bool) -> None:
     """Merge results files (e.g. the shards of a CI matrix) into OUTPUT; each case id once.
 
@@ -63,15 +75,23 @@ def merge(inputs: tuple[Path, ...], output: Path, force: bool, allow_partial: bo
         raise UserError("the inputs hold no result records")
     meta = merged.meta
     if mixed := meta.get("mixed"):
-        click.echo(f"warning: merge: the merged records mix provenances ({provenance.describe_mix(mixed)}); "
-                   f"recorded as 'mixed' in {output}.meta.json", err=True)  # fmt: skip
+        click.echo(
+            f"warning: merge: the merged records mix provenances ({provenance.describe_mix(mixed)}); "
+            f"recorded as 'mixed' in {output}.meta.json",
+            err=True,
+        )
     elif inputs_mixed:
-        click.echo(f"warning: merge: the inputs differ in provenance ({provenance.describe_mix(inputs_mixed)}), "
-                   "but the merged records (each case from the last file holding it) do not",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"warning: merge: the inputs differ in provenance ({provenance.describe_mix(inputs_mixed)}), "
+            "but the merged records (each case from the last file holding it) do not",
+            err=True,
+        )
     if merged.missing_shards:
-        click.echo(f"warning: merge: shard {', '.join(merged.missing_shards)} missing (--partial): "
-                   "the merged results are not the whole suite", err=True)  # fmt: skip
+        click.echo(
+            f"warning: merge: shard {', '.join(merged.missing_shards)} missing (--partial): "
+            "the merged results are not the whole suite",
+            err=True,
+        )
     write_atomic(Path(str(output) + ".meta.json"), json.dumps(meta, indent=1) + "\n")
     s = merged.summary
     counts = ", ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items()))

@@ -111,8 +111,9 @@ def backend_options(f):
     return table_options("probe", BY_NAME["timeout"].commands)(f)
 
 
-def checked_backend(name: str, pairs, device, lib_dir, device_id, exec_cmd,
-                    label: str = "--backend") -> dict[str, Any]:  # fmt: skip
+def checked_backend(
+    name: str, pairs, device, lib_dir, device_id, exec_cmd, label: str = "--backend"
+) -> dict[str, Any]:
     """The options of backend `name` from the command line, checked: an unknown or
     inapplicable option is a usage error, a backend that cannot run here exit code 3."""
     named = {"device": device, "lib_dir": lib_dir, "device_id": device_id, "cmd": exec_cmd}
@@ -126,9 +127,11 @@ def selection_options(f):
     return table_options("cases")(f)
 
 
-def build_selection(ops, products, dtypes, clauses, keyword, max_cases, shard,
-                    profile: str = "default") -> Selection:  # fmt: skip
-    sel = config.check_selection(registry(), ops, products, dtypes, clauses, keyword,
-                                 max_cases, parse_shard(shard))  # fmt: skip
+def build_selection(
+    ops, products, dtypes, clauses, keyword, max_cases, shard, profile: str = "default"
+) -> Selection:
+    sel = config.check_selection(
+        registry(), ops, products, dtypes, clauses, keyword, max_cases, parse_shard(shard)
+    )
     sel.profile = profile
     return sel

@@ -39,8 +39,11 @@ def results_family(option: str, results: Path | str | None) -> list[Named]:
     """A results file and the files that go with it: its meta and its lock."""
     if results is None:
         return []
-    return [(option, results), (f"{option} (its meta)", f"{results}.meta.json"),
-            (f"{option} (its lock)", f"{results}.lock")]  # fmt: skip
+    return [
+        (option, results),
+        (f"{option} (its meta)", f"{results}.meta.json"),
+        (f"{option} (its lock)", f"{results}.lock"),
+    ]
 
 
 def check_outputs(
@@ -60,22 +63,30 @@ def check_outputs(
     for k, (opt, path) in enumerate(outs):
         for iopt, ipath in ins:
             if same_file(path, ipath):
-                raise UserError(f"{opt} {path} is the same file as {iopt} {ipath}: writing it "
-                                f"would destroy that input; give {opt} another file")  # fmt: skip
+                raise UserError(
+                    f"{opt} {path} is the same file as {iopt} {ipath}: writing it "
+                    f"would destroy that input; give {opt} another file"
+                )
         for oopt, other in outs[:k]:
             if same_file(path, other):
-                raise UserError(f"{opt} {path} is the same file as {oopt} {other}: one would "
-                                "overwrite the other; give each its own file")  # fmt: skip
+                raise UserError(
+                    f"{opt} {path} is the same file as {oopt} {other}: one would "
+                    "overwrite the other; give each its own file"
+                )
     for opt, folder in out_dirs:
         for iopt, ipath in ins:
             if same_file(folder, ipath):
-                raise UserError(f"{opt} {folder} is the same path as {iopt} {ipath}; give "
-                                f"{opt} a folder of its own")  # fmt: skip
+                raise UserError(
+                    f"{opt} {folder} is the same path as {iopt} {ipath}; give "
+                    f"{opt} a folder of its own"
+                )
         for iopt, idir in in_dirs:
             if within(folder, idir):
-                raise UserError(f"{opt} {folder} is inside {iopt} {idir}: the outputs would "
-                                f"be written among the inputs; give {opt} a folder outside "
-                                "it")  # fmt: skip
+                raise UserError(
+                    f"{opt} {folder} is inside {iopt} {idir}: the outputs would "
+                    f"be written among the inputs; give {opt} a folder outside "
+                    "it"
+                )
         for oopt, other in outs:
             if same_file(other, folder):
                 raise UserError(f"{opt} {folder} is the same path as {oopt} {other}")

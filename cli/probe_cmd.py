@@ -26,8 +26,20 @@ SYMBOL = {"agree-accept": "+", "agree-reject": ".", "listed-but-rejected": "L",
 @click.option("--product", "products", multiple=True, help="Product(s); default all of each op.")
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON.")
 @backend_options
-def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, device_id, exec_cmd,
-              isolate, timeout, max_memory):  # fmt: skip
+def probe_cmd(
+    backend,
+    ops,
+    products,
+    as_json,
+    backend_opts,
+    device,
+    lib_dir,
+    device_id,
+    exec_cmd,
+    isolate,
+    timeout,
+    max_memory,
+):
     """Try every aclDataType on each tensor and scalar parameter; print claimed vs actual.
 
     Legend: + accepted as listed, . rejected as not listed, L listed but rejected,
@@ -38,9 +50,17 @@ def probe_cmd(backend, ops, products, as_json, backend_opts, device, lib_dir, de
     reg = registry()
     ops_n = [reg.get(o).name for o in ops]
     try:
-        b = make_backend(RunConfig(backend=backend, backend_options=options, isolate=isolate,
-                                   timeout=timeout, spec_dirs=reg.dirs,
-                                   max_memory=config.max_memory(max_memory)), reg)  # fmt: skip
+        b = make_backend(
+            RunConfig(
+                backend=backend,
+                backend_options=options,
+                isolate=isolate,
+                timeout=timeout,
+                spec_dirs=reg.dirs,
+                max_memory=config.max_memory(max_memory),
+            ),
+            reg,
+        )
     except BackendError as exc:
         raise InfrastructureError(str(exc)) from None
     try:

@@ -60,8 +60,10 @@ def replay(case_id, as_json, **values):
                 click.echo(f"  {name}: {a.dtype} scalar {a.value!r}")
             elif a is None:
                 p = spec.param(name)
-                means = {"default": f"stands for the default {p.default!r}",
-                         "absent": "the parameter takes no part"}.get(p.null, "")  # fmt: skip
+                means = {
+                    "default": f"stands for the default {p.default!r}",
+                    "absent": "the parameter takes no part",
+                }.get(p.null, "")
                 click.echo(f"  {name}: null" + (f" (if_null: {p.null}: {means})" if means else ""))
             elif not isinstance(a, TensorArg):
                 click.echo(f"  {name}: {a!r}")

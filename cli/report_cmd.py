@@ -24,13 +24,22 @@ def read_results(path: Path, clean: bool = True) -> tuple[Stream, dict]:
 def warn_torn(path: Path, stream: Stream) -> None:
     """After a full pass: say how many lines were not records (a run killed mid-write?)."""
     if stream.torn:
-        click.echo(f"warning: {path}: {stream.torn} line(s) are not result records "
-                   "(a run killed mid-write?); reporting the rest", err=True)  # fmt: skip
+        click.echo(
+            f"warning: {path}: {stream.torn} line(s) are not result records "
+            "(a run killed mid-write?); reporting the rest",
+            err=True,
+        )
 
 
 def output_option(name: str, what: str):
-    return click.option(f"--{name}", f"{name}_path", type=click.Path(dir_okay=False, path_type=Path),
-                        default=None, metavar="FILE", help=f"Write {what} to FILE.")  # fmt: skip
+    return click.option(
+        f"--{name}",
+        f"{name}_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help=f"Write {what} to FILE.",
+    )
 
 
 @click.command("report")
@@ -49,13 +58,23 @@ def report(results, html_path, junit_path, markdown_path, json_path):
     results file, its meta or another output).
     """
     if not any((html_path, junit_path, markdown_path, json_path)):
-        raise UserError("report: nothing to write; give at least one of --html FILE, "
-                        "--junit FILE, --markdown FILE, --json FILE")  # fmt: skip
-    check_outputs([("--html", html_path), ("--junit", junit_path), ("--markdown", markdown_path),
-                   ("--json", json_path)], results_family("RESULTS", results))  # fmt: skip
+        raise UserError(
+            "report: nothing to write; give at least one of --html FILE, "
+            "--junit FILE, --markdown FILE, --json FILE"
+        )
+    check_outputs(
+        [
+            ("--html", html_path),
+            ("--junit", junit_path),
+            ("--markdown", markdown_path),
+            ("--json", json_path),
+        ],
+        results_family("RESULTS", results),
+    )
     stream, meta = read_results(results)
-    written = write_reports(stream, meta, html=html_path, junit=junit_path,
-                            markdown=markdown_path, json=json_path)  # fmt: skip
+    written = write_reports(
+        stream, meta, html=html_path, junit=junit_path, markdown=markdown_path, json=json_path
+    )
     warn_torn(results, stream)
     for p in written:
         click.echo(f"wrote {p}")

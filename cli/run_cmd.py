@@ -65,12 +65,16 @@ def print_summary(s: res.Summary, backend: str, seconds: float, limit: int = 20)
     click.echo(heading(f"\n{backend}: {s.total} cases in {seconds:.1f} s"))
     click.echo("  ".join(f"{v} {n}" for v, n in sorted(s.verdicts.items())))
     click.echo(heading("\nop x product x dtype (output dtype; neg: status cases)"))
-    click.echo(f"{'op':<20} {'product':<16} {'dtype':<6} {'pass':>5} {'fail':>5} {'xfail':>6} "
-               f"{'dev':>5} {'skip':>5}")  # fmt: skip
+    click.echo(
+        f"{'op':<20} {'product':<16} {'dtype':<6} {'pass':>5} {'fail':>5} {'xfail':>6} "
+        f"{'dev':>5} {'skip':>5}"
+    )
     for (op, product, col), c in sorted(s.matrix.items()):
         bad = sum(c[v] for v in res.FAILING)
-        line = (f"{op:<20} {product:<16} {col:<6} {c['pass']:>5} {bad:>5} {c['xfail']:>6} "
-                f"{c['deviation']:>5} {c['skip']:>5}")  # fmt: skip
+        line = (
+            f"{op:<20} {product:<16} {col:<6} {c['pass']:>5} {bad:>5} {c['xfail']:>6} "
+            f"{c['deviation']:>5} {c['skip']:>5}"
+        )
         line = res.safe_text(line)
         click.echo(style(line, fg="red") if bad else line)
     if s.failing_clauses:
@@ -136,15 +140,23 @@ def run(**values):
     cases_dir, expectations_file, quiet = v["cases_dir"], v["expectations"], v["quiet"]
     html, junit, markdown, json_report = v["html"], v["junit"], v["markdown"], v["json_report"]
     strict, update_expectations, fail_fast = v["strict"], v["update_expectations"], v["fail_fast"]
-    reports = [("--html", html), ("--junit", junit), ("--markdown", markdown),
-               ("--json", json_report)]  # fmt: skip
-    check_outputs(reports, [*results_family("--results", results),
-                            ("--expectations", expectations_file)],
-                  output_dirs=[("--keep-outputs", v["keep_outputs"])],
-                  input_dirs=[("--cases", cases_dir)])  # fmt: skip
+    reports = [
+        ("--html", html),
+        ("--junit", junit),
+        ("--markdown", markdown),
+        ("--json", json_report),
+    ]
+    check_outputs(
+        reports,
+        [*results_family("--results", results), ("--expectations", expectations_file)],
+        output_dirs=[("--keep-outputs", v["keep_outputs"])],
+        input_dirs=[("--cases", cases_dir)],
+    )
     if expectations_file is not None and same_file(expectations_file, results):
-        raise UserError(f"--results {results} is the same file as --expectations "
-                        f"{expectations_file}; give the results another file")  # fmt: skip
+        raise UserError(
+            f"--results {results} is the same file as --expectations "
+            f"{expectations_file}; give the results another file"
+        )
     if v["force"] and not resume:
         raise UserError("--force applies only with --resume")
     s = session(values)
@@ -158,15 +170,25 @@ def run(**values):
     version = backend_version(backend, s.backend_options, reg, host)
     if host.get("diagnosis"):  # recorded in the meta; a missing ASCEND_OPP_PATH stops the run
         click.echo(f"warning: {backend}: {host['diagnosis']}", err=True)  # at its first 561107
-    oracle_version = (version if oracle == backend
-                      else backend_version(oracle, s.oracle_options, reg))  # fmt: skip
-    meta = {"backend": backend, "backend_version": version, "oracle": oracle,
-            "oracle_version": oracle_version, "exact": v["exact"], "seed": seed,
-            "cases": len(items), "spec_sha256": reg.sha256, "tool_version": TOOL_VERSION,
-            "expectations": (expect.path or "spec deviations") if expect is not None else None,
-            "expectations_sha256": expect_sha,
-            "max_case_bytes": s.max_case_bytes, "max_memory": s.max_memory,
-            "jobs": s.jobs}  # fmt: skip
+    oracle_version = (
+        version if oracle == backend else backend_version(oracle, s.oracle_options, reg)
+    )
+    meta = {
+        "backend": backend,
+        "backend_version": version,
+        "oracle": oracle,
+        "oracle_version": oracle_version,
+        "exact": v["exact"],
+        "seed": seed,
+        "cases": len(items),
+        "spec_sha256": reg.sha256,
+        "tool_version": TOOL_VERSION,
+        "expectations": (expect.path or "spec deviations") if expect is not None else None,
+        "expectations_sha256": expect_sha,
+        "max_case_bytes": s.max_case_bytes,
+        "max_memory": s.max_memory,
+        "jobs": s.jobs,
+    }
     meta["clauses"] = s.clause_universe()  # what the coverage table needs: reports load no spec
     if host:
         meta["backend_host"] = host  # what this host is, for judging the run elsewhere
@@ -182,8 +204,11 @@ def run(**values):
         raise UserError(str(exc)) from None
     summary = res.Summary()  # the run's own records: its summary and exit code come from here
     if resume:
-        now = {**meta, "seed": None if cases_dir else seed,
-               "spec_sha256": {s.name: s.sha256 for s in reg}}  # fmt: skip
+        now = {
+            **meta,
+            "seed": None if cases_dir else seed,
+            "spec_sha256": {s.name: s.sha256 for s in reg},
+        }
         mixed = provenance.check_resume(results, now, v["force"])
         if mixed:
             meta["mixed"] = mixed
@@ -219,8 +244,12 @@ def run(**values):
         return True
 
     def write_meta() -> None:
-        meta.update(run=state["ran"], seconds=time.perf_counter() - t0, host=platform.node(),
-                    date=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
+        meta.update(
+            run=state["ran"],
+            seconds=time.perf_counter() - t0,
+            host=platform.node(),
+            date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
         write_atomic(meta_path, json.dumps(meta, indent=1) + "\n")
 
     interrupted = 0
@@ -250,8 +279,11 @@ def run(**values):
             write_meta()
         how = "terminated (SIGTERM)" if interrupted == EXIT_TERMINATED else "interrupted"
         with contextlib.suppress(OSError):  # stderr itself may be gone with the terminal
-            click.echo(f"\n{how} after {state['ran']} of {len(todo)} cases; the results so far "
-                       f"are in {results}. Resume with: {resume_hint()}", err=True)  # fmt: skip
+            click.echo(
+                f"\n{how} after {state['ran']} of {len(todo)} cases; the results so far "
+                f"are in {results}. Resume with: {resume_hint()}",
+                err=True,
+            )
         raise SystemExit(interrupted)
     seconds = time.perf_counter() - t0
     try:
@@ -269,15 +301,24 @@ def run(**values):
         print_summary(summary, backend, seconds)
     if state["stop"]:
         left = len(todo) - state["ran"]
-        click.echo(f"--fail-fast: stopped at the first failure; {left} of {len(todo)} selected "
-                   "cases did not run", err=True)  # fmt: skip
+        click.echo(
+            f"--fail-fast: stopped at the first failure; {left} of {len(todo)} selected "
+            "cases did not run",
+            err=True,
+        )
     click.echo(f"results: {res.safe_text(results)}")
     if html or junit or markdown or json_report:
         from ..reports import write_reports
 
         try:  # from this run's own file descriptor: its records, whatever the path holds now
-            written = write_reports(writer.records(clean=True), meta, html=html, junit=junit,
-                                    markdown=markdown, json=json_report)  # fmt: skip
+            written = write_reports(
+                writer.records(clean=True),
+                meta,
+                html=html,
+                junit=junit,
+                markdown=markdown,
+                json=json_report,
+            )
         except OSError as exc:
             again = " ".join(f"{o} {shlex.quote(str(p))}" for o, p in reports if p)
             raise InfrastructureError(
@@ -312,12 +353,16 @@ def strict_failures(summary: res.Summary, expect) -> list[str]:
     judged case by its message or failure kind alone), one line each."""
     judged = summary.total - summary.verdicts["skip"]
     if not judged:
-        return [f"--strict: no case was judged ({summary.total} selected, all skipped): the run "
-                "proves nothing; check the filters, the backend's capabilities and the skip "
-                "entries"]  # fmt: skip
+        return [
+            f"--strict: no case was judged ({summary.total} selected, all skipped): the run "
+            "proves nothing; check the filters, the backend's capabilities and the skip "
+            "entries"
+        ]
     out = []
     for e in expect.excused_everything(judged) if expect is not None else ():
-        out.append(f"--strict: {e.where(expect.path)}: the {e.kind} entry ({e.describe()}) "
-                   f"excused every one of the {judged} judged cases: the run proves nothing; "
-                   "narrow it with match, binding or dtypes")  # fmt: skip
+        out.append(
+            f"--strict: {e.where(expect.path)}: the {e.kind} entry ({e.describe()}) "
+            f"excused every one of the {judged} judged cases: the run proves nothing; "
+            "narrow it with match, binding or dtypes"
+        )
     return out

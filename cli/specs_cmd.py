@@ -50,8 +50,10 @@ def list_cmd(markdown: bool) -> None:
         click.echo("| API | spec | products | clauses | deviations | torch | JAX |")
         click.echo("|---|---|---|---|---|---|---|")
         for s in specs_:
-            click.echo(f"| `{s.op}` | `{s.name}` | {', '.join(s.products)} | "
-                       f"{len(s.clause_ids())} | {len(s.deviations)} | {_binding_text(s)} |")  # fmt: skip
+            click.echo(
+                f"| `{s.op}` | `{s.name}` | {', '.join(s.products)} | "
+                f"{len(s.clause_ids())} | {len(s.deviations)} | {_binding_text(s)} |"
+            )
         return
     rows = [
         [s.name, s.op, str(len(s.clause_ids())), str(len(s.deviations)), ", ".join(s.products)]
@@ -193,8 +195,14 @@ def render_spec(spec: OpSpec) -> list[str]:
         tail = f"  ({'; '.join(extra)})" if extra else ""
         out.append(f"  {style(d.id, fg='magenta')}{tail}")
         differs = f"{d.differs}{_excuse_text(d)}" if d.differs else ""
-        out += _optional(("differs", differs), ("summary", d.summary), ("actual", d.actual),
-                         ("source", d.source), indent=6, total=w)  # fmt: skip
+        out += _optional(
+            ("differs", differs),
+            ("summary", d.summary),
+            ("actual", d.actual),
+            ("source", d.source),
+            indent=6,
+            total=w,
+        )
     return out
 
 
@@ -249,8 +257,11 @@ def _dtype_rows(spec: OpSpec) -> list[list[str]]:
         for term in c.terms:
             named.update(term.params())
             if c.dtype_set:
-                add(str(term), c.dtype_set,
-                    {p: ", ".join(spec.dtypes_for(c.dtype_set, p)) for p in spec.products})  # fmt: skip
+                add(
+                    str(term),
+                    c.dtype_set,
+                    {p: ", ".join(spec.dtypes_for(c.dtype_set, p)) for p in spec.products},
+                )
             else:
                 add(str(term), "(listed)", dict.fromkeys(spec.products, ", ".join(c.dtypes)))
     used_sets = {c.dtype_set for c in spec.checks if c.dtype_set}
@@ -417,8 +428,13 @@ def _duplicates(good: list[tuple[str, OpSpec]]) -> list[Problem]:
     for shown, spec in good:
         for key, label, name in _names(spec):
             if key in seen and seen[key] != shown:
-                problems.append(Problem(shown, _line(shown, label),
-                                        f"{label} {name!r} is also defined in {seen[key]}"))  # fmt: skip
+                problems.append(
+                    Problem(
+                        shown,
+                        _line(shown, label),
+                        f"{label} {name!r} is also defined in {seen[key]}",
+                    )
+                )
             seen.setdefault(key, shown)
     return problems
 
@@ -440,9 +456,14 @@ def _clashes(good: list[tuple[str, OpSpec]]) -> list[Problem]:
             other = owner.get(key)
             if other is None or os.path.realpath(other.path) == os.path.realpath(shown):
                 continue
-            problems.append(Problem(shown, _line(shown, label),
-                                    f"{label} {name!r} clashes with operator {other.name} "
-                                    f"({other.op}) of {_display_path(other.path)}; rename it"))  # fmt: skip
+            problems.append(
+                Problem(
+                    shown,
+                    _line(shown, label),
+                    f"{label} {name!r} clashes with operator {other.name} "
+                    f"({other.op}) of {_display_path(other.path)}; rename it",
+                )
+            )
             break
     return problems
 
@@ -460,17 +481,25 @@ def _impossible(good: list[tuple[str, OpSpec]]) -> list[Problem]:
                 if rejected is None:
                     continue
                 combo, v = rejected
-                why = (f"check {v.check.id} rejects it ({v.message})" if v.check is not None
-                       else "the reference cannot compute it")  # fmt: skip
+                why = (
+                    f"check {v.check.id} rejects it ({v.message})"
+                    if v.check is not None
+                    else "the reference cannot compute it"
+                )
                 line = v.check.line if v.check is not None and v.check.line else 1
                 key = f"{line}\0{', '.join(sorted(set(combo.values())))}\0{why}"
                 found.setdefault(key, []).append(product)
             for key, prods in found.items():
                 line, dtypes, why = key.split("\0")
-                problems.append(Problem(shown, int(line),
-                                        f"{s.name}: no valid call on {', '.join(prods)}, so no "
-                                        f"positive case: the base case (shape 2x3, {dtypes}) "
-                                        f"fails: {why}"))  # fmt: skip
+                problems.append(
+                    Problem(
+                        shown,
+                        int(line),
+                        f"{s.name}: no valid call on {', '.join(prods)}, so no "
+                        f"positive case: the base case (shape 2x3, {dtypes}) "
+                        f"fails: {why}",
+                    )
+                )
             if found:
                 break  # the in-place variant inherits the same checks
     return problems

@@ -38,20 +38,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for o in options_for("pytest"):
         flag, dest = o.pytest_flag, "aclnn_" + o.name
         if o.off_flag:
-            g.addoption(flag, action="store_const", const=True, dest=dest, default=None,
-                        help=o.help)  # fmt: skip
+            g.addoption(
+                flag, action="store_const", const=True, dest=dest, default=None, help=o.help
+            )
             off = "--aclnn-" + o.off_flag.removeprefix("--")
             g.addoption(off, action="store_const", const=False, dest=dest, help=f"not {flag}")
         elif o.is_flag:
             g.addoption(flag, action="store_true", default=False, dest=dest, help=o.help)
         elif o.multiple:
-            g.addoption(flag, action="append", default=[], dest=dest, help=o.help,
-                        metavar=o.metavar or None)  # fmt: skip
+            g.addoption(
+                flag, action="append", default=[], dest=dest, help=o.help, metavar=o.metavar or None
+            )
         else:
             kind = {"int": int, "count": int, "natural": int, "seconds": float}.get(o.type, str)
             default = None if o.name == "backend" else o.default  # the suite needs one named
-            g.addoption(flag, type=kind, default=default, dest=dest, help=o.help,
-                        metavar=o.metavar or None)  # fmt: skip
+            g.addoption(
+                flag, type=kind, default=default, dest=dest, help=o.help, metavar=o.metavar or None
+            )
 
 
 def _targets_suite(config: pytest.Config) -> bool:

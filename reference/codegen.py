@@ -193,8 +193,9 @@ class Source:
     half: frozenset[str] = frozenset()  # FLOAT16 tensors, passed as their bits (uint16)
 
 
-def generate(spec: OpSpec, env: dict[str, Any], approx: bool = False,
-             half: frozenset[str] = frozenset()) -> Source:  # fmt: skip
+def generate(
+    spec: OpSpec, env: dict[str, Any], approx: bool = False, half: frozenset[str] = frozenset()
+) -> Source:
     """The kernel's source for `spec` with the string parameters of `env` decided; approx: exp
     by vecmath's inlined, vectorizable form (for outputs whose midpoints mpmath settles); half:
     the FLOAT16 tensors, read from their bits in the loop."""
@@ -207,8 +208,10 @@ def generate(spec: OpSpec, env: dict[str, Any], approx: bool = False,
         names[n] = f"t{i}"
     gen = _Gen(names, strings, APPROX if approx else MATH)
     half = half & frozenset(tensors)
-    lines = [f"        {names[n]} = " + (f"_h2d(a{i}[k])" if n in half else f"np.float64(a{i}[k])")
-             for i, n in enumerate(tensors)]  # fmt: skip
+    lines = [
+        f"        {names[n]} = " + (f"_h2d(a{i}[k])" if n in half else f"np.float64(a{i}[k])")
+        for i, n in enumerate(tensors)
+    ]
     lines += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
     lines += _chain(gen, lets, list(spec.formula.branches), set(), 2)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
@@ -229,8 +232,13 @@ def _chain(gen: _Gen, lets: dict, branches: list, done: set[str], depth: int) ->
         if br.when is None:
             return [*out, value]
         out += _bind(gen, lets, br.when.names, set(done), pad)
-        return [*out, f"{pad}if {gen.cond(br.when._tree)}:", "    " + value, f"{pad}else:",
-                f"{pad}    r = _NAN"]  # fmt: skip
+        return [
+            *out,
+            f"{pad}if {gen.cond(br.when._tree)}:",
+            "    " + value,
+            f"{pad}else:",
+            f"{pad}    r = _NAN",
+        ]
     out = _bind(gen, lets, br.when.names, done, pad)
     out.append(f"{pad}if {gen.cond(br.when._tree)}:")
     inner = set(done)

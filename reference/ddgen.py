@@ -33,9 +33,10 @@ FUNCTIONS = {
     "maximum": "dmax",
 }
 _BIN = {ast.Add: "dadd", ast.Sub: "dsub", ast.Mult: "dmul", ast.Div: "ddiv"}
-_DIGEST = hashlib.sha256(b"".join(Path(__file__).with_name(f).read_bytes()
-                                  for f in ("ddmath.py", "exactmath.py"))
-                         + _VECMATH.encode()).hexdigest()[:16]  # fmt: skip
+_DIGEST = hashlib.sha256(
+    b"".join(Path(__file__).with_name(f).read_bytes() for f in ("ddmath.py", "exactmath.py"))
+    + _VECMATH.encode()
+).hexdigest()[:16]
 
 HEADER = """\
 # ddmath {digest}
@@ -83,8 +84,10 @@ def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
     gen = _Gen(names, strings, [0])
     pad = "        "
     lines = [f"{pad}{names[n]} = (np.float64(a{i}[k]), 0.0)" for i, n in enumerate(tensors)]
-    lines += [f"{pad}{names[n]} = p{i}" if n in bools else f"{pad}{names[n]} = (p{i}, 0.0)"
-              for i, n in enumerate(attrs)]  # fmt: skip
+    lines += [
+        f"{pad}{names[n]} = p{i}" if n in bools else f"{pad}{names[n]} = (p{i}, 0.0)"
+        for i, n in enumerate(attrs)
+    ]
     chosen: list[tuple[str | None, str]] = []  # (condition, value) of the branches that count
     for br in spec.formula.branches:
         if br.when is None:
@@ -108,8 +111,12 @@ def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
     for cond, value in reversed(chosen[:-1]):
         lines.append(f"{pad}r = dsel({cond}, {value}, r)")
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    text = HEADER.format(args=", ".join(args), digest=_DIGEST, body="\n".join(lines),
-                         module="exactmath" if exact else "ddmath")  # fmt: skip
+    text = HEADER.format(
+        args=", ".join(args),
+        digest=_DIGEST,
+        body="\n".join(lines),
+        module="exactmath" if exact else "ddmath",
+    )
     return Source(text, tensors, attrs)
 
 

@@ -173,8 +173,13 @@ def ddiv(a, b):  # pragma: no cover - compiled
     p, e = two_prod(q, b[0])
     r = (((a[0] - p) - e) + a[1] - q * b[1]) / b[0]
     hi, lo = _renorm(q, r)
-    ok = ((abs(a[0]) < BIG) & (abs(b[0]) < BIG) & (abs(b[0]) > TINY) & (abs(q) < BIG)
-          & ((abs(q) > TINY) | (a[0] == 0)))  # fmt: skip
+    ok = (
+        (abs(a[0]) < BIG)
+        & (abs(b[0]) < BIG)
+        & (abs(b[0]) > TINY)
+        & (abs(q) < BIG)
+        & ((abs(q) > TINY) | (a[0] == 0))
+    )
     return hi, _poison(lo, ok)
 
 

@@ -24,8 +24,9 @@ MARGIN = 2.0**-50  # relative to |hi|
 TINY = 2.0**-969  # below it a pair may have lost bits (ddmath.TINY)
 
 
-def decide(spec: OpSpec, env: dict[str, Any], inputs: dict[str, np.ndarray],
-           out_dtype: dt.DType) -> tuple[np.ndarray, np.ndarray] | None:  # fmt: skip
+def decide(
+    spec: OpSpec, env: dict[str, Any], inputs: dict[str, np.ndarray], out_dtype: dt.DType
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(decided, y): which elements the pairs decide, and for them a float64 y whose rounding
     to out_dtype is the correct one (the pair rounded to odd). None without a kernel."""
     k = kernel.get_dd(spec, env)

@@ -56,9 +56,15 @@ def kernel_name() -> str:
     return kernel.name()
 
 
-def evaluate(call: Call, registry: Registry | None = None, *, exact: bool = False,
-             deadline: float | None = None, lazy: bool = False,
-             in_place: bool = False) -> Outcome:  # fmt: skip
+def evaluate(
+    call: Call,
+    registry: Registry | None = None,
+    *,
+    exact: bool = False,
+    deadline: float | None = None,
+    lazy: bool = False,
+    in_place: bool = False,
+) -> Outcome:
     """Run `call` against its spec; raises CallError for a call that is malformed.
 
     exact: DOUBLE outputs correctly rounded (mpmath for every element), not faithful.
@@ -88,12 +94,22 @@ def evaluate(call: Call, registry: Registry | None = None, *, exact: bool = Fals
     if lazy and info.is_float and not info.opaque and info.category != "complex":
         stream = GoldenStream(spec, call, exact, deadline)
         return Outcome(0, {}, "", golden={spec.formula.output: stream})
-    outputs = {n: (call.tensor(n).storage if in_place else call.tensor(n).storage.copy())
-               for n in names}  # fmt: skip
-    target = FlatView(TensorArg(out_arg.dtype, out_arg.shape, out_arg.strides, out_arg.offset,
-                                outputs[spec.formula.output]), out_arg.shape)  # fmt: skip
-    for start, stop, result, _ in chunks(spec, call, exact=exact, deadline=deadline, into=target,
-                                         values=False):  # fmt: skip
+    outputs = {
+        n: (call.tensor(n).storage if in_place else call.tensor(n).storage.copy()) for n in names
+    }
+    target = FlatView(
+        TensorArg(
+            out_arg.dtype,
+            out_arg.shape,
+            out_arg.strides,
+            out_arg.offset,
+            outputs[spec.formula.output],
+        ),
+        out_arg.shape,
+    )
+    for start, stop, result, _ in chunks(
+        spec, call, exact=exact, deadline=deadline, into=target, values=False
+    ):
         if not np.may_share_memory(result, target.storage):
             target.set(start, stop, result)
     return Outcome(0, outputs, "")
@@ -115,12 +131,14 @@ class GoldenStream:
         for _ in chunks(self.spec, self.call, exact=self.exact, chunk=BLOCK):
             break
 
-    def chunks(self, chunk: int | None = None, deadline: float | None = None
-               ) -> Iterator[tuple[int, int, np.ndarray]]:  # fmt: skip
+    def chunks(
+        self, chunk: int | None = None, deadline: float | None = None
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
         """(start, stop, float64 golden of flat elements [start, stop)) in C order; deadline
         (time.monotonic()) replaces the one the stream was made with."""
-        for start, stop, _, y in chunks(self.spec, self.call, exact=self.exact,
-                                        deadline=deadline or self.deadline, chunk=chunk):  # fmt: skip
+        for start, stop, _, y in chunks(
+            self.spec, self.call, exact=self.exact, deadline=deadline or self.deadline, chunk=chunk
+        ):
             yield start, stop, y
 
 
@@ -133,9 +151,16 @@ def compute(spec: OpSpec, call: Call, exact: bool = False) -> np.ndarray:
     return result.reshape(out.shape)
 
 
-def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | None = None,
-           chunk: int | None = None, into: FlatView | None = None, values: bool = True
-           ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray | None]]:  # fmt: skip
+def chunks(
+    spec: OpSpec,
+    call: Call,
+    *,
+    exact: bool = False,
+    deadline: float | None = None,
+    chunk: int | None = None,
+    into: FlatView | None = None,
+    values: bool = True,
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray | None]]:
     """(start, stop, rounded result, float64 value) for each chunk of the output's elements.
 
     into: the output's view, which the compiled kernel writes directly where it is contiguous
@@ -151,12 +176,17 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     env: dict[str, Any] = attribute_env(spec, call)
     flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
     in_dtypes = {p.name: call.tensor(p.name).dtype for p in spec.tensor_inputs}
-    scalars = {p.name: call.args[p.name].typed() for p in spec.attributes
-               if isinstance(call.args.get(p.name), ScalarArg)}  # fmt: skip
+    scalars = {
+        p.name: call.args[p.name].typed()
+        for p in spec.attributes
+        if isinstance(call.args.get(p.name), ScalarArg)
+    }
     complex_out = out_dtype.category == "complex"
     if not complex_out and any(dt.get(d).category == "complex" for d in in_dtypes.values()):
-        raise CallError(f"{spec.name}: a complex input with the real output dtype {out_dtype.name} "
-                        "is not modelled")  # fmt: skip
+        raise CallError(
+            f"{spec.name}: a complex input with the real output dtype {out_dtype.name} "
+            "is not modelled"
+        )
     # a formula float64 rounds once (roundings.py) is correctly rounded as it stands: its
     # DOUBLE output needs neither long double nor, with --exact, mpmath
     once = out_dtype.name == "DOUBLE" and roundings.correctly_rounded(spec)
@@ -164,8 +194,9 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     faithful = out_dtype.name == "DOUBLE" and not refine_all and not once
     fmt = precise.FORMATS.get(out_dtype.name)
     mode = 2 if refine_all and precise.is_float_output(out_dtype.name) else (1 if fmt else 0)
-    wide = any(dt.get(d).category == "int" and dt.get(d).np.itemsize == 8
-               for d in in_dtypes.values())  # fmt: skip
+    wide = any(
+        dt.get(d).category == "int" and dt.get(d).np.itemsize == 8 for d in in_dtypes.values()
+    )
     k = kdd = None
     if not complex_out and not faithful and kernel.wanted(total):
         half = frozenset(n for n, d in in_dtypes.items() if d == "FLOAT16")
@@ -173,12 +204,21 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
     if faithful and not wide and kernel.wanted(total):
         kdd = kernel.get_dd(spec, env)  # double-double, long double where it cannot certify
     fused = mode == 1 and not wide  # one pass, flags inline (values: float64, unrounded)
-    writable = (into is not None and into.contiguous and not wide
-                and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values()))  # fmt: skip
+    writable = (
+        into is not None
+        and into.contiguous
+        and not wide
+        and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values())
+    )
     direct = writable and into.storage.dtype in (np.float32, np.float64)  # type: ignore[union-attr]
     narrow = None  # FLOAT16 / BF16 written as bits by the fused kernel, straight into the output
-    if (writable and k is not None and fused and into.storage.dtype.itemsize == 2  # type: ignore[union-attr]
-            and into.storage.dtype.kind in "fV"):  # type: ignore[union-attr]  # fmt: skip
+    if (
+        writable
+        and k is not None
+        and fused
+        and into.storage.dtype.itemsize == 2  # type: ignore[union-attr]
+        and into.storage.dtype.kind in "fV"
+    ):  # type: ignore[union-attr]
         from ..conformance.judge.measure import FORMATS as NARROW  # numba's: k exists
 
         narrow = NARROW.get(out_dtype.name)
@@ -252,8 +292,9 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             elif faithful:
                 y, mask = errbound.faithful_mask(spec, chunk_env, n)
             else:
-                y = evaluate_formula(spec, chunk_env, n,
-                                     np.complex128 if complex_out else np.float64)  # fmt: skip
+                y = evaluate_formula(
+                    spec, chunk_env, n, np.complex128 if complex_out else np.float64
+                )
                 if precise.is_float_output(out_dtype.name) and not complex_out:
                     mask = (
                         np.isfinite(y) if refine_all else precise.near_midpoint(y, out_dtype.name)
@@ -271,8 +312,11 @@ def chunks(spec: OpSpec, call: Call, *, exact: bool = False, deadline: float | N
             mask[idx[errbound.exact_mask(spec, sub, idx.size)]] = False
         if mask is not None and mask.any():
             idx = np.flatnonzero(mask)
-            at = ({nm: a[idx] for nm, a in exact_in.items()} if exact_in is not None else
-                  {nm: precise.exact_values(a[idx], in_dtypes[nm]) for nm, a in raw.items()})  # fmt: skip
+            at = (
+                {nm: a[idx] for nm, a in exact_in.items()}
+                if exact_in is not None
+                else {nm: precise.exact_values(a[idx], in_dtypes[nm]) for nm, a in raw.items()}
+            )
             y = precise.refine(spec, env, y, idx, at, out_dtype.name, check)
             if target is not None:  # the kernel wrote float64's rounding: patch the refined
                 target[idx] = dt.round_to(y[idx], out_dtype)

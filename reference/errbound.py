@@ -46,9 +46,13 @@ Pair = tuple[Any, Any]
 
 def extended(spec: OpSpec) -> bool:
     """Whether spec's DOUBLE outputs are evaluated in long double here."""
-    used = {f for x in (*spec.formula.lets, *spec.formula.branches)
-            for e in ((x.value, x.when) if hasattr(x, "when") else (x.value,)) if e is not None
-            for f in e.functions}  # fmt: skip
+    used = {
+        f
+        for x in (*spec.formula.lets, *spec.formula.branches)
+        for e in ((x.value, x.when) if hasattr(x, "when") else (x.value,))
+        if e is not None
+        for f in e.functions
+    }
     return EXTENDED and used <= LONG_DOUBLE_FUNCTIONS
 
 
@@ -61,8 +65,14 @@ def evaluate_extended(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
     tests/test_double_faithful.py measures every op against mpmath)."""
 
     def part(lo: int, hi: int) -> np.ndarray:
-        ld = {k: (v[lo:hi] if v.ndim else v).astype(np.longdouble) if isinstance(v, np.ndarray)
-              else np.longdouble(v) if isinstance(v, float) else v for k, v in env.items()}  # fmt: skip
+        ld = {
+            k: (v[lo:hi] if v.ndim else v).astype(np.longdouble)
+            if isinstance(v, np.ndarray)
+            else np.longdouble(v)
+            if isinstance(v, float)
+            else v
+            for k, v in env.items()
+        }
         with np.errstate(all="ignore"):
             return evaluate_formula(spec, ld, hi - lo, np.longdouble).astype(np.float64)
 

@@ -10,8 +10,9 @@ import numpy as np
 from ..conformance.spec.model import OpSpec
 
 
-def evaluate_formula(spec: OpSpec, env: dict[str, Any], n: int, dtype: Any = np.float64
-                     ) -> np.ndarray:  # fmt: skip
+def evaluate_formula(
+    spec: OpSpec, env: dict[str, Any], n: int, dtype: Any = np.float64
+) -> np.ndarray:
     """The float64 value of the formula over `n` elements bound in `env` (mutated with lets).
 
     Branches are taken in order, first true wins; a condition that is one value (a bool or a

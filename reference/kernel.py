@@ -41,8 +41,22 @@ from . import ddgen
 from .codegen import FLAG_BLOCK, Source, Unsupported, generate
 
 KERNEL_MIN = 1 << 21  # elements: smaller outputs (the default suite's included) keep the numpy path
-NATIVE = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-          "uint16", "uint32", "uint64", "bool")}  # fmt: skip
+NATIVE = {
+    np.dtype(t)
+    for t in (
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "bool",
+    )
+}
 
 _lock = threading.Lock()
 _loaded: dict[str, Any] = {}
@@ -102,9 +116,16 @@ class Kernel:
         _failed[self.key] = f"{type(exc).__name__}: {exc}"
         _loaded.pop(self.key, None)
 
-    def run(self, inputs: dict[str, np.ndarray], env: dict[str, Any], y: np.ndarray,
-            flags: np.ndarray, mode: int, fmt: tuple[int, int] | None,
-            out: np.ndarray | None = None) -> None:  # fmt: skip
+    def run(
+        self,
+        inputs: dict[str, np.ndarray],
+        env: dict[str, Any],
+        y: np.ndarray,
+        flags: np.ndarray,
+        mode: int,
+        fmt: tuple[int, int] | None,
+        out: np.ndarray | None = None,
+    ) -> None:
         """Fill y (float64) and flags (uint8) for the chunk; mode 0: no flags, 1: near-midpoint
         of the float format fmt = (mantissa bits, min exponent) (2: in its subnormal range,
         for the arithmetic test), 2: every finite value. out (float32 or float64): also
@@ -121,9 +142,15 @@ class Kernel:
         else:
             flags[:] = 0
 
-    def run_fused(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
-                  flags: np.ndarray, fmt: tuple[int, int],
-                  narrow: tuple[int, int, int, int] | None = None) -> np.ndarray:  # fmt: skip
+    def run_fused(
+        self,
+        inputs: dict[str, np.ndarray],
+        env: dict[str, Any],
+        out: np.ndarray,
+        flags: np.ndarray,
+        fmt: tuple[int, int],
+        narrow: tuple[int, int, int, int] | None = None,
+    ) -> np.ndarray:
         """Fill out (float32 or float64: each value rounded once to its dtype; uint16: the bits
         of the narrow format narrow = measure.FORMATS's (bits, emin, emax, nbits)) and flags
         (as run's mode 1) in one pass that keeps no float64 copy: the evaluation's form, where
@@ -150,14 +177,16 @@ class Kernel:
             self.indices_fn(flags, starts, idx)
         return idx
 
-    def run_dd(self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray,
-               flags: np.ndarray) -> None:  # fmt: skip
+    def run_dd(
+        self, inputs: dict[str, np.ndarray], env: dict[str, Any], out: np.ndarray, flags: np.ndarray
+    ) -> None:
         """A double-double kernel (ddgen.py): out (float64) the faithful values, flags (bool)
         the elements it could not certify (for long double)."""
         self.fn(*self._args(inputs, env), out, flags)
 
-    def run_pairs(self, inputs: dict[str, np.ndarray], env: dict[str, Any], hi: np.ndarray,
-                  lo: np.ndarray) -> None:  # fmt: skip
+    def run_pairs(
+        self, inputs: dict[str, np.ndarray], env: dict[str, Any], hi: np.ndarray, lo: np.ndarray
+    ) -> None:
         """A double-double kernel's unrounded pairs: hi and lo (float64), lo NaN where poisoned."""
         self.pairs_fn(*self._args(inputs, env), hi, lo)
 
@@ -168,15 +197,20 @@ class Kernel:
             if n in self.half:
                 arrays.append(a.view(np.uint16))  # its bits: half_to_double reads them
             else:
-                arrays.append(a if a.dtype in NATIVE else a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64))  # fmt: skip
+                arrays.append(
+                    a
+                    if a.dtype in NATIVE
+                    else a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64)
+                )
         return arrays + [
             float(env[n]) if not isinstance(env[n], bool | np.bool_) else bool(env[n])
             for n in self.attrs
         ]
 
 
-def get(spec: OpSpec, env: dict[str, Any], approx: bool = False,
-        half: frozenset[str] = frozenset()) -> Kernel | None:  # fmt: skip
+def get(
+    spec: OpSpec, env: dict[str, Any], approx: bool = False, half: frozenset[str] = frozenset()
+) -> Kernel | None:
     """The compiled kernel of spec's formula for this call's string parameters, or None;
     approx: vecmath's exp (FLOAT, FLOAT16 and BF16 outputs only: see vecmath's doc); half: the
     FLOAT16 tensors (the kernel reads their bits)."""
@@ -198,8 +232,11 @@ def get_exact(spec: OpSpec, env: dict[str, Any]) -> Kernel | None:
 
 
 def _memo(spec: OpSpec, env: dict[str, Any], exact: bool) -> Kernel | None:
-    memo = (id(spec), exact, tuple(sorted((p.name, env.get(p.name)) for p in spec.attributes
-                                          if p.kind == "string")))  # fmt: skip
+    memo = (
+        id(spec),
+        exact,
+        tuple(sorted((p.name, env.get(p.name)) for p in spec.attributes if p.kind == "string")),
+    )
     if memo in _dd and _dd[memo][0] is spec:
         k = _dd[memo][1]
         return None if k is None or k.key in _failed else k
@@ -323,9 +360,11 @@ def private_cache() -> Path | None:
         except OSError as exc:  # cannot be created here: the next candidate
             folder, why = None, f"{path}: {exc.strerror or exc}"
     if folder is None:
-        print(f"warning: kernel cache refused ({why}); kernels are compiled in memory for this "
-              "run, without a cache (set ACLNN_CONFORM_CACHE to a folder of your own)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"warning: kernel cache refused ({why}); kernels are compiled in memory for this "
+            "run, without a cache (set ACLNN_CONFORM_CACHE to a folder of your own)",
+            file=sys.stderr,
+        )
     _cache["folder"] = folder
     return folder
 

@@ -169,8 +169,10 @@ def rational(spec: OpSpec) -> bool:
 
 def _value_rational(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any]) -> Any:
     """The formula at one element in exact rationals (None if not finite or not rational)."""
-    e = {k: (Fraction(v) if isinstance(v, float) and math.isfinite(v) else v)
-         for k, v in attrs.items()}  # fmt: skip
+    e = {
+        k: (Fraction(v) if isinstance(v, float) and math.isfinite(v) else v)
+        for k, v in attrs.items()
+    }
     for name, v in inputs.items():
         v = int(v) if isinstance(v, np.integer | int) else float(v)
         if isinstance(v, float) and not math.isfinite(v):
@@ -196,9 +198,15 @@ def _from_fraction(v: Fraction, out_dtype: str) -> float | None:
     return _sticky(t)
 
 
-def refine(spec: OpSpec, env: dict[str, Any], y: np.ndarray, idx: np.ndarray,
-           exact_inputs: dict[str, np.ndarray], out_dtype: str,
-           deadline: Callable[[], None] | None = None) -> np.ndarray:  # fmt: skip
+def refine(
+    spec: OpSpec,
+    env: dict[str, Any],
+    y: np.ndarray,
+    idx: np.ndarray,
+    exact_inputs: dict[str, np.ndarray],
+    out_dtype: str,
+    deadline: Callable[[], None] | None = None,
+) -> np.ndarray:
     """y with the elements idx recomputed in mpmath (as float64: nearest for DOUBLE, else
     rounded to odd so that the final rounding to the output dtype is correct); exact_inputs
     holds those elements' inputs only, in idx's order. y is updated in place where it owns
@@ -250,8 +258,13 @@ def beyond_float64(exact_inputs: dict[str, np.ndarray], n: int) -> np.ndarray:
     return mask
 
 
-def refine_integers(spec: OpSpec, env: dict[str, Any], out: np.ndarray, mask: np.ndarray,
-                    exact_inputs: dict[str, np.ndarray]) -> None:  # fmt: skip
+def refine_integers(
+    spec: OpSpec,
+    env: dict[str, Any],
+    out: np.ndarray,
+    mask: np.ndarray,
+    exact_inputs: dict[str, np.ndarray],
+) -> None:
     """Store into the integer output `out` the masked elements computed exactly in mpmath
     (truncated toward zero, as the float64 path's conversion does): a 64-bit integer input
     beyond 2^53 would lose its low bits in float64."""

@@ -34,9 +34,17 @@ def flagged(flags: np.ndarray) -> np.ndarray:
     return idx[flags[idx] != 0]
 
 
-def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
-          in_dtypes: dict[str, str], buf: np.ndarray, flags: np.ndarray, out_dtype: dt.DType,
-          check: Check, idx: np.ndarray) -> np.ndarray:  # fmt: skip
+def patch(
+    spec: OpSpec,
+    env: dict[str, Any],
+    raw: dict[str, np.ndarray],
+    in_dtypes: dict[str, str],
+    buf: np.ndarray,
+    flags: np.ndarray,
+    out_dtype: dt.DType,
+    check: Check,
+    idx: np.ndarray,
+) -> np.ndarray:
     """Patch buf (the kernel's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
     before the rounding) at the flagged elements idx (as the fused kernel listed them) that need
     it; returns the indices patched."""
@@ -77,8 +85,9 @@ def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
         rest = np.setdiff1d(rest, again[_exact(spec, env, xs, again)], assume_unique=True)
     if rest.size:
         at = {nm: precise.exact_values(a[idx[rest]], in_dtypes[nm]) for nm, a in raw.items()}
-        ys[rest] = precise.refine(spec, env, ys[rest], np.arange(rest.size), at, out_dtype.name,
-                                  check)  # fmt: skip
+        ys[rest] = precise.refine(
+            spec, env, ys[rest], np.arange(rest.size), at, out_dtype.name, check
+        )
     if buf.dtype == np.float64:
         buf[idx] = ys
     else:  # float32, or the 16-bit format's bits
@@ -86,8 +95,9 @@ def patch(spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray],
     return idx
 
 
-def _exact(spec: OpSpec, env: dict[str, Any], xs: dict[str, np.ndarray], at: np.ndarray
-           ) -> np.ndarray:  # fmt: skip
+def _exact(
+    spec: OpSpec, env: dict[str, Any], xs: dict[str, np.ndarray], at: np.ndarray
+) -> np.ndarray:
     """Mask over `at`: the elements whose float64 value is exact (the compiled exactness kernel,
     else errbound.exact_mask)."""
     if at.size == 0:

@@ -66,13 +66,22 @@ class CaseTable:
 
     def __init__(self, keep: int = PASS_ROWS):
         self.keep = keep
-        self.ops, self.products, self.cols, self.tags = (_Interner(), _Interner(), _Interner(),
-                                                         _Interner())  # fmt: skip
+        self.ops, self.products, self.cols, self.tags = (
+            _Interner(),
+            _Interner(),
+            _Interner(),
+            _Interner(),
+        )
         self.params, self.clause_names, self.clause_sets, self.replays = (
-            _Interner(), _Interner(), _Interner(), _Interner())  # fmt: skip
+            _Interner(),
+            _Interner(),
+            _Interner(),
+            _Interner(),
+        )
         self.rows: list[tuple[tuple[int, str], list[Any], dict[str, Any] | None]] = []
         self.heaps: dict[str, list[tuple[float, int, tuple, list[Any], Any]]] = {
-            v: [] for v in self.BOUNDED}  # fmt: skip
+            v: [] for v in self.BOUNDED
+        }
         self.omitted: Counter = Counter()
         self.aclnn: dict[str, str] = {}
         self._seq = 0
@@ -101,10 +110,15 @@ class CaseTable:
     def _row(self, rec: dict[str, Any]) -> tuple[tuple[int, str], list[Any], Any]:
         cid = str(rec.get("id", ""))
         layouts = rec.get("layouts") or {}
-        p = {name: [short(dtype)] + (
+        p = {
+            name: [short(dtype)]
+            + (
                 [lay.get("shape"), lay.get("strides"), lay.get("offset"), lay.get("storage")]
-                if (lay := layouts.get(name)) else [])
-             for name, dtype in (rec.get("dtypes") or {}).items()}  # fmt: skip
+                if (lay := layouts.get(name))
+                else []
+            )
+            for name, dtype in (rec.get("dtypes") or {}).items()
+        }
         st = stats_of(rec)
         replay = str(rec.get("replay") or "")
         quoted = f"'{cid}'"
@@ -115,15 +129,24 @@ class CaseTable:
         if verdict != "pass" or rec.get("expectation") or long_reason or small_value_notes(rec):
             detail = _detail(rec)
         row = [
-            cid, self.ops(rec.get("op", "?")), self.products(rec.get("product", "?")),
-            self.cols(column(rec)), ORDER.index(verdict) if verdict in ORDER else 0,
-            1 if rec.get("kind") == "negative" else 0, self.tags(dtype_tag(rec)), self.params(p),
+            cid,
+            self.ops(rec.get("op", "?")),
+            self.products(rec.get("product", "?")),
+            self.cols(column(rec)),
+            ORDER.index(verdict) if verdict in ORDER else 0,
+            1 if rec.get("kind") == "negative" else 0,
+            self.tags(dtype_tag(rec)),
+            self.params(p),
             self.clause_sets([self.clause_names(c) for c in rec.get("clauses") or []]),
-            _round(st["max_ulp"]), _round(st["max_rel"]), _round(st["max_abs"]),
-            rec.get("expected_status"), _round(num((rec.get("durations") or {}).get("total"))),
+            _round(st["max_ulp"]),
+            _round(st["max_rel"]),
+            _round(st["max_abs"]),
+            rec.get("expected_status"),
+            _round(num((rec.get("durations") or {}).get("total"))),
             clip(rec.get("reason"), REASON_LIMIT),
-            self.replays(template) if template else -1, -1,
-        ]  # fmt: skip
+            self.replays(template) if template else -1,
+            -1,
+        ]
         return sort_key(rec), row, detail
 
     def payload(self) -> dict[str, Any]:
@@ -136,13 +159,23 @@ class CaseTable:
                 row = [*row[:-1], len(details)]
                 details.append(detail)
             rows.append(row)
-        return {"fields": list(FIELDS), "verdicts": list(ORDER), "ops": self.ops.items,
-                "products": self.products.items, "cols": self.cols.items,
-                "tags": self.tags.items, "params": self.params.items,
-                "clauses": self.clause_names.items, "clauseSets": self.clause_sets.items,
-                "replays": self.replays.items, "details": details, "cases": rows,
-                "aclnn": self.aclnn, "statKeys": list(STAT_KEYS),
-                "omitted": {v: n for v, n in self.omitted.items() if n}}  # fmt: skip
+        return {
+            "fields": list(FIELDS),
+            "verdicts": list(ORDER),
+            "ops": self.ops.items,
+            "products": self.products.items,
+            "cols": self.cols.items,
+            "tags": self.tags.items,
+            "params": self.params.items,
+            "clauses": self.clause_names.items,
+            "clauseSets": self.clause_sets.items,
+            "replays": self.replays.items,
+            "details": details,
+            "cases": rows,
+            "aclnn": self.aclnn,
+            "statKeys": list(STAT_KEYS),
+            "omitted": {v: n for v, n in self.omitted.items() if n},
+        }
 
 
 def case_payload(records: Iterable[dict[str, Any]], keep: int = PASS_ROWS) -> dict[str, Any]:
@@ -190,5 +223,7 @@ def _detail(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _comparison(stats: dict[str, Any], worst: list[dict[str, Any]]) -> list[Any]:
-    return [[_round(num(stats.get(k))) for k in STAT_KEYS],
-            [[w.get(f) for f in WORST_FIELDS] for w in worst[:WORST_LIMIT]]]  # fmt: skip
+    return [
+        [_round(num(stats.get(k))) for k in STAT_KEYS],
+        [[w.get(f) for f in WORST_FIELDS] for w in worst[:WORST_LIMIT]],
+    ]

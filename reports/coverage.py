@@ -67,12 +67,23 @@ class ClauseRow:
         return SKIPPED if self.skipped else NOT_RUN
 
     def to_dict(self) -> dict[str, Any]:
-        return {"clause": self.qualified, "op": self.op, "id": self.id, "kind": self.kind,
-                "text": self.text, "source": self.source, "generated": self.generated,
-                "run": self.run, "passed": self.passed, "failed": self.failed,
-                "xfail": self.xfail, "deviation": self.deviation, "xpass": self.xpass,
-                "skipped": self.skipped,
-                "status": self.status}  # fmt: skip
+        return {
+            "clause": self.qualified,
+            "op": self.op,
+            "id": self.id,
+            "kind": self.kind,
+            "text": self.text,
+            "source": self.source,
+            "generated": self.generated,
+            "run": self.run,
+            "passed": self.passed,
+            "failed": self.failed,
+            "xfail": self.xfail,
+            "deviation": self.deviation,
+            "xpass": self.xpass,
+            "skipped": self.skipped,
+            "status": self.status,
+        }
 
 
 @dataclass
@@ -102,8 +113,11 @@ class Coverage:
 
     def totals(self) -> dict[str, int]:
         rows = [r for o in self.ops if o.cases for r in o.rows]
-        out = {"ops": len(self.ops), "ops_run": sum(1 for o in self.ops if o.cases),
-               "clauses": len(rows)}  # fmt: skip
+        out = {
+            "ops": len(self.ops),
+            "ops_run": sum(1 for o in self.ops if o.cases),
+            "clauses": len(rows),
+        }
         for s in (COVERED, FAILING, SKIPPED, NOT_RUN, NO_CASE):
             out[s.replace("-", "_")] = sum(1 for r in rows if r.status == s)
         return out
@@ -120,7 +134,7 @@ class Coverage:
                     "clauses": [r.to_dict() for r in o.rows],
                 }
                 for o in self.ops
-            ],  # fmt: skip
+            ],
             "unknown_clauses": dict(sorted(self.unknown.items())),
         }
 
@@ -135,8 +149,11 @@ class CoverageTally:
 
     def __init__(self, universe: dict[str, Any] | None = None):
         self.universe = universe if isinstance(universe, dict) else None
-        self.kinds = {f"{o['op']}/{c['id']}": c.get("kind", "")
-                      for o in self._ops() for c in o.get("clauses") or ()}  # fmt: skip
+        self.kinds = {
+            f"{o['op']}/{c['id']}": c.get("kind", "")
+            for o in self._ops()
+            for c in o.get("clauses") or ()
+        }
         self.extra: Counter = Counter()  # let/branch clause -> cases that hit it
         self.tallies: dict[str, Counter] = {}
         self.per_op: Counter = Counter()
@@ -164,11 +181,22 @@ class CoverageTally:
         t = self.tallies.get(q, Counter())
         generated = int(c.get("generated") or 0) + self.extra[q]
         return ClauseRow(
-            op, str(c["id"]), str(c.get("kind", "")), str(c.get("text", "")),
-            str(c.get("source", "")), generated=generated, run=sum(t.values()) - t["skip"],
-            passed=t["pass"], failed=sum(t[v] for v in BROKEN), xfail=t["xfail"],
-            deviation=t["deviation"], xpass=t["xpass"], skipped=t["skip"], op_ran=ran,
-            planned=planned)  # fmt: skip
+            op,
+            str(c["id"]),
+            str(c.get("kind", "")),
+            str(c.get("text", "")),
+            str(c.get("source", "")),
+            generated=generated,
+            run=sum(t.values()) - t["skip"],
+            passed=t["pass"],
+            failed=sum(t[v] for v in BROKEN),
+            xfail=t["xfail"],
+            deviation=t["deviation"],
+            xpass=t["xpass"],
+            skipped=t["skip"],
+            op_ran=ran,
+            planned=planned,
+        )
 
     def result(self) -> Coverage:
         cov = Coverage()
@@ -179,17 +207,25 @@ class CoverageTally:
             for q in self.tallies:
                 op, _, cid = q.rpartition("/")
                 named.setdefault(op, []).append(cid)
-            ops = [{"op": op, "aclnn_op": self.ops_seen.get(op, ""), "planned": False,
-                    "clauses": [{"id": c} for c in sorted(ids)]}
-                   for op, ids in named.items() if op]  # fmt: skip
+            ops = [
+                {
+                    "op": op,
+                    "aclnn_op": self.ops_seen.get(op, ""),
+                    "planned": False,
+                    "clauses": [{"id": c} for c in sorted(ids)],
+                }
+                for op, ids in named.items()
+                if op
+            ]
         for o in sorted(ops, key=lambda o: str(o["op"])):
             op = str(o["op"])
             ran, planned = self.per_op[op] > 0, bool(o.get("planned", True))
             rows = [self._row(op, c, planned, ran) for c in o.get("clauses") or ()]
             known.update(r.qualified for r in rows)
             changed = bool(o.get("sha256")) and bool(self.hashes.get(op, set()) - {o["sha256"]})
-            cov.ops.append(OpCoverage(op, str(o.get("aclnn_op") or ""), rows, self.per_op[op],
-                                      changed))  # fmt: skip
+            cov.ops.append(
+                OpCoverage(op, str(o.get("aclnn_op") or ""), rows, self.per_op[op], changed)
+            )
         for q, t in self.tallies.items():
             if q not in known:
                 cov.unknown[q] = sum(t.values())

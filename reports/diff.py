@@ -100,12 +100,14 @@ class Diff:
 
     def headline(self) -> str:
         grew = sum(1 for m in self.moved if m.grew)
-        return (f"{len(self.regressions)} regression{_s(self.regressions)}, {len(self.fixes)} "
-                f"fix{'es' if len(self.fixes) != 1 else ''}, {len(self.changed)} other verdict "
-                f"change{_s(self.changed)}, {grew} statistic{'s' if grew != 1 else ''} grew, "
-                f"{len(self.moved) - grew} shrank (threshold {fmt(self.threshold)}), "
-                f"{len(self.added)} added, {len(self.removed)} removed, {self.common} "
-                "compared")  # fmt: skip
+        return (
+            f"{len(self.regressions)} regression{_s(self.regressions)}, {len(self.fixes)} "
+            f"fix{'es' if len(self.fixes) != 1 else ''}, {len(self.changed)} other verdict "
+            f"change{_s(self.changed)}, {grew} statistic{'s' if grew != 1 else ''} grew, "
+            f"{len(self.moved) - grew} shrank (threshold {fmt(self.threshold)}), "
+            f"{len(self.added)} added, {len(self.removed)} removed, {self.common} "
+            "compared"
+        )
 
 
 def _s(items: list) -> str:
@@ -135,17 +137,26 @@ def _details(records: Iterable[dict[str, Any]], wanted: set[str]) -> dict[str, d
     for rec in records:
         cid = str(rec.get("id"))
         if cid in wanted:
-            out[cid] = {"id": safe_text(cid), "op": safe_text(rec.get("op", "?")),
-                        "tag": safe_text(dtype_tag(rec)),
-                        "reason": clip(safe_text(rec.get("reason") or ""), 300),
-                        "replay": safe_text(rec.get("replay") or "")}  # fmt: skip
+            out[cid] = {
+                "id": safe_text(cid),
+                "op": safe_text(rec.get("op", "?")),
+                "tag": safe_text(dtype_tag(rec)),
+                "reason": clip(safe_text(rec.get("reason") or ""), 300),
+                "replay": safe_text(rec.get("replay") or ""),
+            }
     return out
 
 
 def _change(cid: str, old: Entry | None, new: Entry | None, info: dict[str, str]) -> Change:
-    return Change(info.get("id", safe_text(cid)), info.get("op", "?"),
-                  old[0] if old else "", new[0] if new else "", info.get("reason", ""),
-                  info.get("replay", ""), info.get("tag", ""))  # fmt: skip
+    return Change(
+        info.get("id", safe_text(cid)),
+        info.get("op", "?"),
+        old[0] if old else "",
+        new[0] if new else "",
+        info.get("reason", ""),
+        info.get("replay", ""),
+        info.get("tag", ""),
+    )
 
 
 def moved_stats(old: dict[str, Any], new: dict[str, Any], threshold: float) -> list[StatMove]:
@@ -219,11 +230,19 @@ def render_markdown(
     d: Diff, old_label: str = "old", new_label: str = "new", limit: int = 50
 ) -> str:
     icon = "❌" if d.regressed else "⚠️" if d.missing else "✅"
-    out = [f"## {icon} aclnn conformance diff: {_md_text(old_label)} → {_md_text(new_label)}", "",
-           f"{d.old_count} → {d.new_count} cases · {d.headline()}", ""]  # fmt: skip
-    sections = [("Regressions", d.regressions, True), ("Fixes", d.fixes, False),
-                ("Other verdict changes", d.changed, False), ("Added", d.added, False),
-                ("Removed", d.removed, False)]  # fmt: skip
+    out = [
+        f"## {icon} aclnn conformance diff: {_md_text(old_label)} → {_md_text(new_label)}",
+        "",
+        f"{d.old_count} → {d.new_count} cases · {d.headline()}",
+        "",
+    ]
+    sections = [
+        ("Regressions", d.regressions, True),
+        ("Fixes", d.fixes, False),
+        ("Other verdict changes", d.changed, False),
+        ("Added", d.added, False),
+        ("Removed", d.removed, False),
+    ]
     for title, items, replay in sections:
         if not items:
             continue
@@ -234,20 +253,28 @@ def render_markdown(
             "|---|---|---|---|",
         ]
         for c in items[:limit]:
-            out.append(f"| {_md_code(c.id)} | {esc(c.old) or '—'} | **{esc(c.new) or '—'}** | "
-                       f"{_md_text(clip(c.reason, 160))} |")  # fmt: skip
+            out.append(
+                f"| {_md_code(c.id)} | {esc(c.old) or '—'} | **{esc(c.new) or '—'}** | "
+                f"{_md_text(clip(c.reason, 160))} |"
+            )
         if len(items) > limit:
             out.append(f"| … {len(items) - limit} more | | | |")
         if replay and any(c.replay for c in items[:limit]):
             out += ["", *fenced([c.replay for c in items[:limit] if c.replay], "sh")]
         out.append("")
     if d.moved:
-        out += [f"### Statistics that moved by more than {fmt(d.threshold * 100)} % ({len(d.moved)})",
-                "", "| case | statistic | old | new | change |", "|---|---|---:|---:|---:|"]  # fmt: skip
+        out += [
+            f"### Statistics that moved by more than {fmt(d.threshold * 100)} % ({len(d.moved)})",
+            "",
+            "| case | statistic | old | new | change |",
+            "|---|---|---:|---:|---:|",
+        ]
         for m in d.moved[:limit]:
             change = "new" if m.old == 0 else f"×{fmt(m.factor)}"
-            out.append(f"| {_md_code(m.id)} | {m.stat} | {fmt(m.old)} | {fmt(m.new)} | "
-                       f"{'▲' if m.grew else '▼'} {change} |")  # fmt: skip
+            out.append(
+                f"| {_md_code(m.id)} | {m.stat} | {fmt(m.old)} | {fmt(m.new)} | "
+                f"{'▲' if m.grew else '▼'} {change} |"
+            )
         if len(d.moved) > limit:
             out.append(f"| … {len(d.moved) - limit} more | | | | |")
         out.append("")
@@ -258,13 +285,18 @@ def render_html(d: Diff, old_label: str = "old", new_label: str = "new", limit: 
     """One self-contained page; at most `limit` rows per section."""
     from .html import TEMPLATES, environment
 
-    sections = [("regressions", "Regressions", d.regressions), ("fixes", "Fixes", d.fixes),
-                ("changed", "Other verdict changes", d.changed), ("added", "Added", d.added),
-                ("removed", "Removed", d.removed)]  # fmt: skip
+    sections = [
+        ("regressions", "Regressions", d.regressions),
+        ("fixes", "Fixes", d.fixes),
+        ("changed", "Other verdict changes", d.changed),
+        ("added", "Added", d.added),
+        ("removed", "Removed", d.removed),
+    ]
     template = environment().get_template("diff.html.j2")
     css = (TEMPLATES / "report.css").read_text("utf-8")
-    return template.render(d=d, old_label=old_label, new_label=new_label, sections=sections,
-                           limit=limit, css=css)  # fmt: skip
+    return template.render(
+        d=d, old_label=old_label, new_label=new_label, sections=sections, limit=limit, css=css
+    )
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -92,8 +92,16 @@ def matrix_view(records: Iterable[dict[str, Any]] | dict) -> dict[str, Any]:
         for i, prod in enumerate(prods):
             cells = [_cell(g.get((op, prod, c))) for c in cols]
             total = sum((g.get((op, prod, c), Counter()) for c in cols), Counter())
-            rows.append({"op": op, "product": prod, "first": i == 0, "span": len(prods),
-                         "cells": cells, "total": _cell(total)})  # fmt: skip
+            rows.append(
+                {
+                    "op": op,
+                    "product": prod,
+                    "first": i == 0,
+                    "span": len(prods),
+                    "cells": cells,
+                    "total": _cell(total),
+                }
+            )
     col_totals = [_cell(sum((v for k, v in g.items() if k[2] == c), Counter())) for c in cols]
     grand = _cell(sum(g.values(), Counter()))
     return {"cols": cols, "rows": rows, "totals": col_totals, "grand": grand, "negative": NEGATIVE}
@@ -113,8 +121,15 @@ def _cell(c: Counter | None) -> dict[str, Any] | None:
     else:
         cls = "r99" if rate >= 0.99 else "r90" if rate >= 0.9 else "r50" if rate >= 0.5 else "r0"
     tip = ", ".join(f"{c[v]} {v}" for v in ORDER if c[v])
-    return {"total": sum(c.values()), "pass": c["pass"], "bad": bad, "cls": cls, "tip": tip,
-            "rate": rate, "dev": c["deviation"]}  # fmt: skip
+    return {
+        "total": sum(c.values()),
+        "pass": c["pass"],
+        "bad": bad,
+        "cls": cls,
+        "tip": tip,
+        "rate": rate,
+        "dev": c["deviation"],
+    }
 
 
 def _page(
@@ -124,8 +139,7 @@ def _page(
     coverage: Coverage | None = None,
     title: str = "aclnn conformance report",
 ) -> Iterator[str]:
-    d: Digest = digest_of(records, coverage=coverage is None,
-                          universe=(meta or {}).get("clauses"))  # fmt: skip
+    d: Digest = digest_of(records, coverage=coverage is None, universe=(meta or {}).get("clauses"))
     if d.cases is None:
         raise ValueError("render_html needs a Digest built with cases=True")
     info = d.run_info(meta)
@@ -136,23 +150,47 @@ def _page(
     broken = sum(d.verdicts[v] for v in BROKEN)
     others = [f"{d.verdicts[v]} {v}" for v in ("skip", *EXPLAINED) if d.verdicts[v]]
     omitted = payload["omitted"]
-    listed = (f"The list holds every case that did not pass and {d.verdicts['pass'] - omitted.get('pass', 0):,} "
-              f"of the {d.verdicts['pass']:,} passing cases (those with the largest max ULP)"
-              + (f" and {d.verdicts['skip'] - omitted.get('skip', 0):,} of the {d.verdicts['skip']:,} "
-                 "skipped ones" if omitted.get("skip") else "")
-              + "; the counts, the matrix, the coverage and the histograms count every case."
-              if omitted else "")  # fmt: skip
-    return environment().get_template("report.html.j2").generate(
-        title=title, info=info, summary=d, verdicts=verdicts, order=ORDER,
-        failed=d.failed, broken=broken, matrix=matrix_view(d.grid()), coverage=coverage,
-        cov_totals=coverage.totals(), flagged=FLAGGED, panels=d.ulp_panels(),
-        bins=plots.LABELS, failing_clauses=d.failing_clauses.most_common(12),
-        data=script_json(payload), listed=listed,
-        css=(TEMPLATES / "report.css").read_text("utf-8"),
-        js=(TEMPLATES / "report.js").read_text("utf-8"),
-        default_failing=d.failed > 0, help=HELP, ulp_meaning=MEANING,
-        status_others=", ".join(others),
-    )  # fmt: skip
+    listed = (
+        f"The list holds every case that did not pass and {d.verdicts['pass'] - omitted.get('pass', 0):,} "
+        f"of the {d.verdicts['pass']:,} passing cases (those with the largest max ULP)"
+        + (
+            f" and {d.verdicts['skip'] - omitted.get('skip', 0):,} of the {d.verdicts['skip']:,} "
+            "skipped ones"
+            if omitted.get("skip")
+            else ""
+        )
+        + "; the counts, the matrix, the coverage and the histograms count every case."
+        if omitted
+        else ""
+    )
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .generate(
+            title=title,
+            info=info,
+            summary=d,
+            verdicts=verdicts,
+            order=ORDER,
+            failed=d.failed,
+            broken=broken,
+            matrix=matrix_view(d.grid()),
+            coverage=coverage,
+            cov_totals=coverage.totals(),
+            flagged=FLAGGED,
+            panels=d.ulp_panels(),
+            bins=plots.LABELS,
+            failing_clauses=d.failing_clauses.most_common(12),
+            data=script_json(payload),
+            listed=listed,
+            css=(TEMPLATES / "report.css").read_text("utf-8"),
+            js=(TEMPLATES / "report.js").read_text("utf-8"),
+            default_failing=d.failed > 0,
+            help=HELP,
+            ulp_meaning=MEANING,
+            status_others=", ".join(others),
+        )
+    )
 
 
 def render_html(

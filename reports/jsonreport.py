@@ -55,34 +55,67 @@ def summary(
     return head
 
 
-def _head(records: Any, meta: dict[str, Any] | None,
-          coverage: Coverage | None) -> tuple[dict[str, Any], Digest]:  # fmt: skip
+def _head(
+    records: Any, meta: dict[str, Any] | None, coverage: Coverage | None
+) -> tuple[dict[str, Any], Digest]:
     """The summary without its failures, and the Digest they come from."""
-    d: Digest = digest_of(records, cases=False, coverage=coverage is None,
-                          universe=(meta or {}).get("clauses"))  # fmt: skip
+    d: Digest = digest_of(
+        records, cases=False, coverage=coverage is None, universe=(meta or {}).get("clauses")
+    )
     if coverage is None:
         coverage = d.coverage()
     rate = pass_rate(d.verdicts)
-    deviations = {dev: {"cases": x["cases"], "reason": x["reason"], "ids": list(x["ids"])}
-                  for dev, x in d.deviations.items()}  # fmt: skip
-    return _safe({
-        "format": FORMAT, "version": VERSION, "run": d.run_info(meta),
-        "totals": {"cases": d.total, "failed": d.failed,
-                   "pass_rate": None if rate is None else round(rate, 6),
-                   "verdicts": {v: d.verdicts[v] for v in VERDICTS}},
-        "matrix": [{"op": op, "product": prod, "dtypes": tag, "column": col,
-                    "total": sum(c.values()), "verdicts": {v: c[v] for v in VERDICTS if c[v]}}
-                   for (op, prod, tag, col), c in sorted(d.tag_grid.items())],
-        "failing_clauses": dict(d.failing_clauses.most_common()),
-        "deviations": dict(sorted(deviations.items())),
-        "coverage": coverage.to_dict(),
-    }), d  # fmt: skip
+    deviations = {
+        dev: {"cases": x["cases"], "reason": x["reason"], "ids": list(x["ids"])}
+        for dev, x in d.deviations.items()
+    }
+    return _safe(
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "run": d.run_info(meta),
+            "totals": {
+                "cases": d.total,
+                "failed": d.failed,
+                "pass_rate": None if rate is None else round(rate, 6),
+                "verdicts": {v: d.verdicts[v] for v in VERDICTS},
+            },
+            "matrix": [
+                {
+                    "op": op,
+                    "product": prod,
+                    "dtypes": tag,
+                    "column": col,
+                    "total": sum(c.values()),
+                    "verdicts": {v: c[v] for v in VERDICTS if c[v]},
+                }
+                for (op, prod, tag, col), c in sorted(d.tag_grid.items())
+            ],
+            "failing_clauses": dict(d.failing_clauses.most_common()),
+            "deviations": dict(sorted(deviations.items())),
+            "coverage": coverage.to_dict(),
+        }
+    ), d
 
 
 def failure(rec: dict[str, Any], worst_limit: int = 5) -> dict[str, Any]:
-    out = {k: rec.get(k) for k in ("id", "op", "product", "kind", "verdict", "reason",
-                                   "expected_status", "oracle_status", "actual_status",
-                                   "clauses", "dtypes", "replay")}  # fmt: skip
+    out = {
+        k: rec.get(k)
+        for k in (
+            "id",
+            "op",
+            "product",
+            "kind",
+            "verdict",
+            "reason",
+            "expected_status",
+            "oracle_status",
+            "actual_status",
+            "clauses",
+            "dtypes",
+            "replay",
+        )
+    }
     out["dtype_tag"] = dtype_tag(rec)
     out["stats"] = stats_of(rec)
     out["outputs"] = {name: c.get("stats") for name, c in (rec.get("comparisons") or {}).items()}
@@ -97,8 +130,13 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False)
 
 
-def json_pieces(records: Any, meta: dict[str, Any] | None = None, *,
-                coverage: Coverage | None = None, worst_limit: int = 5) -> Iterator[str]:  # fmt: skip
+def json_pieces(
+    records: Any,
+    meta: dict[str, Any] | None = None,
+    *,
+    coverage: Coverage | None = None,
+    worst_limit: int = 5,
+) -> Iterator[str]:
     """The summary JSON (as json.dumps(summary(...), indent=1) writes it), in pieces: the
     failures are rendered one at a time, never all held at once."""
     head, d = _head(records, meta, coverage)

@@ -61,21 +61,26 @@ def details(rec: dict[str, Any]) -> str:
         lines.append(f"status: expected {st[0]}, oracle {st[1]}, actual {st[2]}")
     dtypes = rec.get("dtypes") or {}
     for name, lay in (rec.get("layouts") or {}).items():
-        lines.append(f"  {name}: {dtypes.get(name, '?')} shape {lay.get('shape')} strides "
-                     f"{lay.get('strides')} offset {lay.get('offset')}")  # fmt: skip
+        lines.append(
+            f"  {name}: {dtypes.get(name, '?')} shape {lay.get('shape')} strides "
+            f"{lay.get('strides')} offset {lay.get('offset')}"
+        )
     st = stats_of(rec)
     if any(st[k] is not None for k in STATS_LINE):
-        lines.append("stats: " + ", ".join(f"{k} {fmt(st[k])}" for k in STATS_LINE
-                                            if st[k] is not None))  # fmt: skip
+        lines.append(
+            "stats: " + ", ".join(f"{k} {fmt(st[k])}" for k in STATS_LINE if st[k] is not None)
+        )
     for note in small_value_notes(rec):
         lines.append(f"note on {note.output}: {note.long()}")
     worst = worst_elements(rec, limit=5)
     if worst:
         lines.append("worst elements:")
         for w in worst:
-            lines.append(f"  {w.get('output', '')}{w.get('index')}: expected {w.get('expected')} "
-                         f"actual {w.get('actual')} (abs {fmt(w.get('abs_err'))}, rel "
-                         f"{fmt(w.get('rel_err'))}, ulp {fmt(w.get('ulp'))})")  # fmt: skip
+            lines.append(
+                f"  {w.get('output', '')}{w.get('index')}: expected {w.get('expected')} "
+                f"actual {w.get('actual')} (abs {fmt(w.get('abs_err'))}, rel "
+                f"{fmt(w.get('rel_err'))}, ulp {fmt(w.get('ulp'))})"
+            )
     if rec.get("clauses"):
         lines.append("clauses: " + ", ".join(rec["clauses"]))
     if rec.get("expectation"):
@@ -102,8 +107,11 @@ def testcase(rec: dict[str, Any]) -> ET.Element:
     op = str(rec.get("op", "?"))
     classname = f"{op}.{rec.get('product', '?')}.{dtype_tag(rec)}"
     total = (rec.get("durations") or {}).get("total")
-    attrs = {"classname": xml_text(classname), "name": xml_text(rec.get("id", "?")),
-             "time": f"{float(total):.6f}" if isinstance(total, int | float) else "0"}  # fmt: skip
+    attrs = {
+        "classname": xml_text(classname),
+        "name": xml_text(rec.get("id", "?")),
+        "time": f"{float(total):.6f}" if isinstance(total, int | float) else "0",
+    }
     tc = ET.Element("testcase", attrs)
     v = rec.get("verdict", "error")
     if v in ("fail", "xpass"):
@@ -168,11 +176,17 @@ class JUnitSpill:
         """The XML document, in pieces."""
         info = self.info.result(meta)
         total = _counts(sum(self.counts.values(), Counter()))
-        root = ET.Element("testsuites", {
-            "name": xml_text(f"aclnn-conform {info['backend']}"), "tests": str(total["tests"]),
-            "failures": str(total["failures"]), "errors": str(total["errors"]),
-            "skipped": str(total["skipped"]), "time": _secs(info["seconds"]),
-        })  # fmt: skip
+        root = ET.Element(
+            "testsuites",
+            {
+                "name": xml_text(f"aclnn-conform {info['backend']}"),
+                "tests": str(total["tests"]),
+                "failures": str(total["failures"]),
+                "errors": str(total["errors"]),
+                "skipped": str(total["skipped"]),
+                "time": _secs(info["seconds"]),
+            },
+        )
         yield '<?xml version="1.0" encoding="UTF-8"?>\n'
         empty = ET.tostring(root, encoding="unicode")  # `<testsuites ... />`: opened here
         yield empty[: -len(" />")] + ">\n"
@@ -185,23 +199,38 @@ class JUnitSpill:
         self.file.flush()
         for i, (op, k) in enumerate(sorted(self.ops.items())):
             c = _counts(self.counts[op])
-            attrs = {"name": xml_text(op), "tests": str(c["tests"]),
-                     "failures": str(c["failures"]), "errors": str(c["errors"]),
-                     "skipped": str(c["skipped"]), "time": _secs(self.seconds[op]), "id": str(i),
-                     "package": "aclnn"}  # fmt: skip
+            attrs = {
+                "name": xml_text(op),
+                "tests": str(c["tests"]),
+                "failures": str(c["failures"]),
+                "errors": str(c["errors"]),
+                "skipped": str(c["skipped"]),
+                "time": _secs(self.seconds[op]),
+                "id": str(i),
+                "package": "aclnn",
+            }
             if timestamp:
                 attrs["timestamp"] = timestamp
             if info["host"]:
                 attrs["hostname"] = xml_text(info["host"])
             suite = ET.Element("testsuite", attrs)
             props = ET.SubElement(suite, "properties")
-            for key in ("backend", "backend_version", "oracle", "oracle_version", "seed",
-                        "spec_sha256", "tool_version", "scope"):  # fmt: skip
+            for key in (
+                "backend",
+                "backend_version",
+                "oracle",
+                "oracle_version",
+                "seed",
+                "spec_sha256",
+                "tool_version",
+                "scope",
+            ):
                 if info.get(key) not in (None, ""):
                     ET.SubElement(props, "property", {"name": key, "value": xml_text(info[key])})
             if op in self.aclnn:
-                ET.SubElement(props, "property", {"name": "aclnn_op",
-                                                  "value": xml_text(self.aclnn[op])})  # fmt: skip
+                ET.SubElement(
+                    props, "property", {"name": "aclnn_op", "value": xml_text(self.aclnn[op])}
+                )
             ET.indent(suite, space=" ", level=1)
             head = ET.tostring(suite, encoding="unicode")
             yield " " + head[: head.rindex("</testsuite>")].rstrip() + "\n"

@@ -131,8 +131,11 @@ def render_markdown(records: Any, meta: dict[str, Any] | None = None, *, limit: 
     out += deviations_list(d, limit)
     if failures:
         shown = failures[:limit]
-        title = f"First {len(shown)} of {d.failed} failures" if d.failed > limit else \
-            f"Failures ({d.failed})"  # fmt: skip
+        title = (
+            f"First {len(shown)} of {d.failed} failures"
+            if d.failed > limit
+            else f"Failures ({d.failed})"
+        )
         out += ["", f"### {title}", ""]
         for r in shown:
             out += failure_item(r)
@@ -158,10 +161,13 @@ def op_dtype_table(records: Any) -> list[str]:
         lines.append(
             f"| {code(op, table=True)} | " + " | ".join(cells) + f" | {cell_text(row_total)} |"
         )
-    lines += ["", "Cells: passed/total over all products; columns are the output dtype, "
-                  "`neg`: negative cases (status codes). ❌ some fail, ✅ none fails, "
-                  "📘 none fails but `n dev` cases are documented deviations of the library, "
-                  "⏭️ only skipped."]  # fmt: skip
+    lines += [
+        "",
+        "Cells: passed/total over all products; columns are the output dtype, "
+        "`neg`: negative cases (status codes). ❌ some fail, ✅ none fails, "
+        "📘 none fails but `n dev` cases are documented deviations of the library, "
+        "⏭️ only skipped.",
+    ]
     return lines
 
 
@@ -170,8 +176,11 @@ def failure_item(rec: dict[str, Any]) -> list[str]:
     st = stats_of(rec)
     stats = ""
     if st["max_ulp"] is not None:
-        small = " at a small expected value, judged by absolute error" if any(
-            n.max_ulp == st["max_ulp"] for n in small_value_notes(rec)) else ""  # fmt: skip
+        small = (
+            " at a small expected value, judged by absolute error"
+            if any(n.max_ulp == st["max_ulp"] for n in small_value_notes(rec))
+            else ""
+        )
         stats = f" (max ULP {fmt_ulp(st['max_ulp'])}{small}, max rel {fmt(st['max_rel'])})"
     reason = clip(rec.get("reason") or rec.get("message") or "", 300)
     lines = [f"- {ICON.get(v, '')} **{esc(v)}** {code(rec.get('id'))}{stats}"]
@@ -190,9 +199,14 @@ def deviations_list(records: Any, limit: int = 20) -> list[str]:
     if not hits:
         return []
     n = sum(hits.values())
-    out = ["", f"### {ICON['deviation']} Documented deviations ({n} case{'s' if n != 1 else ''})",
-           "", "Failures the specs document as deviations of the library from its docs; they "
-           "do not fail the run.", ""]  # fmt: skip
+    out = [
+        "",
+        f"### {ICON['deviation']} Documented deviations ({n} case{'s' if n != 1 else ''})",
+        "",
+        "Failures the specs document as deviations of the library from its docs; they "
+        "do not fail the run.",
+        "",
+    ]
     for dev, k in hits.most_common(limit):
         why = f": {esc(clip(reasons[dev], 160))}" if reasons[dev] else ""
         out.append(f"- {code(dev)}: {k} case{'s' if k != 1 else ''}{why}")

@@ -104,9 +104,19 @@ class PanelTally:
                 g = self.groups[(op, col)]
                 # the panel's max ULP comes from a case whose max ULP is a small value's
                 note = g.note if g.worst is not None and g.note_ulp == g.worst else ""
-                panels.append(Panel(op, col, g.counts, g.failing, g.cases, g.worst,
-                                    histogram_svg(g.counts, g.failing, f"{op} {col}"), note,
-                                    g.noted))  # fmt: skip
+                panels.append(
+                    Panel(
+                        op,
+                        col,
+                        g.counts,
+                        g.failing,
+                        g.cases,
+                        g.worst,
+                        histogram_svg(g.counts, g.failing, f"{op} {col}"),
+                        note,
+                        g.noted,
+                    )
+                )
         return panels
 
 
@@ -141,12 +151,16 @@ def histogram_svg(counts: list[int], failing: list[int], title: str) -> str:
             tip = f"{label} ulp: {c} case{'s' if c != 1 else ''}"
             tip += f", {f} failing" if f else ""
             special = " special" if i == len(BINS) else ""
-            parts.append(f'<g><title>{escape(tip)}</title>'
-                         f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h - hf:.1f}" '
-                         f'class="ok{special}" rx="1.5"/>')  # fmt: skip
+            parts.append(
+                f"<g><title>{escape(tip)}</title>"
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h - hf:.1f}" '
+                f'class="ok{special}" rx="1.5"/>'
+            )
             if f:
-                parts.append(f'<rect x="{x:.1f}" y="{PAD_T + plot_h - hf:.1f}" width="{bar:.1f}" '
-                             f'height="{hf:.1f}" class="bad" rx="1.5"/>')  # fmt: skip
+                parts.append(
+                    f'<rect x="{x:.1f}" y="{PAD_T + plot_h - hf:.1f}" width="{bar:.1f}" '
+                    f'height="{hf:.1f}" class="bad" rx="1.5"/>'
+                )
             parts.append(f'<text x="{cx:.1f}" y="{y - 3:.1f}" class="count">{c}</text></g>')
         parts.append(f'<text x="{cx:.1f}" y="{H - PAD_B + 13}" class="bin">{escape(label)}</text>')
     parts.append(f'<text x="{W / 2:.0f}" y="{H - 4}" class="xlabel">max ULP error per case</text>')

@@ -21,10 +21,12 @@ from typing import Any
 from .run import fmt, num, short
 
 # What a ULP figure is, for legends and column tooltips.
-MEANING = ("ULP distance: the number of representable values of the output dtype between the "
-           "expected and the actual value, so it is measured at the expected value (≤ ½ ulp: "
-           "correctly rounded). Next to a tiny or zero expected value it is huge and meaningless; "
-           "there the comparison judges the absolute error instead (the small-value rule).")  # fmt: skip
+MEANING = (
+    "ULP distance: the number of representable values of the output dtype between the "
+    "expected and the actual value, so it is measured at the expected value (≤ ½ ulp: "
+    "correctly rounded). Next to a tiny or zero expected value it is huge and meaningless; "
+    "there the comparison judges the absolute error instead (the small-value rule)."
+)
 LARGE = 1024.0  # a max ULP above this in a case with small expected values is probably one of them
 
 
@@ -64,8 +66,10 @@ class SmallValues:
     def short(self) -> str:
         """For captions and tooltips."""
         where = "at an expected value" if self.certain else "probably at expected values"
-        text = (f"{where} below the small-value threshold {pow2(self.threshold)} ({self.dtype} "
-                f"policy), judged by absolute error instead")  # fmt: skip
+        text = (
+            f"{where} below the small-value threshold {pow2(self.threshold)} ({self.dtype} "
+            f"policy), judged by absolute error instead"
+        )
         if self.certain and self.abs_err is not None and self.passed:
             text += f": {fmt(self.abs_err)} ≤ {pow2(self.atol)}, passed"
         return text
@@ -75,8 +79,10 @@ class SmallValues:
         u, thr, atol = fmt_ulp(self.max_ulp), pow2(self.threshold), pow2(self.atol)
         policy = f"the small-value threshold {thr} of the {self.dtype} policy"
         if self.certain:
-            text = (f"max {u} ulp is at the expected value {fmt(self.expected, 6)}, below "
-                    f"{policy}: there the comparison judges the absolute error, not ULPs")  # fmt: skip
+            text = (
+                f"max {u} ulp is at the expected value {fmt(self.expected, 6)}, below "
+                f"{policy}: there the comparison judges the absolute error, not ULPs"
+            )
             if self.abs_err is not None:
                 ok = self.abs_err <= self.atol
                 text += f" ({fmt(self.abs_err)} {'≤' if ok else '>'} {atol})"
@@ -86,11 +92,15 @@ class SmallValues:
                 text += ", and the output passed by this small-value rule"
         else:
             n = self.count
-            text = (f"max {u} ulp: {n} element{'s' if n != 1 else ''} {'have' if n != 1 else 'has'}"
-                    f" expected values below {policy}, judged by their absolute error (at most "
-                    f"{atol}), not ULPs; a ULP figure this large is almost surely one of them")  # fmt: skip
-        return text + ". ULPs are counted in the output dtype at the expected value, so next to " \
-            "a tiny or zero value they are huge and say nothing about accuracy."  # fmt: skip
+            text = (
+                f"max {u} ulp: {n} element{'s' if n != 1 else ''} {'have' if n != 1 else 'has'}"
+                f" expected values below {policy}, judged by their absolute error (at most "
+                f"{atol}), not ULPs; a ULP figure this large is almost surely one of them"
+            )
+        return (
+            text + ". ULPs are counted in the output dtype at the expected value, so next to "
+            "a tiny or zero value they are huge and say nothing about accuracy."
+        )
 
 
 @cache
@@ -143,7 +153,18 @@ def small_value_notes(rec: dict[str, Any]) -> list[SmallValues]:
         passed = comp.get("passed")
         if passed is None:
             passed = rec.get("verdict") == "pass"
-        out.append(SmallValues(name, dtype, thr, atol, u, worst is not None, expected,
-                               num(worst.get("abs_err")) if worst else None, count,
-                               bool(passed)))  # fmt: skip
+        out.append(
+            SmallValues(
+                name,
+                dtype,
+                thr,
+                atol,
+                u,
+                worst is not None,
+                expected,
+                num(worst.get("abs_err")) if worst else None,
+                count,
+                bool(passed),
+            )
+        )
     return out

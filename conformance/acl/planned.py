@@ -37,8 +37,11 @@ def set_dtype(args: dict[str, Any], names: list[str], dtype: str) -> dict[str, A
         a = out[n]
         if hasattr(a, "dtype"):
             value = getattr(a, "value", None)
-            out[n] = replace(a, dtype=dtype, value=_scalar_value(dtype, value)) if value is not None \
-                else replace(a, dtype=dtype)  # fmt: skip
+            out[n] = (
+                replace(a, dtype=dtype, value=_scalar_value(dtype, value))
+                if value is not None
+                else replace(a, dtype=dtype)
+            )
     return out
 
 

@@ -65,8 +65,9 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
             hits = branch_hits(spec, call)
             extra = lets_used(spec, hits) + hits
             clauses = tuple(dict.fromkeys((*clauses, *extra)))
-    return Case(plan.id, spec.name, plan.product, plan.kind, call, clauses,
-                plan.expected_status, seed)  # fmt: skip
+    return Case(
+        plan.id, spec.name, plan.product, plan.kind, call, clauses, plan.expected_status, seed
+    )
 
 
 def _point_value(spec: OpSpec, point: SpecialPoint, args: dict[str, Any]) -> float:

@@ -95,19 +95,36 @@ def write_case(root: Path, case: Case, spec_sha256: str = "") -> Path:
         elif isinstance(a, TensorArg):
             path = d / f"{name}.npy"
             encoding = save_array(path, a.storage)
-            args[name] = {"kind": "tensor", "dtype": a.dtype, "shape": list(a.shape),
-                          "strides": list(a.strides), "offset": a.offset, "format": a.format,
-                          "storage": path.name, "encoding": encoding, "sha256": sha256_file(path)}  # fmt: skip
+            args[name] = {
+                "kind": "tensor",
+                "dtype": a.dtype,
+                "shape": list(a.shape),
+                "strides": list(a.strides),
+                "offset": a.offset,
+                "format": a.format,
+                "storage": path.name,
+                "encoding": encoding,
+                "sha256": sha256_file(path),
+            }
         elif isinstance(a, ScalarArg):
             args[name] = {"kind": "scalar", "dtype": a.dtype, "value": _jsonable_number(a.value)}
         elif isinstance(a, bool):
             args[name] = {"kind": "bool", "value": a}
         else:
             args[name] = {"kind": "string", "value": a}
-    meta = {"format": FORMAT, "id": case.id, "op": case.op, "product": case.product,
-            "kind": case.kind, "clauses": list(case.clauses),
-            "expected_status": case.expected_status, "seed": case.seed,
-            "spec_sha256": spec_sha256, "tool_version": TOOL_VERSION, "args": args}  # fmt: skip
+    meta = {
+        "format": FORMAT,
+        "id": case.id,
+        "op": case.op,
+        "product": case.product,
+        "kind": case.kind,
+        "clauses": list(case.clauses),
+        "expected_status": case.expected_status,
+        "seed": case.seed,
+        "spec_sha256": spec_sha256,
+        "tool_version": TOOL_VERSION,
+        "args": args,
+    }
     text = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8")
     safeio.write_file(d / "case.json", lambda f: f.write(text))
     return d
@@ -145,8 +162,10 @@ def find_cases(root: Path, warn: Callable[[str], None] | None = None) -> list[Pa
                 subdirs.append(Path(e.path))
         if subdirs and depth >= MAX_DEPTH:
             if warn is not None:
-                warn(f"{d}: skipped what lies below it: deeper than {MAX_DEPTH} folder levels "
-                     "under the cases folder")  # fmt: skip
+                warn(
+                    f"{d}: skipped what lies below it: deeper than {MAX_DEPTH} folder levels "
+                    "under the cases folder"
+                )
             continue
         stack.extend((s, depth + 1) for s in reversed(subdirs))
     return found
@@ -186,22 +205,36 @@ def read_case(d: Path, root: Path | None = None, max_bytes: int | None = None) -
         if not isinstance(args_raw, dict):
             raise CaseFileError(f"{cj}: malformed: args must be a mapping of parameter names")
         budget = _Budget(max_bytes)
-        args = {str(name): _read_arg(d, base, str(name), spec, budget)
-                for name, spec in args_raw.items()}  # fmt: skip
+        args = {
+            str(name): _read_arg(d, base, str(name), spec, budget)
+            for name, spec in args_raw.items()
+        }
         clauses = meta.get("clauses", [])
         if not isinstance(clauses, list) or not all(isinstance(c, str) for c in clauses):
             raise CaseFileError(f"{cj}: clauses must be a list of clause ids")
         op, product = _text(meta["op"], f"{cj}: op"), _text(meta["product"], f"{cj}: product")
-        return Case(_text(meta["id"], f"{cj}: id"), op, product,
-                    _text(meta.get("kind", "positive"), f"{cj}: kind"), Call(op, product, args),
-                    tuple(clauses), _integer(meta.get("expected_status", 0), f"{cj}: expected_status"),
-                    _count(meta.get("seed", 0), f"{cj}: seed"))  # fmt: skip
+        return Case(
+            _text(meta["id"], f"{cj}: id"),
+            op,
+            product,
+            _text(meta.get("kind", "positive"), f"{cj}: kind"),
+            Call(op, product, args),
+            tuple(clauses),
+            _integer(meta.get("expected_status", 0), f"{cj}: expected_status"),
+            _count(meta.get("seed", 0), f"{cj}: seed"),
+        )
     except CaseFileError:
         raise
     except KeyError as exc:
         raise CaseFileError(f"{cj}: malformed: missing field {exc}") from None
-    except (TypeError, ValueError, AttributeError, ArithmeticError, RecursionError,
-            MemoryError) as exc:  # fmt: skip
+    except (
+        TypeError,
+        ValueError,
+        AttributeError,
+        ArithmeticError,
+        RecursionError,
+        MemoryError,
+    ) as exc:
         raise CaseFileError(f"{cj}: malformed: {type(exc).__name__}: {exc}") from None
 
 
@@ -324,13 +357,16 @@ def _storage_dtype(info: dt.DType, encoding: str, where: str) -> np.dtype:
     if encoding == "bits":
         return np.dtype(_BITS[info.np.itemsize])
     if str(info.np) not in _NATIVE:
-        raise CaseFileError(f"{where}: dtype {info.name} has no native .npy form: its storage "
-                            "must be saved as raw bits (\"encoding\": \"bits\")")  # fmt: skip
+        raise CaseFileError(
+            f"{where}: dtype {info.name} has no native .npy form: its storage "
+            'must be saved as raw bits ("encoding": "bits")'
+        )
     return np.dtype(info.np)
 
 
-def _load_storage(path: Path, info: dt.DType, encoding: str, digest: str | None, where: str,
-                  budget: _Budget) -> np.ndarray:  # fmt: skip
+def _load_storage(
+    path: Path, info: dt.DType, encoding: str, digest: str | None, where: str, budget: _Budget
+) -> np.ndarray:
     """A storage file checked in order of cost: a regular file (stat), its size against the
     budget, its .npy header against the size, then its checksum, then mapped read-only."""
     want = _storage_dtype(info, encoding, where)
@@ -386,13 +422,17 @@ def _npy_header(f: Any, name: str, want: np.dtype, size: int, where: str) -> tup
         held = dtype.str if dtype.hasobject or dtype.fields else dtype
         raise CaseFileError(f"{where}: {name} holds {held}, the tensor needs {want}")
     if count > MAX_ELEMENTS:
-        raise CaseFileError(f"{where}: the header of {name} declares {count} elements; a "
-                            f"storage holds at most {MAX_ELEMENTS}")  # fmt: skip
+        raise CaseFileError(
+            f"{where}: the header of {name} declares {count} elements; a "
+            f"storage holds at most {MAX_ELEMENTS}"
+        )
     start = f.tell()
     if start + count * want.itemsize != size:
-        raise CaseFileError(f"{where}: {name} is {size} bytes, but its header declares {count} "
-                            f"elements of {want} after a {start}-byte header "
-                            f"({start + count * want.itemsize} bytes)")  # fmt: skip
+        raise CaseFileError(
+            f"{where}: {name} is {size} bytes, but its header declares {count} "
+            f"elements of {want} after a {start}-byte header "
+            f"({start + count * want.itemsize} bytes)"
+        )
     return count, start
 
 

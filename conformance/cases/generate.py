@@ -110,8 +110,13 @@ def _shape_cases(spec: OpSpec) -> list[tuple[str, dict[str, tuple[int, ...]], li
     empty_ids = _ids(spec, "empty")
     zero_dim = [p.id for p in spec.properties if p.kind == "zero_dim"]
     cases = []
-    for tag, shp in [("0d", ()), ("1d-7", (7,)), ("2d-3x5", (3, 5)), ("4d-2x3x1x4", (2, 3, 1, 4)),
-                     ("8d", (1, 2, 1, 2, 1, 2, 1, 2))]:  # fmt: skip
+    for tag, shp in [
+        ("0d", ()),
+        ("1d-7", (7,)),
+        ("2d-3x5", (3, 5)),
+        ("4d-2x3x1x4", (2, 3, 1, 4)),
+        ("8d", (1, 2, 1, 2, 1, 2, 1, 2)),
+    ]:
         clauses = shape_ids + (rank_ids if len(shp) == 8 else []) + (zero_dim if not shp else [])
         cases.append((f"shape={tag}", dict.fromkeys(tensors, shp), clauses))
     for tag, shp in [("0", (0,)), ("2x0x3", (2, 0, 3)), ("4x0", (4, 0))]:
@@ -119,8 +124,14 @@ def _shape_cases(spec: OpSpec) -> list[tuple[str, dict[str, tuple[int, ...]], li
     bprop = next((p for p in spec.properties if p.kind == "broadcast"), None)
     if bprop and len(ins) >= 2:
         a, b = bprop.params[:2]
-        pairs = [((3, 1), (1, 5)), ((1, 5), (3, 1)), ((2, 3, 4), (4,)), ((4,), (2, 3, 4)),
-                 ((1,), (5, 5)), ((0, 3), (1, 3))]  # fmt: skip
+        pairs = [
+            ((3, 1), (1, 5)),
+            ((1, 5), (3, 1)),
+            ((2, 3, 4), (4,)),
+            ((4,), (2, 3, 4)),
+            ((1,), (5, 5)),
+            ((0, 3), (1, 3)),
+        ]
         for sa, sb in pairs:
             out = tuple(int(n) for n in np.broadcast_shapes(sa, sb))
             shp = {a: sa, b: sb, **dict.fromkeys(outs, out)}
@@ -151,8 +162,10 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
             for variant in _variants(spec):
                 vargs = {**base, **variant}
                 for kind in vals.VALUE_KINDS:
-                    args = {k: replace(v, values=kind) if isinstance(v, TensorPlan) else v
-                            for k, v in vargs.items()}  # fmt: skip
+                    args = {
+                        k: replace(v, values=kind) if isinstance(v, TensorPlan) else v
+                        for k, v in vargs.items()
+                    }
                     plans.append(
                         make_plan(spec, product, "positive", args, f"values={kind}", variant_ids)
                     )
@@ -161,28 +174,48 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                 for k, v in point.with_.items():
                     p = spec.param(k)
                     args[k] = ScalarPlan(p.default_dtype or "FLOAT", v) if p.kind == "scalar" else v
-                plans.append(make_plan(spec, product, "positive", args, f"point={point.id}", [point.id],
-                                 point=point.id))  # fmt: skip
+                plans.append(
+                    make_plan(
+                        spec,
+                        product,
+                        "positive",
+                        args,
+                        f"point={point.id}",
+                        [point.id],
+                        point=point.id,
+                    )
+                )
             for tag, shapes, clauses in _shape_cases(spec):
                 plans.append(
                     make_plan(spec, product, "positive", with_shapes(base, shapes), tag, clauses)
                 )
             for lay in ("transposed", "gaps", "offset", "zero-stride"):
-                args = {k: replace(v, layout=lay) if isinstance(v, TensorPlan)
-                        and not spec.param(k).is_output else v for k, v in base.items()}  # fmt: skip
+                args = {
+                    k: replace(v, layout=lay)
+                    if isinstance(v, TensorPlan) and not spec.param(k).is_output
+                    else v
+                    for k, v in base.items()
+                }
                 plans.append(
                     make_plan(spec, product, "positive", args, f"layout=in-{lay}", noncontig)
                 )
                 if lay != "zero-stride":
-                    args = {k: replace(v, layout=lay) if isinstance(v, TensorPlan)
-                            and spec.param(k).is_output else v for k, v in base.items()}  # fmt: skip
+                    args = {
+                        k: replace(v, layout=lay)
+                        if isinstance(v, TensorPlan) and spec.param(k).is_output
+                        else v
+                        for k, v in base.items()
+                    }
                     plans.append(
                         make_plan(spec, product, "positive", args, f"layout=out-{lay}", noncontig)
                     )
             plans += _scalar_plans(spec, product, base)
             plans += _null_plans(spec, product, base)
-            if (not large_done and product == spec.products[0]
-                    and all(d == "FLOAT" for d in combo.values())):  # fmt: skip
+            if (
+                not large_done
+                and product == spec.products[0]
+                and all(d == "FLOAT" for d in combo.values())
+            ):
                 shapes = dict.fromkeys([p.name for p in spec.params if p.is_tensor], LARGE_SHAPE)
                 tag = f"shape=large-{LARGE_SHAPE[0]}x{LARGE_SHAPE[1]}"
                 plans.append(
@@ -211,17 +244,29 @@ def _scalar_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[Case
                 continue
             value = True if d == "BOOL" else 2
             args = {**base, p.name: ScalarPlan(d, value)}
-            out.append(make_plan(spec, product, "positive", args, f"scalar={p.name}:{d}",
-                           _ids(spec, "dtype")))  # fmt: skip
+            out.append(
+                make_plan(
+                    spec, product, "positive", args, f"scalar={p.name}:{d}", _ids(spec, "dtype")
+                )
+            )
     return out
 
 
 def _null_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
     """One positive case per parameter whose null the spec accepts (`null: default` or
     `absent`): that argument a null pointer, every other one as in the base case."""
-    return [make_plan(spec, product, "positive", {**base, p.name: None}, f"null={p.name}",
-                      _ids(spec, "null", p.name))
-            for p in spec.params if p.nullable]  # fmt: skip
+    return [
+        make_plan(
+            spec,
+            product,
+            "positive",
+            {**base, p.name: None},
+            f"null={p.name}",
+            _ids(spec, "null", p.name),
+        )
+        for p in spec.params
+        if p.nullable
+    ]
 
 
 def _valid_positive(spec: OpSpec, plans: list[CasePlan]) -> list[CasePlan]:
@@ -275,8 +320,9 @@ def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePla
                 if verdict(spec, product, small).status != 0:
                     continue
                 tag = "shape=model-" + "x".join(str(s) for s in shape)
-                plans.append(make_plan(spec, product, "positive", base_args(spec, combo, shape),
-                                       tag, []))  # fmt: skip
+                plans.append(
+                    make_plan(spec, product, "positive", base_args(spec, combo, shape), tag, [])
+                )
     return plans
 
 

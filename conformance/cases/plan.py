@@ -74,13 +74,17 @@ def make_plan(
     ident = f"{spec.name}/{product}/{_dtag(spec, args)}/{_variant_tag(spec, args)}/{tail}"
     if kind == "negative":
         ident = f"{spec.name}/{product}/neg/{tail}"
-    return CasePlan(ident, spec.name, product, kind, tuple(args.items()), tuple(clauses), status,
-                    point)  # fmt: skip
+    return CasePlan(
+        ident, spec.name, product, kind, tuple(args.items()), tuple(clauses), status, point
+    )
 
 
 def _dtag(spec: OpSpec, args: dict[str, Any]) -> str:
-    return dt.tag(args[p.name].dtype for p in spec.params
-                  if p.is_tensor and isinstance(args.get(p.name), TensorPlan))  # fmt: skip
+    return dt.tag(
+        args[p.name].dtype
+        for p in spec.params
+        if p.is_tensor and isinstance(args.get(p.name), TensorPlan)
+    )
 
 
 def _variant_tag(spec: OpSpec, args: dict[str, Any]) -> str:

@@ -36,10 +36,15 @@ class RefusedFile(OSError):
 
 def kind_of(mode: int) -> str:
     """What a file of st_mode `mode` is, in words ("a FIFO", "a directory", ...)."""
-    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISLNK, "a symbolic link")):  # fmt: skip
+    for test, name in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return name
     return "not a file"
@@ -62,8 +67,11 @@ def _check(st: os.stat_result, path: str | Path, max_bytes: int | None) -> os.st
     if not stat.S_ISREG(st.st_mode):
         raise _refuse(path, f"not a regular file ({kind_of(st.st_mode)})")
     if max_bytes is not None and st.st_size > max_bytes:
-        raise _refuse(path, f"too large: {size_text(st.st_size)}, the limit is "
-                            f"{size_text(max_bytes)}", errno.EFBIG)  # fmt: skip
+        raise _refuse(
+            path,
+            f"too large: {size_text(st.st_size)}, the limit is {size_text(max_bytes)}",
+            errno.EFBIG,
+        )
     return st
 
 
@@ -102,8 +110,11 @@ class _Capped(io.RawIOBase):
             want = min(want, max(0, self._cap - self.tell()) + 1)
         n = os.readv(self._fd, [memoryview(buffer).cast("B")[:want]])
         if self._cap is not None and n and self.tell() > self._cap:
-            raise _refuse(self._path, f"grew past the limit of {size_text(self._cap)} while "
-                                      "being read", errno.EFBIG)  # fmt: skip
+            raise _refuse(
+                self._path,
+                f"grew past the limit of {size_text(self._cap)} while being read",
+                errno.EFBIG,
+            )
         return n
 
     def close(self) -> None:

@@ -57,8 +57,12 @@ def lock_path(results: str | Path) -> Path:
 def _read_holder(fd: int) -> Holder:
     with contextlib.suppress(OSError, ValueError, TypeError):
         data = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
-        return Holder(int(data["pid"]), str(data.get("host", "")), str(data.get("started", "")),
-                      str(data.get("command", "")))  # fmt: skip
+        return Holder(
+            int(data["pid"]),
+            str(data.get("host", "")),
+            str(data.get("started", "")),
+            str(data.get("command", "")),
+        )
     return Holder()
 
 
@@ -82,8 +86,9 @@ class ResultsLock:
             key = (st.st_dev, st.st_ino)
             if key in _HELD:  # POSIX locks do not exclude their own process
                 os.close(fd)
-                raise LockedError(self._refusal(Holder(os.getpid(), platform.node(), "",
-                                                       _HELD[key])))  # fmt: skip
+                raise LockedError(
+                    self._refusal(Holder(os.getpid(), platform.node(), "", _HELD[key]))
+                )
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -94,8 +99,11 @@ class ResultsLock:
                 if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
                     # a file system without locks (some network mounts): go on unlocked
                     os.close(fd)
-                    print(f"warning: {self.path}: cannot lock ({exc.strerror}); another run "
-                          f"writing {self.results} would not be noticed", file=sys.stderr)  # fmt: skip
+                    print(
+                        f"warning: {self.path}: cannot lock ({exc.strerror}); another run "
+                        f"writing {self.results} would not be noticed",
+                        file=sys.stderr,
+                    )
                     return self
                 os.close(fd)
                 raise
@@ -110,17 +118,23 @@ class ResultsLock:
         self._fd, self._key = fd, key
         command = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
         _HELD[key] = command
-        info = {"pid": os.getpid(), "host": platform.node(), "command": command,
-                "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
+        info = {
+            "pid": os.getpid(),
+            "host": platform.node(),
+            "command": command,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
         with contextlib.suppress(OSError):  # the facts are for the message only
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode("utf-8", "backslashreplace") + b"\n", 0)
         return self
 
     def _refusal(self, holder: Holder) -> str:
-        return (f"{self.option} {self.results}: being written by another aclnn-conform run "
-                f"({holder.describe()}); wait for it to end, or give this one another "
-                f"{self.option} FILE (the lock is {self.path}; it ends with its process)")  # fmt: skip
+        return (
+            f"{self.option} {self.results}: being written by another aclnn-conform run "
+            f"({holder.describe()}); wait for it to end, or give this one another "
+            f"{self.option} FILE (the lock is {self.path}; it ends with its process)"
+        )
 
     def release(self) -> None:
         if self._fd is None:

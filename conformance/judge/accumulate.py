@@ -65,14 +65,24 @@ class Accumulator:
 
     chunk = CHUNK
 
-    def __init__(self, dtype: str, policy: Policy, shape: tuple[int, ...],
-                 inputs: dict[str, np.ndarray] | None = None, n_worst: int = 5):  # fmt: skip
+    def __init__(
+        self,
+        dtype: str,
+        policy: Policy,
+        shape: tuple[int, ...],
+        inputs: dict[str, np.ndarray] | None = None,
+        n_worst: int = 5,
+    ):
         self.dt = dtypes.get(dtype)
         self.policy = policy
         self.scalar = len(shape) == 0  # measured as shape (1,), reported without the index
         self.shape = tuple(shape) if shape else (1,)
         self.complex = self.dt.category == "complex"
-        self.part = dtypes.get("DOUBLE" if self.dt.name == "COMPLEX128" else "FLOAT") if self.complex else self.dt  # fmt: skip
+        self.part = (
+            dtypes.get("DOUBLE" if self.dt.name == "COMPLEX128" else "FLOAT")
+            if self.complex
+            else self.dt
+        )
         self.index_shape = (*self.shape, 2) if self.complex else self.shape
         ins = {k: np.asarray(v) for k, v in (inputs or {}).items()}
         if self.scalar:
@@ -114,8 +124,9 @@ class Accumulator:
             differ = g_in != a_in  # exact even where float64 would round large integers
         self._measure(start, g, a, differ, scale)
 
-    def _measure(self, start: int, g: np.ndarray, a: np.ndarray, differ: Any,
-                 scale: np.ndarray | None = None) -> None:  # fmt: skip
+    def _measure(
+        self, start: int, g: np.ndarray, a: np.ndarray, differ: Any, scale: np.ndarray | None = None
+    ) -> None:
         """`scale`: the magnitude each element's error is relative to (|g| when None)."""
         part, policy = self.part, self.policy
         floating = part.is_float and not part.opaque
@@ -153,9 +164,12 @@ class Accumulator:
         counts = [
             int(np.count_nonzero(m)) for m in (finite, normal, mism, nan_mis, inf_mis, measured)
         ]
-        maxima = (np.max(abs_err, where=finite, initial=0.0),
-                  np.max(rel_err, where=measured, initial=0.0), np.max(terms, initial=0.0),
-                  np.max(ulp, where=~np.isnan(ulp), initial=0.0))  # fmt: skip
+        maxima = (
+            np.max(abs_err, where=finite, initial=0.0),
+            np.max(rel_err, where=measured, initial=0.0),
+            np.max(terms, initial=0.0),
+            np.max(ulp, where=~np.isnan(ulp), initial=0.0),
+        )
         self._tally(g.size, counts, maxima, _block_sums(terms))
         self._candidates(start, g, a, abs_err, rel_err, ulp, nan_mis | inf_mis)
 
@@ -186,7 +200,14 @@ class Accumulator:
         for i in _top(key1, key2, self.n_worst):
             if key1[i] == -np.inf:
                 break
-            self._keep(float(key1[i]), float(key2[i]), start + int(i), float(g[i]), float(a[i]), float(rel_err[i]))  # fmt: skip
+            self._keep(
+                float(key1[i]),
+                float(key2[i]),
+                start + int(i),
+                float(g[i]),
+                float(a[i]),
+                float(rel_err[i]),
+            )
 
     def _keep(self, *candidate: Any) -> None:
         self.candidates.append(candidate)  # type: ignore[arg-type]
@@ -211,27 +232,54 @@ class Accumulator:
             return
         for part, j in zip(*np.nonzero(ti >= 0), strict=True):
             i = int(ti[part, j])
-            self._keep(float(tk[part, j, 0]), float(tk[part, j, 1]), start + i, float(g[i]),
-                       float(tv[part, j, 0]), float(tv[part, j, 1]))  # fmt: skip
+            self._keep(
+                float(tk[part, j, 0]),
+                float(tk[part, j, 1]),
+                start + i,
+                float(g[i]),
+                float(tv[part, j, 0]),
+                float(tv[part, j, 1]),
+            )
 
     def _measure_pass(self, g: np.ndarray, a_store: np.ndarray) -> tuple[np.ndarray, ...]:
         p, emin, emax, nbits = self.format
         pol, k = self.policy, max(self.n_worst, 1)
         return self.compiled.measure(  # type: ignore[union-attr]
-            g, g.view(np.int64), a_store.view(f"i{a_store.itemsize}"), self.pow2, p, emin, emax,
-            nbits, bool(pol.exact), float(pol.small_threshold), float(pol.small_atol),
-            float(pol.rel), MERE_EPS, BLOCK, k, self.compiled.parts(),  # type: ignore[union-attr]
-        )  # fmt: skip
+            g,
+            g.view(np.int64),
+            a_store.view(f"i{a_store.itemsize}"),
+            self.pow2,
+            p,
+            emin,
+            emax,
+            nbits,
+            bool(pol.exact),
+            float(pol.small_threshold),
+            float(pol.small_atol),
+            float(pol.rel),
+            MERE_EPS,
+            BLOCK,
+            k,
+            self.compiled.parts(),  # type: ignore[union-attr]
+        )
 
     def stats(self) -> Stats:
         sums = np.concatenate(self.block_sums) if self.block_sums else np.zeros(0)
         mere = math.fsum(sums.tolist()) / self.n_measured if self.n_measured else 0.0
-        return Stats(n=self.n, compared=self.compared, max_abs=self.max_abs,
-                     max_rel=self.max_rel, mere=mere, mare=self.mare, max_ulp=self.max_ulp,
-                     mismatches=self.mismatches,
-                     mismatch_ratio=self.mismatches / self.compared if self.compared else 0.0,
-                     nan_mismatches=self.nan_mis, inf_mismatches=self.inf_mis,
-                     small_value_count=self.small)  # fmt: skip
+        return Stats(
+            n=self.n,
+            compared=self.compared,
+            max_abs=self.max_abs,
+            max_rel=self.max_rel,
+            mere=mere,
+            mare=self.mare,
+            max_ulp=self.max_ulp,
+            mismatches=self.mismatches,
+            mismatch_ratio=self.mismatches / self.compared if self.compared else 0.0,
+            nan_mismatches=self.nan_mis,
+            inf_mismatches=self.inf_mis,
+            small_value_count=self.small,
+        )
 
     def result(self) -> Comparison:
         stats, policy = self.stats(), self.policy
@@ -239,7 +287,9 @@ class Accumulator:
         if stats.nan_mismatches:
             reasons.append(f"{stats.nan_mismatches} NaN mismatch(es): NaN positions differ")
         if stats.inf_mismatches:
-            reasons.append(f"{stats.inf_mismatches} inf mismatch(es): +-inf position or sign differ")  # fmt: skip
+            reasons.append(
+                f"{stats.inf_mismatches} inf mismatch(es): +-inf position or sign differ"
+            )
         n_mism, compared = stats.mismatches, stats.compared
         if policy.exact:
             if n_mism:
@@ -270,9 +320,15 @@ class Accumulator:
                     vals[f"{name}.real"], vals[f"{name}.imag"] = float(v.real), float(v.imag)
                 else:
                     vals[name] = float(v)
-            w = Worst(index=idx, expected=g, actual=a,
-                      abs_err=np.nan if np.isnan(rel) else k2, rel_err=rel,
-                      ulp=k1 if 0 <= k1 < np.inf else np.nan, inputs=vals)  # fmt: skip
+            w = Worst(
+                index=idx,
+                expected=g,
+                actual=a,
+                abs_err=np.nan if np.isnan(rel) else k2,
+                rel_err=rel,
+                ulp=k1 if 0 <= k1 < np.inf else np.nan,
+                inputs=vals,
+            )
             if self.scalar:
                 w.index = w.index[1:]
             out.append(w)

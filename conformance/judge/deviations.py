@@ -66,8 +66,9 @@ def _status_is(got: Outcome, status: int, mode: str) -> bool:
     return got.raised or got.status != 0
 
 
-def status_deviation(spec: OpSpec, devs: Iterable[Deviation], call: Call, want: Outcome,
-                     got: Outcome, mode: str) -> Deviation | None:  # fmt: skip
+def status_deviation(
+    spec: OpSpec, devs: Iterable[Deviation], call: Call, want: Outcome, got: Outcome, mode: str
+) -> Deviation | None:
     """The status deviation that excuses this status mismatch, if any."""
     reached: set[str] | None = None
     for d in devs:
@@ -110,12 +111,16 @@ class Exercised:
         return clause in self.clauses or self.spec.clause(clause) in self.clauses
 
 
-def value_deviations(spec: OpSpec, devs: Iterable[Deviation], call: Call,
-                     clauses: Iterable[str]) -> list[Deviation]:  # fmt: skip
+def value_deviations(
+    spec: OpSpec, devs: Iterable[Deviation], call: Call, clauses: Iterable[str]
+) -> list[Deviation]:
     """The values and nonfinite deviations this case exercises and fits, in spec order."""
     seen = Exercised(spec, call, tuple(clauses))
-    return [d for d in devs if d.differs in ("values", "nonfinite") and fits(spec, d, call)
-            and d.clause in seen]  # fmt: skip
+    return [
+        d
+        for d in devs
+        if d.differs in ("values", "nonfinite") and fits(spec, d, call) and d.clause in seen
+    ]
 
 
 def derived(spec: OpSpec, devs: list[Deviation]) -> OpSpec:
@@ -130,8 +135,10 @@ def derived(spec: OpSpec, devs: list[Deviation]) -> OpSpec:
         if f is None:
             continue
         lets = [replace(x, value=f.value or x.value) if x.id == d.clause else x for x in lets]
-        branches = [replace(b, when=f.when or b.when, value=f.value or b.value)
-                    if b.id == d.clause else b for b in branches]  # fmt: skip
+        branches = [
+            replace(b, when=f.when or b.when, value=f.value or b.value) if b.id == d.clause else b
+            for b in branches
+        ]
     formula = replace(spec.formula, lets=tuple(lets), branches=tuple(branches))
     tag = "+".join(d.id for d in devs)
     out = replace(spec, formula=formula, sha256=f"{spec.sha256}+{tag}", variants=())
@@ -201,8 +208,9 @@ def bound_text(bound: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in bound.items())
 
 
-def mask_nonfinite(golden: np.ndarray, actual: np.ndarray, dtype: str
-                   ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def mask_nonfinite(
+    golden: np.ndarray, actual: np.ndarray, dtype: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Copies of a (golden, actual) chunk with both set to 0 wherever either is NaN or
     infinite (the golden as rounded to `dtype`): what is left compares the finite elements."""
     info = dt.get(dtype)

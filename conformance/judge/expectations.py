@@ -96,8 +96,11 @@ class Entry:
     def narrowing(self) -> list[str]:
         """The keys by which the entry selects cases (none: it fits every case)."""
         keys = [] if _catch_all(self.match) else ["match"]
-        keys += [k for k in ("message", "binding", "dtypes", "version", "differs", "within")
-                 if getattr(self, k) is not None]  # fmt: skip
+        keys += [
+            k
+            for k in ("message", "binding", "dtypes", "version", "differs", "within")
+            if getattr(self, k) is not None
+        ]
         return keys
 
     def fits_call(self, rec: dict[str, Any], backend: str, version: str) -> bool:
@@ -144,8 +147,11 @@ class Entry:
     def _within(self, rec: dict[str, Any]) -> bool:
         """Every output that failed errs by no more than the entry's bounds, and places NaN and
         inf where the expected values have them (a record without statistics does not fit)."""
-        failed = [c for c in (rec.get("comparisons") or {}).values()
-                  if isinstance(c, dict) and not c.get("passed", True)]  # fmt: skip
+        failed = [
+            c
+            for c in (rec.get("comparisons") or {}).values()
+            if isinstance(c, dict) and not c.get("passed", True)
+        ]
         if rec.get("differs") != "values" or not failed:
             return False
         for comp in failed:
@@ -158,8 +164,9 @@ class Entry:
                     return False
         return True
 
-    def applies(self, case_id: str, backend: str, version: str,
-                rec: dict[str, Any] | None = None) -> bool:  # fmt: skip
+    def applies(
+        self, case_id: str, backend: str, version: str, rec: dict[str, Any] | None = None
+    ) -> bool:
         """Whether the entry fits a case; with no record, only entries that need nothing but
         the id fit (a skip decided before the run)."""
         if rec is None:
@@ -222,8 +229,9 @@ class Expectations:
     # how many judged cases each entry decided (by index), for --strict's "proves nothing"
     decided: dict[int, int] = field(default_factory=dict)
 
-    def find(self, case_id: str, backend: str, version: str,
-             rec: dict[str, Any] | None = None) -> Entry | None:  # fmt: skip
+    def find(
+        self, case_id: str, backend: str, version: str, rec: dict[str, Any] | None = None
+    ) -> Entry | None:
         for e in self.entries:
             if e.applies(case_id, backend, version, rec):
                 return e
@@ -316,8 +324,10 @@ def _entry(item: Any, where: str, default_backend: str | None, line: int) -> Ent
         raise ExpectationsError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     selects = [k for k in ("match", "message", "binding", "dtypes") if k in item]
     if not selects:
-        raise ExpectationsError(f"{where}: an entry needs `match` (a case-id glob), `binding`, "
-                                "`dtypes` or `message` to say which cases it is about")  # fmt: skip
+        raise ExpectationsError(
+            f"{where}: an entry needs `match` (a case-id glob), `binding`, "
+            "`dtypes` or `message` to say which cases it is about"
+        )
     for key in ("kind", "reason", *(k for k in ("match", "message", "binding") if k in item)):
         if not isinstance(item.get(key), str) or not item[key].strip():
             raise ExpectationsError(f"{where}: `{key}` is required (text)")
@@ -328,9 +338,11 @@ def _entry(item: Any, where: str, default_backend: str | None, line: int) -> Ent
     if kind not in KINDS:
         raise ExpectationsError(f"{where}: kind must be one of {', '.join(KINDS)}")
     if kind == "skip" and ("message" in item or "differs" in item or "verdicts" in item):
-        raise ExpectationsError(f"{where}: a skip entry cannot match a message, a failure kind or "
-                                "verdicts (a skipped case never runs, so it says nothing); use "
-                                "xfail or waiver")  # fmt: skip
+        raise ExpectationsError(
+            f"{where}: a skip entry cannot match a message, a failure kind or "
+            "verdicts (a skipped case never runs, so it says nothing); use "
+            "xfail or waiver"
+        )
     if kind == "deviation" and not item.get("deviation"):
         raise ExpectationsError(f"{where}: kind deviation needs `deviation: <op>/<deviation id>`")
     cond = None
@@ -343,31 +355,50 @@ def _entry(item: Any, where: str, default_backend: str | None, line: int) -> Ent
     if isinstance(verdicts, str):
         verdicts = [verdicts]
     if not isinstance(verdicts, list) or not verdicts or any(v not in FAILING for v in verdicts):
-        raise ExpectationsError(f"{where}: verdicts must list some of {', '.join(FAILING)} (what "
-                                "the entry excuses; default [fail])")  # fmt: skip
+        raise ExpectationsError(
+            f"{where}: verdicts must list some of {', '.join(FAILING)} (what "
+            "the entry excuses; default [fail])"
+        )
     differs = item.get("differs")
     if differs is not None:
         if differs not in DIFFERS:
             raise ExpectationsError(f"{where}: differs must be one of {', '.join(DIFFERS)}")
         if "fail" not in verdicts:
-            raise ExpectationsError(f"{where}: differs says what kind of failure is excused, so "
-                                    "verdicts must include fail")  # fmt: skip
+            raise ExpectationsError(
+                f"{where}: differs says what kind of failure is excused, so "
+                "verdicts must include fail"
+            )
     within = _within(item.get("within"), differs, where) if "within" in item else None
-    return Entry(item.get("match", "*"), kind, item["reason"].strip(),
-                 item.get("backend", default_backend), item.get("version"),
-                 _date(item.get("expires"), where), item.get("deviation"), line,
-                 item.get("message"), item.get("binding"), cond, tuple(verdicts), differs,
-                 within, item.get("dtypes"))  # fmt: skip
+    return Entry(
+        item.get("match", "*"),
+        kind,
+        item["reason"].strip(),
+        item.get("backend", default_backend),
+        item.get("version"),
+        _date(item.get("expires"), where),
+        item.get("deviation"),
+        line,
+        item.get("message"),
+        item.get("binding"),
+        cond,
+        tuple(verdicts),
+        differs,
+        within,
+        item.get("dtypes"),
+    )
 
 
 def _within(value: Any, differs: str | None, where: str) -> tuple[tuple[str, float], ...]:
     """`within: {abs: X, rel: Y}`: finite positive bounds, on an entry about values."""
     if differs != "values":
-        raise ExpectationsError(f"{where}: `within` bounds a values failure, so it needs "
-                                "`differs: values`")  # fmt: skip
+        raise ExpectationsError(
+            f"{where}: `within` bounds a values failure, so it needs `differs: values`"
+        )
     if not isinstance(value, dict) or not value or set(value) - set(WITHIN):
-        raise ExpectationsError(f"{where}: within must map some of {', '.join(WITHIN)} to a "
-                                "number (the largest error excused)")  # fmt: skip
+        raise ExpectationsError(
+            f"{where}: within must map some of {', '.join(WITHIN)} to a "
+            "number (the largest error excused)"
+        )
     out = []
     for key in WITHIN:
         if key in value:
@@ -402,15 +433,22 @@ def load(path: str | Path, today: _dt.date | None = None) -> Expectations:
         line = doc.line(("entries", i))
         entry = _entry(item, f"{path}:{line}", default_backend, line)
         if entry.expired(today):
-            out.warnings.append(f"{path}:{line}: expectation for {entry.match!r} expired on "
-                                f"{entry.expires}; ignored")  # fmt: skip
+            out.warnings.append(
+                f"{path}:{line}: expectation for {entry.match!r} expired on "
+                f"{entry.expires}; ignored"
+            )
             continue
         out.entries.append(entry)
     return out
 
 
-def updated(old: Expectations, records: list[dict[str, Any]], backend: str, version: str,
-            today: _dt.date | None = None) -> list[Entry]:  # fmt: skip
+def updated(
+    old: Expectations,
+    records: list[dict[str, Any]],
+    backend: str,
+    version: str,
+    today: _dt.date | None = None,
+) -> list[Entry]:
     """The entries a file should hold after a run: every entry that still decides a failing
     (xfail) or skipped case keeps its reason; every unexplained failure gets an exact entry.
     Failures explained by a spec deviation need no entry."""

@@ -128,8 +128,9 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
                 small = buf < thr
                 large = not small
                 big = fast & large
-                bad = (exact & (av != gv)) | ((not exact) & ((small & (abs_err > atol)) |
-                                                           (large & (rel_err > rel))))  # fmt: skip
+                bad = (exact & (av != gv)) | (
+                    (not exact) & ((small & (abs_err > atol)) | (large & (rel_err > rel)))
+                )
                 on = -np.int64(fast)  # all ones where fast
                 # and two cases the general code would only count: both zero (compared), and
                 # both the same infinity or both NaN (nothing): all-zero or all-inf outputs
@@ -231,8 +232,10 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
                     continue  # indices rise within a partition: a tie keeps the earlier one
                 i = lo + j
                 c = k - 1
-                while c > 0 and (tk[part, c - 1, 0] < key1 or
-                                 (tk[part, c - 1, 0] == key1 and tk[part, c - 1, 1] < key2)):  # fmt: skip
+                while c > 0 and (
+                    tk[part, c - 1, 0] < key1
+                    or (tk[part, c - 1, 0] == key1 and tk[part, c - 1, 1] < key2)
+                ):
                     tk[part, c, 0], tk[part, c, 1] = tk[part, c - 1, 0], tk[part, c - 1, 1]
                     tv[part, c, 0], tv[part, c, 1] = tv[part, c - 1, 0], tv[part, c - 1, 1]
                     ti[part, c] = ti[part, c - 1]

@@ -43,8 +43,10 @@ def judgement(rec: dict[str, Any]) -> bytes:
     """A digest of what a record says was judged: two records of one case agree when theirs
     are equal (timings, hosts and wording of reasons do not count)."""
     what = {k: rec.get(k) for k in JUDGED}
-    what["comparisons"] = {str(n): (c or {}).get("stats") if isinstance(c, dict) else c
-                           for n, c in (rec.get("comparisons") or {}).items()}  # fmt: skip
+    what["comparisons"] = {
+        str(n): (c or {}).get("stats") if isinstance(c, dict) else c
+        for n, c in (rec.get("comparisons") or {}).items()
+    }
     text = json.dumps(what, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
@@ -81,8 +83,10 @@ def shards_of(
     (p1, (i1, n)), *rest = found.items()
     for p2, (i2, n2) in rest:
         if n2 != n:
-            raise ShardError(f"merge: {p1} is shard {i1}/{n} but {p2} is shard {i2}/{n2}: "
-                             "merge the shards of one split")  # fmt: skip
+            raise ShardError(
+                f"merge: {p1} is shard {i1}/{n} but {p2} is shard {i2}/{n2}: "
+                "merge the shards of one split"
+            )
     have = sorted({i for i, _ in found.values()})
     whole = len(found) < len(paths)  # an input that is no shard holds the whole suite
     missing = [] if whole else [f"{i}/{n}" for i in range(1, n + 1) if i not in have]
@@ -120,9 +124,11 @@ def merge_files(
     metas = [read_meta(p) for p in paths]
     held, missing = shards_of(paths, metas)
     if missing and not allow_partial:
-        raise ShardError(f"merge: shard {', '.join(missing)} missing (the inputs hold shard "
-                         f"{', '.join(held)}); give every shard's results, or --partial to "
-                         "merge these and record the missing shards in the meta")  # fmt: skip
+        raise ShardError(
+            f"merge: shard {', '.join(missing)} missing (the inputs hold shard "
+            f"{', '.join(held)}); give every shard's results, or --partial to "
+            "merge these and record the missing shards in the meta"
+        )
     owner: dict[str, tuple[bytes, int]] = {}  # id -> (judgement, index of the last input)
     streams = [Stream(p) for p in paths]
     for k, stream in enumerate(streams):
@@ -152,14 +158,20 @@ def merge_files(
     return Merged(summary.total, summary, meta, missing)
 
 
-def merged_meta(paths: Sequence[Path], metas: Sequence[dict[str, Any]], held: list[str],
-                missing: list[str]) -> dict[str, Any]:  # fmt: skip
+def merged_meta(
+    paths: Sequence[Path], metas: Sequence[dict[str, Any]], held: list[str], missing: list[str]
+) -> dict[str, Any]:
     """The meta of the merged file: the first input's facts, then the sums and unions."""
     given = [m for m in metas if m]
     meta: dict[str, Any] = {"merged_from": [str(p) for p in paths]}
     if given:
-        meta.update({k: v for k, v in given[0].items()
-                     if k not in ("cases", "run", "seconds", "host", "shard")})  # fmt: skip
+        meta.update(
+            {
+                k: v
+                for k, v in given[0].items()
+                if k not in ("cases", "run", "seconds", "host", "shard")
+            }
+        )
         meta["run"] = sum(m.get("run", 0) for m in given if isinstance(m.get("run", 0), int))
         secs = [m.get("seconds") for m in given if isinstance(m.get("seconds"), int | float)]
         meta["seconds"] = max(secs, default=0.0)  # shards run side by side

@@ -108,8 +108,9 @@ def check_readable(path: str | Path) -> Path:
     if stat.S_ISDIR(st.st_mode):
         raise ResultsFileError(f"{p}: is a directory, not a results .jsonl file")
     if not stat.S_ISREG(st.st_mode):
-        raise ResultsFileError(f"{p}: not a regular file ({safeio.kind_of(st.st_mode)}); give a "
-                               "results file")  # fmt: skip
+        raise ResultsFileError(
+            f"{p}: not a regular file ({safeio.kind_of(st.st_mode)}); give a results file"
+        )
     return p
 
 
@@ -316,8 +317,9 @@ class Summary:
         self.matrix[key][v] += 1
         if v in FAILING:
             if len(self.failures) < FAILURES_KEPT:
-                self.failures.append({k: rec.get(k) for k in ("id", "verdict", "reason",
-                                                             "message", "replay")})  # fmt: skip
+                self.failures.append(
+                    {k: rec.get(k) for k in ("id", "verdict", "reason", "message", "replay")}
+                )
             for c in rec.get("clauses") or ["(no clause)"]:
                 self.failing_clauses[str(c)] += 1
 

@@ -113,10 +113,14 @@ class Backend:
         if cls.known_options is not None:
             unknown = sorted(set(options) - set(cls.known_options))
             if unknown:
-                takes = (f"it takes {', '.join(cls.known_options)}" if cls.known_options
-                         else "it takes no options")  # fmt: skip
-                raise BackendOptionError(f"backend {cls.name!r} has no option "
-                                         f"{', '.join(unknown)} ({takes})")  # fmt: skip
+                takes = (
+                    f"it takes {', '.join(cls.known_options)}"
+                    if cls.known_options
+                    else "it takes no options"
+                )
+                raise BackendOptionError(
+                    f"backend {cls.name!r} has no option {', '.join(unknown)} ({takes})"
+                )
         cls.validate_options(options)
 
     @classmethod

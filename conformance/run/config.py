@@ -37,8 +37,9 @@ class Unavailable(RuntimeError):
     """The backend cannot run here (not installed, no device, no library): one line why."""
 
 
-def parse_backend_options(pairs: list[str] | tuple[str, ...], named: dict[str, Any],
-                          flag: str = "--backend-opt") -> dict[str, Any]:  # fmt: skip
+def parse_backend_options(
+    pairs: list[str] | tuple[str, ...], named: dict[str, Any], flag: str = "--backend-opt"
+) -> dict[str, Any]:
     """KEY=VALUE pairs plus the named shortcuts (--device, --lib-dir, ...) as backend options."""
     opts: dict[str, Any] = {}
     for pair in pairs:
@@ -56,8 +57,9 @@ def _option_label(key: str, flag: str) -> str:
     return OPTION_FLAGS.get(key) or f"{flag} {key}=..."
 
 
-def check_backend(name: str, options: dict[str, Any], label: str = "--backend",
-                  flag: str = "--backend-opt") -> type[Backend]:  # fmt: skip
+def check_backend(
+    name: str, options: dict[str, Any], label: str = "--backend", flag: str = "--backend-opt"
+) -> type[Backend]:
     """The backend's class, once its name and options are known good and it can run here."""
     try:
         cls = backend_class(name)
@@ -79,14 +81,26 @@ def check_backend(name: str, options: dict[str, Any], label: str = "--backend",
     return cls
 
 
-def check_selection(registry: Registry, ops=(), products=(), dtypes=(), clauses=(),
-                    keyword: str = "", max_cases: int | None = None,
-                    shard: tuple[int, int] | None = None,
-                    labels: dict[str, str] | None = None) -> Selection:  # fmt: skip
+def check_selection(
+    registry: Registry,
+    ops=(),
+    products=(),
+    dtypes=(),
+    clauses=(),
+    keyword: str = "",
+    max_cases: int | None = None,
+    shard: tuple[int, int] | None = None,
+    labels: dict[str, str] | None = None,
+) -> Selection:
     """A Selection whose every filter names something that exists; `labels` maps the filter
     names (op, product, dtype, clause) to the option spelling of the caller."""
-    label = {"op": "--op", "product": "--product", "dtype": "--dtype", "clause": "--clause",
-             **(labels or {})}  # fmt: skip
+    label = {
+        "op": "--op",
+        "product": "--product",
+        "dtype": "--dtype",
+        "clause": "--clause",
+        **(labels or {}),
+    }
     names = []
     for o in ops:
         try:
@@ -97,8 +111,9 @@ def check_selection(registry: Registry, ops=(), products=(), dtypes=(), clauses=
 
     for p in products:
         if p not in known_products():
-            raise ConfigError(f"{label['product']} {p!r}: unknown product "
-                              f"(known: {', '.join(known_products())})")  # fmt: skip
+            raise ConfigError(
+                f"{label['product']} {p!r}: unknown product (known: {', '.join(known_products())})"
+            )
     for d in dtypes:
         try:
             dt.get(d)
@@ -107,12 +122,15 @@ def check_selection(registry: Registry, ops=(), products=(), dtypes=(), clauses=
     scope = [registry.get(o) for o in names] if names else list(registry)
     for c in clauses:
         op, _, cid = str(c).rpartition("/")
-        if not any((not op or s.name == registry_name(registry, op)) and cid in s.clause_ids()
-                   for s in scope):  # fmt: skip
-            raise ConfigError(f"{label['clause']} {c!r}: no selected spec has this clause "
-                              "('aclnn-conform specs show OP' lists them)")  # fmt: skip
-    return Selection(names, list(products), list(dtypes), list(clauses), keyword, max_cases,
-                     shard)  # fmt: skip
+        if not any(
+            (not op or s.name == registry_name(registry, op)) and cid in s.clause_ids()
+            for s in scope
+        ):
+            raise ConfigError(
+                f"{label['clause']} {c!r}: no selected spec has this clause "
+                "('aclnn-conform specs show OP' lists them)"
+            )
+    return Selection(names, list(products), list(dtypes), list(clauses), keyword, max_cases, shard)
 
 
 def registry_name(registry: Registry, op: str) -> str:
@@ -124,8 +142,13 @@ def registry_name(registry: Registry, op: str) -> str:
 
 def describe_filters(sel: Selection, labels: dict[str, str] | None = None) -> str:
     """The filters of a selection as the caller's options spell them."""
-    label = {"op": "--op", "product": "--product", "dtype": "--dtype", "clause": "--clause",
-             **(labels or {})}  # fmt: skip
+    label = {
+        "op": "--op",
+        "product": "--product",
+        "dtype": "--dtype",
+        "clause": "--clause",
+        **(labels or {}),
+    }
     parts = [f"{label['op']} {o}" for o in sel.ops]
     parts += [f"{label['product']} {p}" for p in sel.products]
     parts += [f"{label['dtype']} {d}" for d in sel.dtypes]
@@ -137,31 +160,48 @@ def describe_filters(sel: Selection, labels: dict[str, str] | None = None) -> st
     return ", ".join(parts) or "no filter"
 
 
-def require_cases(count: int, sel: Selection, allow_empty: bool, source: str = "",
-                  allow_flag: str = "--allow-empty",
-                  labels: dict[str, str] | None = None) -> None:  # fmt: skip
+def require_cases(
+    count: int,
+    sel: Selection,
+    allow_empty: bool,
+    source: str = "",
+    allow_flag: str = "--allow-empty",
+    labels: dict[str, str] | None = None,
+) -> None:
     """An empty selection is a mistake, not a green run, unless the caller allows it."""
     if count or allow_empty:
         return
     where = f" in {source}" if source else ""
-    raise ConfigError(f"the filters select no case{where} ({describe_filters(sel, labels)}); "
-                      f"check them with 'aclnn-conform cases list', or pass {allow_flag} "
-                      "to accept an empty run")  # fmt: skip
+    raise ConfigError(
+        f"the filters select no case{where} ({describe_filters(sel, labels)}); "
+        f"check them with 'aclnn-conform cases list', or pass {allow_flag} "
+        "to accept an empty run"
+    )
 
 
-def load_expectations(backend: str, path: Path | None, disabled: bool, update: bool = False,
-                      registry: Registry | None = None, labels: dict[str, str] | None = None
-                      ) -> expectations.Expectations | None:  # fmt: skip
+def load_expectations(
+    backend: str,
+    path: Path | None,
+    disabled: bool,
+    update: bool = False,
+    registry: Registry | None = None,
+    labels: dict[str, str] | None = None,
+) -> expectations.Expectations | None:
     """The expectations in force for a run: the file given (or shipped for the backend), then
     the spec deviations that name this backend. None when disabled."""
-    label = {"file": "--expectations", "off": "--no-expectations",
-             "update": "--update-expectations", **(labels or {})}  # fmt: skip
+    label = {
+        "file": "--expectations",
+        "off": "--no-expectations",
+        "update": "--update-expectations",
+        **(labels or {}),
+    }
     if disabled:
         if update:
             raise ConfigError(f"{label['update']} and {label['off']} contradict each other")
         if path is not None:
-            raise ConfigError(f"{label['file']} {path} and {label['off']} contradict each "
-                              "other; give one of them")  # fmt: skip
+            raise ConfigError(
+                f"{label['file']} {path} and {label['off']} contradict each other; give one of them"
+            )
         return None
     if update and path is None:
         raise ConfigError(f"{label['update']} needs {label['file']} FILE (the file to rewrite)")
@@ -182,18 +222,23 @@ def load_expectations(backend: str, path: Path | None, disabled: bool, update: b
     return expect
 
 
-def check_strict(expect: expectations.Expectations | None, backend: str, oracle: str,
-                 same_options: bool) -> None:  # fmt: skip
+def check_strict(
+    expect: expectations.Expectations | None, backend: str, oracle: str, same_options: bool
+) -> None:
     """--strict: refuse a run that cannot fail: a backend judged against itself, or an
     expectations entry that fits every case."""
     if oracle == backend and same_options:
-        raise ConfigError(f"--strict: --backend {backend} would be judged against itself "
-                          f"(--oracle {oracle}), so no case could fail; choose another --oracle "
-                          "(the default is the reference) or drop --strict")  # fmt: skip
+        raise ConfigError(
+            f"--strict: --backend {backend} would be judged against itself "
+            f"(--oracle {oracle}), so no case could fail; choose another --oracle "
+            "(the default is the reference) or drop --strict"
+        )
     for e in expect.unnarrowed() if expect is not None else ():
-        raise ConfigError(f"--strict: {e.where(expect.path)}: this {e.kind} entry fits every case "
-                          f"({e.describe()} and nothing else), so the run could not fail; "
-                          "narrow it with match, binding, dtypes, message or differs")  # fmt: skip
+        raise ConfigError(
+            f"--strict: {e.where(expect.path)}: this {e.kind} entry fits every case "
+            f"({e.describe()} and nothing else), so the run could not fail; "
+            "narrow it with match, binding, dtypes, message or differs"
+        )
 
 
 def exact_options(backend: str, oracle: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -204,8 +249,10 @@ def exact_options(backend: str, oracle: str, options: dict[str, Any]) -> dict[st
         return takes_option(name, "exact")
 
     if not takes(oracle) and not takes(backend):
-        raise ConfigError(f"--exact: neither --backend {backend} nor --oracle {oracle} has an "
-                          "exact mode (it is the reference's; drop --exact)")  # fmt: skip
+        raise ConfigError(
+            f"--exact: neither --backend {backend} nor --oracle {oracle} has an "
+            "exact mode (it is the reference's; drop --exact)"
+        )
     return {**options, "exact": True} if takes(backend) else options
 
 
@@ -235,8 +282,10 @@ def checked_jobs(jobs: int, label: str = "-j") -> tuple[int, str]:
     cap = JOBS_PER_CPU * cpu_count()
     if jobs <= cap:
         return jobs, ""
-    return cap, (f"{label} {jobs}: capped to {cap} workers ({JOBS_PER_CPU} x {cpu_count()} "
-                 "CPUs); more would only share the CPUs and multiply the memory")  # fmt: skip
+    return cap, (
+        f"{label} {jobs}: capped to {cap} workers ({JOBS_PER_CPU} x {cpu_count()} "
+        "CPUs); more would only share the CPUs and multiply the memory"
+    )
 
 
 def max_memory(text: str | None, jobs: int = 1, label: str = "--max-memory") -> int | None:
@@ -261,6 +310,7 @@ def parse_bytes(text: str, label: str = "--max-case-bytes") -> int:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value >= 1):
-        raise ConfigError(f"{label} {text!r}: expected a size of at least one byte, such as "
-                          "512M, 4G or 1000000")  # fmt: skip
+        raise ConfigError(
+            f"{label} {text!r}: expected a size of at least one byte, such as 512M, 4G or 1000000"
+        )
     return int(value)

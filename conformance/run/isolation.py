@@ -56,9 +56,15 @@ def _answer(conn, msg: tuple) -> None:
         os._exit(0)
 
 
-def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] = (),
-           max_memory: int | None = None, scratch: str | None = None,
-           parent: int | None = None) -> None:  # fmt: skip
+def _child(
+    conn,
+    name: str,
+    options: dict[str, Any],
+    spec_dirs: tuple[str, ...] = (),
+    max_memory: int | None = None,
+    scratch: str | None = None,
+    parent: int | None = None,
+) -> None:
     limits.die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if scratch:
@@ -99,8 +105,11 @@ def _child(conn, name: str, options: dict[str, Any], spec_dirs: tuple[str, ...] 
             _answer(conn, ("raised", f"{type(exc).__name__}: {exc}"))
             continue
         # inputs the backend wrote to travel back, so the parent's mutation check sees them
-        changed = {n: call.args[n].storage for n, digest in before.items()
-                   if _digest(call.args[n].storage) != digest}  # fmt: skip
+        changed = {
+            n: call.args[n].storage
+            for n, digest in before.items()
+            if _digest(call.args[n].storage) != digest
+        }
         _answer(conn, ("ok", (outcome, changed)))
     backend.close()
 
@@ -119,8 +128,14 @@ def _describe_exit(code: int | None) -> str:
 class IsolatedBackend(Backend):
     """A backend run in a child process; same name, capabilities and version as the real one."""
 
-    def __init__(self, name: str, options: dict[str, Any] | None = None, timeout: float = 60.0,
-                 registry: Registry | None = None, max_memory: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        options: dict[str, Any] | None = None,
+        timeout: float = 60.0,
+        registry: Registry | None = None,
+        max_memory: int | None = None,
+    ):
         super().__init__(registry)
         cls = backend_class(name)
         self.name = cls.name
@@ -143,10 +158,17 @@ class IsolatedBackend(Backend):
         self._scratch = tempfile.mkdtemp(prefix="aclnn-worker-")
         proc = ctx.Process(
             target=_child,
-            args=(child, self._backend_name, self._options, self.registry.dirs,
-                  self.max_memory, self._scratch, os.getpid()),
+            args=(
+                child,
+                self._backend_name,
+                self._options,
+                self.registry.dirs,
+                self.max_memory,
+                self._scratch,
+                os.getpid(),
+            ),
             daemon=True,
-        )  # fmt: skip
+        )
         self._proc = proc
         proc.start()
         child.close()
@@ -227,8 +249,10 @@ class IsolatedBackend(Backend):
             ready = True
         if not ready:
             self._stop(kill=True)
-            raise BackendTimeout(f"no answer within {max(0.0, limit):.3g} s (what --timeout left "
-                                 "of the case); worker killed and restarted")  # fmt: skip
+            raise BackendTimeout(
+                f"no answer within {max(0.0, limit):.3g} s (what --timeout left "
+                "of the case); worker killed and restarted"
+            )
         try:
             kind, payload = conn.recv()  # type: ignore[union-attr]
         except (EOFError, OSError):

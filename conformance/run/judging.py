@@ -90,8 +90,9 @@ def same_bytes(a: np.ndarray, b: np.ndarray, step: int = 1 << 24) -> bool:
 
 def changed_bytes(a: np.ndarray, b: np.ndarray, step: int = 1 << 24) -> int:
     x, y = a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
-    return sum(int(np.count_nonzero(x[i : i + step] != y[i : i + step]))
-               for i in range(0, x.size, step))  # fmt: skip
+    return sum(
+        int(np.count_nonzero(x[i : i + step] != y[i : i + step])) for i in range(0, x.size, step)
+    )
 
 
 def view_mask(t: TensorArg) -> np.ndarray:
@@ -105,16 +106,34 @@ def view_mask(t: TensorArg) -> np.ndarray:
 
 def base_record(spec: OpSpec, case: Case, backend: Backend, oracle_name: str) -> Result:
     dtypes = {n: a.dtype for n, a in case.call.args.items() if isinstance(a, TensorArg)}
-    layouts = {n: {"shape": list(a.shape), "strides": list(a.strides), "offset": a.offset,
-                   "storage": int(a.storage.size)}
-               for n, a in case.call.args.items() if isinstance(a, TensorArg)}  # fmt: skip
+    layouts = {
+        n: {
+            "shape": list(a.shape),
+            "strides": list(a.strides),
+            "offset": a.offset,
+            "storage": int(a.storage.size),
+        }
+        for n, a in case.call.args.items()
+        if isinstance(a, TensorArg)
+    }
     tag = dt.tag(dtypes.values())  # parameter order, as in case ids
-    rec = Result(id=case.id, verdict="error", op=spec.name, aclnn_op=spec.op,
-                 product=case.product, kind=case.kind, dtypes=dtypes, dtype_tag=tag,
-                 layouts=layouts, outputs=[p.name for p in spec.outputs],
-                 clauses=[spec.clause(c) for c in case.clauses],
-                 expected_status=case.expected_status, seed=case.seed, backend=backend.name,
-                 oracle=oracle_name)  # fmt: skip
+    rec = Result(
+        id=case.id,
+        verdict="error",
+        op=spec.name,
+        aclnn_op=spec.op,
+        product=case.product,
+        kind=case.kind,
+        dtypes=dtypes,
+        dtype_tag=tag,
+        layouts=layouts,
+        outputs=[p.name for p in spec.outputs],
+        clauses=[spec.clause(c) for c in case.clauses],
+        expected_status=case.expected_status,
+        seed=case.seed,
+        backend=backend.name,
+        oracle=oracle_name,
+    )
     rec.set("out_dtype", next((dtypes[p.name] for p in spec.outputs if p.name in dtypes), None))
     binding = binding_id(spec, getattr(backend, "binding_family", None))
     if binding:
@@ -163,12 +182,18 @@ def judge(
     rec.durations["oracle"] = time.perf_counter() - t0
     rec.oracle_status = want.status
     if want.status != case.expected_status and oracle.capabilities.implements_specs:
-        return done("error", f"the oracle {oracle_name} returned {want.status} but the case expects "
-                             f"{case.expected_status}: {want.message}")  # fmt: skip
+        return done(
+            "error",
+            f"the oracle {oracle_name} returned {want.status} but the case expects "
+            f"{case.expected_status}: {want.message}",
+        )
     call = backend_call(spec, case.call, backend)
     if clock.passed():
-        return done("timeout", f"--timeout {timeout:g} s spent before the backend ran "
-                               f"(oracle {oracle_name}: {rec.durations['oracle']:.1f} s)")  # fmt: skip
+        return done(
+            "timeout",
+            f"--timeout {timeout:g} s spent before the backend ran "
+            f"(oracle {oracle_name}: {rec.durations['oracle']:.1f} s)",
+        )
     t0 = time.perf_counter()
     try:
         got = backend.execute_by(call, clock.at)
@@ -185,8 +210,11 @@ def judge(
     rec.durations["backend"] = time.perf_counter() - t0
     ran.append(got)
     if clock.passed():  # a call that could not be interrupted, ruled when it returned
-        return done("timeout", f"backend {backend.name} took {time.perf_counter() - t0:.1f} s, "
-                               f"over --timeout {timeout:g} s")  # fmt: skip
+        return done(
+            "timeout",
+            f"backend {backend.name} took {time.perf_counter() - t0:.1f} s, "
+            f"over --timeout {timeout:g} s",
+        )
     rec.set("actual_status", None if got.raised else got.status)
     rec.message = got.message
     if got.raised:
@@ -215,8 +243,7 @@ def judge(
         if verdict[0] == "fail" and failed:
             rec.differs = _differs(failed, want, got, clock)
             if devs:
-                how = _value_deviation(spec, case, devs, rec.differs, failed, got, oracle,
-                                       clock)  # fmt: skip
+                how = _value_deviation(spec, case, devs, rec.differs, failed, got, oracle, clock)
                 if how is not None:
                     _excused(rec, spec, *how)
                     verdict = ("deviation", verdict[1])
@@ -239,13 +266,18 @@ class _Failed:
     want: Outcome | None = None  # the oracle's outcome it was compared with
 
 
-def _excused(rec: Result, spec: OpSpec, dev: Any, how: str,
-             extra: tuple[Any, ...] = ()) -> None:  # fmt: skip
+def _excused(rec: Result, spec: OpSpec, dev: Any, how: str, extra: tuple[Any, ...] = ()) -> None:
     """Record that spec deviation `dev` (and `extra`, tried together) excuses the failure."""
     rec.verdict_before_expectation = "fail"
-    rec.expectation = {"match": f"{spec.name}/*", "kind": "deviation", "reason": dev.summary,
-                          "deviation": spec.clause(dev.id), "differs": dev.differs,
-                          "checked": how, "where": f"{spec.path}:{dev.line}"}  # fmt: skip
+    rec.expectation = {
+        "match": f"{spec.name}/*",
+        "kind": "deviation",
+        "reason": dev.summary,
+        "deviation": spec.clause(dev.id),
+        "differs": dev.differs,
+        "checked": how,
+        "where": f"{spec.path}:{dev.line}",
+    }
     if extra:
         rec.expectation["deviations"] = [spec.clause(d.id) for d in (dev, *extra)]
 
@@ -257,16 +289,22 @@ def _differs(failed: list[_Failed], want: Outcome, got: Outcome, clock: Clock) -
         s = f.cmp.stats
         if not (s.nan_mismatches or s.inf_mismatches):
             return "values"
-        again = _stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock,
-                                mask=f.t.dtype)  # fmt: skip
+        again = _stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock, mask=f.t.dtype)
         if not again.passed:
             return "values"
     return "nonfinite"
 
 
-def _value_deviation(spec: OpSpec, case: Case, devs: list[Any], differs: str,
-                     failed: list[_Failed], got: Outcome, oracle: Backend,
-                     clock: Clock) -> tuple[Any, ...] | None:  # fmt: skip
+def _value_deviation(
+    spec: OpSpec,
+    case: Case,
+    devs: list[Any],
+    differs: str,
+    failed: list[_Failed],
+    got: Outcome,
+    oracle: Backend,
+    clock: Clock,
+) -> tuple[Any, ...] | None:
     """(deviation, how it was checked[, the others tried with it]) for an output mismatch
     that a values or nonfinite deviation of this case excuses, else None."""
     found = dv.value_deviations(spec, devs, case.call, case.clauses)
@@ -293,8 +331,10 @@ def _value_deviation(spec: OpSpec, case: Case, devs: list[Any], differs: str,
         except Exception:  # the derived formula cannot be computed here: nothing is excused
             continue
         outputs = _outputs(spec, case, got)
-        if all(_stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock).passed
-               for f in outputs):  # fmt: skip
+        if all(
+            _stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock).passed
+            for f in outputs
+        ):
             return (
                 trial[0],
                 "values: the output passes against the deviation's formula",
@@ -303,9 +343,11 @@ def _value_deviation(spec: OpSpec, case: Case, devs: list[Any], differs: str,
         # the formula's values, with NaN/inf placed as a nonfinite deviation of the case says
         nonfinite = next((d for d in found if d.differs == "nonfinite"), None)
         if nonfinite is not None and all(
-            _stream_compare(f.t, f.out, want, f.name, f.policy, f.inputs, clock,
-                            mask=f.t.dtype).passed for f in outputs
-        ):  # fmt: skip
+            _stream_compare(
+                f.t, f.out, want, f.name, f.policy, f.inputs, clock, mask=f.t.dtype
+            ).passed
+            for f in outputs
+        ):
             return (
                 trial[0],
                 "values and nonfinite: the finite elements pass against the deviation's "
@@ -322,8 +364,10 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
         t = case.call.args.get(p.name)
         if not isinstance(t, TensorArg) or t.is_empty:
             continue
-        inputs = {q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
-                  for q in spec.tensor_inputs}  # fmt: skip
+        inputs = {
+            q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
+            for q in spec.tensor_inputs
+        }
         policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance)
         out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
     return out
@@ -357,8 +401,9 @@ def status_reason(got: Outcome, want: Outcome, mode: str) -> str:
     return f"{text}; backend said: {said}" if said else text
 
 
-def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec,
-                   clock: Clock) -> tuple[tuple[str, str], list[_Failed]]:  # fmt: skip
+def _judge_outputs(
+    spec, case, want: Outcome, got: Outcome, rec, clock: Clock
+) -> tuple[tuple[str, str], list[_Failed]]:
     """The verdict of the outputs, and the outputs whose values failed (none when the failure
     is of another kind: no storage, a write where nothing may be written, outside the view)."""
     reasons: list[str] = []
@@ -382,8 +427,10 @@ def _judge_outputs(spec, case, want: Outcome, got: Outcome, rec,
         if outside:
             why = f"{p.name}: wrote outside its view ({outside} bytes in gaps/padding changed)"
             return ("fail", why), []
-        inputs = {q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
-                  for q in spec.tensor_inputs}  # fmt: skip
+        inputs = {
+            q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
+            for q in spec.tensor_inputs
+        }
         tol = tolerance_dtype(spec, case.call, t.dtype)
         rec.tolerance_dtype = tol
         policy = policy_for(tol, spec.tolerance)
@@ -414,8 +461,9 @@ def _outside_changed(t: TensorArg, out: np.ndarray, original: np.ndarray) -> int
     return changed_bytes(out[outside], original[outside])
 
 
-def _pairs(t: TensorArg, out: np.ndarray, want: Outcome, name: str, clock: Clock | None = None
-           ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:  # fmt: skip
+def _pairs(
+    t: TensorArg, out: np.ndarray, want: Outcome, name: str, clock: Clock | None = None
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """(start, golden, actual) for flat chunks of an output view, the golden streamed from the
     oracle where it gives one (computed again on each pass); the case's clock is checked
     between chunks (OracleTimeout)."""
@@ -441,9 +489,16 @@ def _pairs(t: TensorArg, out: np.ndarray, want: Outcome, name: str, clock: Clock
         yield start, get(start, stop), actual.get(start, stop)
 
 
-def _stream_compare(t: TensorArg, out: np.ndarray, want: Outcome, name: str, policy: Any,
-                    inputs: dict[str, np.ndarray], clock: Clock | None = None,
-                    mask: str | None = None) -> Any:  # fmt: skip
+def _stream_compare(
+    t: TensorArg,
+    out: np.ndarray,
+    want: Outcome,
+    name: str,
+    policy: Any,
+    inputs: dict[str, np.ndarray],
+    clock: Clock | None = None,
+    mask: str | None = None,
+) -> Any:
     """Compare the backend's output view with the oracle's golden, a chunk at a time; `mask`
     (the output dtype): leave out every element where either side is NaN or infinite."""
     acc = Accumulator(t.dtype, policy, tuple(t.shape), inputs)

@@ -92,8 +92,12 @@ def probe_op(spec: OpSpec, backend: Backend, product: str) -> list[ProbeRow]:
     return rows
 
 
-def probe(registry: Registry, backend: Backend, ops: list[str] | None = None,
-          products: list[str] | None = None) -> list[ProbeRow]:  # fmt: skip
+def probe(
+    registry: Registry,
+    backend: Backend,
+    ops: list[str] | None = None,
+    products: list[str] | None = None,
+) -> list[ProbeRow]:
     rows: list[ProbeRow] = []
     for spec in sorted((registry.get(o) for o in ops) if ops else registry, key=lambda s: s.name):
         for product in spec.products:

@@ -30,8 +30,10 @@ class Progress:
         if self.tty:
             width = 30
             filled = int(width * self.done / max(self.total, 1))
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
-                              f" failed {self.failed}  {rate:.0f} cases/s ")  # fmt: skip
+            self.stream.write(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
+                f" failed {self.failed}  {rate:.0f} cases/s "
+            )
             self.stream.flush()
         elif self.done >= self._next or self.done == self.total:
             self.stream.write(

@@ -88,8 +88,9 @@ def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
     return any(w in full for w in wanted)
 
 
-def generated_items(registry: Registry, sel: Selection, seed: int = 0,
-                    planned: list[Any] | None = None) -> list[Item]:  # fmt: skip
+def generated_items(
+    registry: Registry, sel: Selection, seed: int = 0, planned: list[Any] | None = None
+) -> list[Item]:
     """The selected generated cases; `planned` (a list) receives every (spec, plan) pair
     planned for them, before the filters."""
     pairs = plan_suite(registry, sel.ops or None, sel.products or None, sel.profile)
@@ -140,8 +141,9 @@ def _dir_matches(d: Path, sel: Selection, registry: Registry, root: Path) -> boo
     return not sel.clauses or _clause_match(sel.clauses, op, clauses)
 
 
-def directory_items(root: Path, sel: Selection, registry: Registry,
-                    warn: Callable[[str], None] | None = None) -> list[Item]:  # fmt: skip
+def directory_items(
+    root: Path, sel: Selection, registry: Registry, warn: Callable[[str], None] | None = None
+) -> list[Item]:
     """The case directories under root that the selection keeps (`warn`: folders skipped)."""
     items = []
     for d in find_cases(root, warn):
@@ -168,8 +170,11 @@ def item_facts(item: Item, registry: Registry, family: str | None) -> dict[str, 
         else:
             meta = read_meta(Path(str(item.path)), Path(str(item.root)) if item.root else None)
             spec = registry.get(str(meta["op"]))
-            dtypes = {str(n): dt.get(a["dtype"]).name for n, a in meta["args"].items()
-                      if a.get("kind") in ("tensor", "scalar")}  # fmt: skip
+            dtypes = {
+                str(n): dt.get(a["dtype"]).name
+                for n, a in meta["args"].items()
+                if a.get("kind") in ("tensor", "scalar")
+            }
     except Exception:  # CaseFileError, a field of the wrong type, ...: the run reports the case
         return facts
     facts.update(dtypes=dtypes, outputs=[p.name for p in spec.outputs])
@@ -256,8 +261,7 @@ def run_item(item: Item) -> Result:
     return _run(item, _STATE["cfg"], _STATE["registry"], _STATE["backend"], _STATE["oracle"])
 
 
-def run_one(item: Item, cfg: RunConfig, reg: Registry, backend: Backend,
-            oracle: Backend) -> Result:  # fmt: skip
+def run_one(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Backend) -> Result:
     """One item's record (before expectations) with a started backend and oracle."""
     return _run(item, cfg, reg, backend, oracle)
 
@@ -272,18 +276,38 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
             case = read_case(Path(item.path), Path(item.root), cfg.max_case_bytes)  # type: ignore[arg-type]
             spec = reg.get(case.op)
     except (CaseFileError, UnknownOp, ValueError, OSError) as exc:
-        return Result(id=item.id, op=item.op, verdict="error", reason=str(exc),
-                      backend=backend.name, clauses=[], dtypes={})  # fmt: skip
+        return Result(
+            id=item.id,
+            op=item.op,
+            verdict="error",
+            reason=str(exc),
+            backend=backend.name,
+            clauses=[],
+            dtypes={},
+        )
     except Exception as exc:  # whatever a hostile case does, it is that case's error
-        return Result(id=item.id, op=item.op, verdict="error", backend=backend.name,
-                      reason=f"cannot read the case: {type(exc).__name__}: {exc}",
-                      clauses=[], dtypes={})  # fmt: skip
+        return Result(
+            id=item.id,
+            op=item.op,
+            verdict="error",
+            backend=backend.name,
+            reason=f"cannot read the case: {type(exc).__name__}: {exc}",
+            clauses=[],
+            dtypes={},
+        )
     outputs = frozenset(p.name for p in spec.outputs)
     refused = over_budget(case.call, cfg.max_case_bytes, outputs) or overlapping(case.call, outputs)
     if refused:
-        rec = Result(id=item.id, op=spec.name, product=case.product, verdict="error",
-                     reason=refused, backend=backend.name, clauses=list(case.clauses),
-                     dtypes={})  # fmt: skip
+        rec = Result(
+            id=item.id,
+            op=spec.name,
+            product=case.product,
+            verdict="error",
+            reason=refused,
+            backend=backend.name,
+            clauses=list(case.clauses),
+            dtypes={},
+        )
         if item.plan is not None:  # judged again by replay with the same budget
             rec.replay = replay_command(rec, cfg)
         return rec
@@ -294,8 +318,14 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
     except BackendError:
         raise
     except Exception as exc:  # a bug in a backend adapter must not end the run
-        rec = Result(id=case.id, op=spec.name, product=case.product, verdict="error",
-                     reason=f"{type(exc).__name__}: {exc}", clauses=list(case.clauses))  # fmt: skip
+        rec = Result(
+            id=case.id,
+            op=spec.name,
+            product=case.product,
+            verdict="error",
+            reason=f"{type(exc).__name__}: {exc}",
+            clauses=list(case.clauses),
+        )
     rec.id = item.id if item.path else rec.id
     rec.backend_version = backend.version()
     rec.oracle_version = oracle.version()
@@ -336,9 +366,11 @@ def over_budget(call: Any, budget: int | None, outputs: frozenset[str] = frozens
     if need <= budget:
         return ""
     size = partial(safeio.size_text, exact=False)
-    return (f"case needs about {size(need)} of memory (its storages; {numel:,} elements in "
-            f"the view of {name}), above --max-case-bytes {size(budget)}; raise it if this "
-            "machine has the memory")  # fmt: skip
+    return (
+        f"case needs about {size(need)} of memory (its storages; {numel:,} elements in "
+        f"the view of {name}), above --max-case-bytes {size(budget)}; raise it if this "
+        "machine has the memory"
+    )
 
 
 def overlapping(call: Any, outputs: frozenset[str]) -> str:
@@ -348,9 +380,11 @@ def overlapping(call: Any, outputs: frozenset[str]) -> str:
     for n in sorted(outputs):
         a = call.args.get(n)
         if isinstance(a, TensorArg) and a.overlaps_itself():
-            return (f"malformed case: output {n} has a view that overlaps itself (shape "
-                    f"{list(a.shape)}, strides {list(a.strides)}): two of its elements share "
-                    "one storage element")  # fmt: skip
+            return (
+                f"malformed case: output {n} has a view that overlaps itself (shape "
+                f"{list(a.shape)}, strides {list(a.strides)}): two of its elements share "
+                "one storage element"
+            )
     return ""
 
 
@@ -398,8 +432,9 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[Result], bool]) -
             _STATE["backend"].close()
         return
     jobs = min(cfg.jobs, len(items))
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
-                             initargs=(cfg, os.getpid())) as pool:  # fmt: skip
+    with ProcessPoolExecutor(
+        max_workers=jobs, initializer=_init_worker, initargs=(cfg, os.getpid())
+    ) as pool:
         size = max(1, min(64, len(items) // (jobs * 8) or 1))
         futures = [pool.submit(run_chunk, items[i : i + size]) for i in range(0, len(items), size)]
         try:

@@ -241,6 +241,7 @@ class Session:
     _cfg: RunConfig | None = field(default=None, repr=False)
     _backend: Backend | None = field(default=None, repr=False)
     _oracle: Backend | None = field(default=None, repr=False)
+    _family: tuple[str | None] | None = field(default=None, repr=False)  # the binding family
 
     # -- options ----------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:  # the option values: session.backend, .seed, ...
@@ -254,8 +255,13 @@ class Session:
         return BY_NAME[name].flag_for(self.caller)
 
     @classmethod
-    def create(cls, registry: Registry, values: dict[str, Any], caller: str = CLI,
-               spec_dirs: Iterable[str] = ()) -> Session:  # fmt: skip
+    def create(
+        cls,
+        registry: Registry,
+        values: dict[str, Any],
+        caller: str = CLI,
+        spec_dirs: Iterable[str] = (),
+    ) -> Session:
         """A session whose every option is checked (config.ConfigError naming the caller's
         flag, config.Unavailable for a backend that cannot run here); nothing is started."""
         s = cls(registry, {**defaults(), **values}, caller, tuple(str(d) for d in spec_dirs))
@@ -265,24 +271,44 @@ class Session:
     def _check(self) -> None:
         f, v = self.flag, self.values
         if not v["backend"]:
-            raise config.ConfigError(f"the aclnn conformance suite needs {f('backend')} NAME "
-                                     "(e.g. reference, torch, jax; 'aclnn-conform backends' "
-                                     "lists them)")  # fmt: skip
+            raise config.ConfigError(
+                f"the aclnn conformance suite needs {f('backend')} NAME "
+                "(e.g. reference, torch, jax; 'aclnn-conform backends' "
+                "lists them)"
+            )
         for name in ("seed", "jobs", "max_cases"):
             least = 0 if BY_NAME[name].type == "natural" else 1
             if v[name] is not None and int(v[name]) < least:
                 raise config.ConfigError(f"{f(name)} {v[name]}: must be >= {least}")
-        lab = {"op": f("ops"), "product": f("products"), "dtype": f("dtypes"),
-               "clause": f("clauses")}  # fmt: skip
+        lab = {
+            "op": f("ops"),
+            "product": f("products"),
+            "dtype": f("dtypes"),
+            "clause": f("clauses"),
+        }
         self.selection = config.check_selection(
-            self.registry, v["ops"], v["products"], v["dtypes"], v["clauses"], v["keyword"] or "",
-            v["max_cases"], parse_shard(v["shard"], f("shard")), labels=lab)  # fmt: skip
+            self.registry,
+            v["ops"],
+            v["products"],
+            v["dtypes"],
+            v["clauses"],
+            v["keyword"] or "",
+            v["max_cases"],
+            parse_shard(v["shard"], f("shard")),
+            labels=lab,
+        )
         self.selection.profile = v["profile"]
         if v["cases_dir"] is not None and v["profile"] != "default":
-            raise config.ConfigError(f"{f('profile')} chooses generated cases; it does not "
-                                     f"apply with {f('cases_dir')} DIR")  # fmt: skip
-        named = {"device": v["device"], "lib_dir": v["lib_dir"], "device_id": v["device_id"],
-                 "cmd": v["exec_cmd"]}  # fmt: skip
+            raise config.ConfigError(
+                f"{f('profile')} chooses generated cases; it does not "
+                f"apply with {f('cases_dir')} DIR"
+            )
+        named = {
+            "device": v["device"],
+            "lib_dir": v["lib_dir"],
+            "device_id": v["device_id"],
+            "cmd": v["exec_cmd"],
+        }
         options = config.parse_backend_options(v["backend_opts"], named, f("backend_opts"))
         config.check_backend(v["backend"], options, f("backend"), f("backend_opts"))
         if v["exact"]:
@@ -290,8 +316,9 @@ class Session:
         self.backend_options = options
         self.oracle_options = self._oracle_options()
         if v["keep_outputs"] is not None and not str(v["keep_outputs"]).strip():
-            raise config.ConfigError(f"{f('keep_outputs')} '': give the folder to write the "
-                                     "outputs to")  # fmt: skip
+            raise config.ConfigError(
+                f"{f('keep_outputs')} '': give the folder to write the outputs to"
+            )
         self.jobs, capped = config.checked_jobs(int(v["jobs"]), f("jobs"))
         if capped:
             self.warnings.append(capped)
@@ -303,10 +330,17 @@ class Session:
         )
         path = v["expectations"]
         self.expect = config.load_expectations(
-            v["backend"], Path(path) if path is not None else None, v["no_expectations"],
-            v["update_expectations"], self.registry,
-            {"file": f("expectations"), "off": f("no_expectations"),
-             "update": f("update_expectations")})  # fmt: skip
+            v["backend"],
+            Path(path) if path is not None else None,
+            v["no_expectations"],
+            v["update_expectations"],
+            self.registry,
+            {
+                "file": f("expectations"),
+                "off": f("no_expectations"),
+                "update": f("update_expectations"),
+            },
+        )
         self.warnings += self.expect.warnings if self.expect is not None else []
         if v["strict"]:
             config.check_strict(self.expect, v["backend"], v["oracle"], v["oracle"] == v["backend"])
@@ -320,41 +354,58 @@ class Session:
             if v["oracle_opts"]:
                 raise config.ConfigError(
                     f"{f('oracle_opts')}: the oracle is the backend under test ({v['backend']}): "
-                    f"it runs with the backend's options; drop {f('oracle_opts')}")  # fmt: skip
+                    f"it runs with the backend's options; drop {f('oracle_opts')}"
+                )
             return dict(self.backend_options)
-        opts = {**config.parse_backend_options(v["oracle_opts"], {}, f("oracle_opts")),
-                **config.oracle_options(v["oracle"], v["exact"])}  # fmt: skip
+        opts = {
+            **config.parse_backend_options(v["oracle_opts"], {}, f("oracle_opts")),
+            **config.oracle_options(v["oracle"], v["exact"]),
+        }
         try:
             config.check_backend(v["oracle"], opts, f("oracle"), f("oracle_opts"))
         except config.ConfigError as exc:
             if str(exc).startswith(f("oracle")):
                 raise
-            raise config.ConfigError(f"{f('oracle')} {v['oracle']}: {exc} (the oracle's options "
-                                     f"are given with {f('oracle_opts')} KEY=VALUE)") from None  # fmt: skip
+            raise config.ConfigError(
+                f"{f('oracle')} {v['oracle']}: {exc} (the oracle's options "
+                f"are given with {f('oracle_opts')} KEY=VALUE)"
+            ) from None
         return opts
 
     def config(self) -> RunConfig:
         """The runner's configuration of this session."""
         v = self.values
         before, after = replay_args(v, self.spec_dirs)
-        return RunConfig(backend=v["backend"], oracle=v["oracle"],
-                         backend_options=self.backend_options,
-                         oracle_options=self.oracle_options, seed=int(v["seed"]), jobs=self.jobs,
-                         fail_fast=bool(v["fail_fast"]),
-                         keep_outputs=None if v["keep_outputs"] is None else str(v["keep_outputs"]),
-                         isolate=v["isolate"], timeout=float(v["timeout"]),
-                         max_case_bytes=self.max_case_bytes, spec_dirs=self.registry.dirs,
-                         exact=bool(v["exact"]), max_memory=self.max_memory,
-                         deviations=self.expect is not None,
-                         replay_args=(before, after))  # fmt: skip
+        return RunConfig(
+            backend=v["backend"],
+            oracle=v["oracle"],
+            backend_options=self.backend_options,
+            oracle_options=self.oracle_options,
+            seed=int(v["seed"]),
+            jobs=self.jobs,
+            fail_fast=bool(v["fail_fast"]),
+            keep_outputs=None if v["keep_outputs"] is None else str(v["keep_outputs"]),
+            isolate=v["isolate"],
+            timeout=float(v["timeout"]),
+            max_case_bytes=self.max_case_bytes,
+            spec_dirs=self.registry.dirs,
+            exact=bool(v["exact"]),
+            max_memory=self.max_memory,
+            deviations=self.expect is not None,
+            replay_args=(before, after),
+        )
 
     # -- items ------------------------------------------------------------------------------
     def items(self, warn: Callable[[str], None] | None = None) -> list[Item]:
         """The selected items (generated cases, or the case directories of --cases); an empty
         selection is a ConfigError unless --allow-empty."""
         v, f = self.values, self.flag
-        lab = {"op": f("ops"), "product": f("products"), "dtype": f("dtypes"),
-               "clause": f("clauses")}  # fmt: skip
+        lab = {
+            "op": f("ops"),
+            "product": f("products"),
+            "dtype": f("dtypes"),
+            "clause": f("clauses"),
+        }
         source = ""
         if v["cases_dir"] is not None:
             root = Path(v["cases_dir"])
@@ -368,8 +419,9 @@ class Session:
             if not self.selection.products and self.selection.profile == "default":
                 self._pairs = planned  # the suite's plans of the selected ops
         self._items = items
-        config.require_cases(len(items), self.selection, bool(v["allow_empty"]), source,
-                             f("allow_empty"), lab)  # fmt: skip
+        config.require_cases(
+            len(items), self.selection, bool(v["allow_empty"]), source, f("allow_empty"), lab
+        )
         return items
 
     def clause_universe(self) -> dict[str, Any]:
@@ -388,16 +440,18 @@ class Session:
 
         parts = case_id.split("/")
         if len(parts) < 3:
-            raise config.ConfigError(f"{case_id!r} is not a case id (op/product/...; see "
-                                     "'aclnn-conform cases list')")  # fmt: skip
+            raise config.ConfigError(
+                f"{case_id!r} is not a case id (op/product/...; see 'aclnn-conform cases list')"
+            )
         spec = self.registry.get(parts[0])
         if parts[1] not in spec.products:
             raise config.ConfigError(f"{case_id!r}: {spec.name} has no product {parts[1]!r}")
         for _, plan in plan_suite(self.registry, [spec.name], [parts[1]], self.values["profile"]):
             if plan.id == case_id:
                 return Item(plan.id, spec.name, plan=plan)
-        raise config.ConfigError(f"no generated case has the id {case_id!r} (see "
-                                 "'aclnn-conform cases list -k ...')")  # fmt: skip
+        raise config.ConfigError(
+            f"no generated case has the id {case_id!r} (see 'aclnn-conform cases list -k ...')"
+        )
 
     # -- judging ----------------------------------------------------------------------------
     def start(self) -> Backend:
@@ -419,15 +473,23 @@ class Session:
         if self.expect is None:
             return None
         backend = self.values["backend"]
-        facts = item_facts(item, self.registry, backend_class(backend).binding_family)
+        if self._family is None:  # looked up once: an entry-point scan costs milliseconds
+            self._family = (backend_class(backend).binding_family,)
+        facts = item_facts(item, self.registry, self._family[0])
         entry = self.expect.skip_entry(facts, backend, version)
         if entry is None:
             return None
-        return Result(id=item.id, verdict="skip", op=item.op, backend=backend,
-                      reason=f"expectations: {entry.reason}", clauses=[],
-                      dtypes=facts.get("dtypes") or {}, expectations_sha256=self.expect_sha,
-                      expectation={"match": entry.match, "kind": "skip",
-                                   "reason": entry.reason})  # fmt: skip
+        return Result(
+            id=item.id,
+            verdict="skip",
+            op=item.op,
+            backend=backend,
+            reason=f"expectations: {entry.reason}",
+            clauses=[],
+            dtypes=facts.get("dtypes") or {},
+            expectations_sha256=self.expect_sha,
+            expectation={"match": entry.match, "kind": "skip", "reason": entry.reason},
+        )
 
     def finish(self, rec: Result, version: str) -> Result:
         """A judged record with the expectations applied (xfail, xpass, deviation)."""
@@ -491,8 +553,11 @@ def describe(spec: Any) -> list[tuple[str, str, str, str]]:
     return [(i, k, _clip(t, 160), _clip(s, 160)) for i, k, t, s in out]
 
 
-def clause_universe(registry: Registry, pairs: Iterable[tuple[Any, Any]] | None = None,
-                    planned_ops: Iterable[str] | None = None) -> dict[str, Any]:  # fmt: skip
+def clause_universe(
+    registry: Registry,
+    pairs: Iterable[tuple[Any, Any]] | None = None,
+    planned_ops: Iterable[str] | None = None,
+) -> dict[str, Any]:
     """Every clause of every spec of `registry`, and how many of the suite's plans exercise
     each: what the coverage table needs, recorded in a run's meta header (meta["clauses"]) so
     that a report never loads the specs. `pairs`: the (spec, plan) pairs of the suite planned
@@ -514,11 +579,24 @@ def clause_universe(registry: Registry, pairs: Iterable[tuple[Any, Any]] | None 
     ops = []
     for spec in sorted(registry, key=lambda s: s.name):
         known = spec.name in seen or (planned is None or spec.name in planned)
-        ops.append({"op": spec.name, "aclnn_op": spec.op, "sha256": spec.sha256,
-                    "planned": known,
-                    "clauses": [{"id": i, "kind": k, "text": t, "source": src,
-                                 "generated": counts.get(spec.clause(i), 0)}
-                                for i, k, t, src in describe(spec)]})  # fmt: skip
+        ops.append(
+            {
+                "op": spec.name,
+                "aclnn_op": spec.op,
+                "sha256": spec.sha256,
+                "planned": known,
+                "clauses": [
+                    {
+                        "id": i,
+                        "kind": k,
+                        "text": t,
+                        "source": src,
+                        "generated": counts.get(spec.clause(i), 0),
+                    }
+                    for i, k, t, src in describe(spec)
+                ],
+            }
+        )
     return {"ops": ops}
 
 
@@ -534,13 +612,15 @@ def parse_shard(value: str | None, flag: str = "--shard") -> tuple[int, int] | N
     return i, n
 
 
-def backend_version(session: Session, facts: dict[str, Any] | None = None,
-                    oracle: bool = False) -> str:  # fmt: skip
+def backend_version(
+    session: Session, facts: dict[str, Any] | None = None, oracle: bool = False
+) -> str:
     """The version string of the backend (or the oracle), started once for it: BackendError
     when it cannot start. With `facts`, the backend's host facts are added to it."""
     v = session.values
-    name, options = ((v["oracle"], session.oracle_options) if oracle
-                     else (v["backend"], session.backend_options))  # fmt: skip
+    name, options = (
+        (v["oracle"], session.oracle_options) if oracle else (v["backend"], session.backend_options)
+    )
     b = load_backend(name, session.registry, **options)
     try:
         if facts is not None:

@@ -39,8 +39,10 @@ class Form:
 
     def describe(self) -> str:
         if self.kind == "range":
-            return (f"{'(' if self.lo_open else '['}{show(self.lo)}, {show(self.hi)}"
-                    f"{')' if self.hi_open else ']'}")  # fmt: skip
+            return (
+                f"{'(' if self.lo_open else '['}{show(self.lo)}, {show(self.hi)}"
+                f"{')' if self.hi_open else ']'}"
+            )
         if self.kind == "const":
             return show(self.value) if not isinstance(self.value, str) else repr(self.value)
         if self.kind == "nd":
@@ -85,8 +87,7 @@ def parse_form(v: Any) -> Form:
             lo, hi = float(m.group(2)), float(m.group(3))
             if lo > hi:
                 raise FormError(f"interval {v!r}: its low end is above its high end")
-            return Form("range", lo=lo, hi=hi, lo_open=m.group(1) == "(",
-                        hi_open=m.group(4) == ")")  # fmt: skip
+            return Form("range", lo=lo, hi=hi, lo_open=m.group(1) == "(", hi_open=m.group(4) == ")")
         t = v.strip()
         if len(t) > 1 and t[0] in "[(" and t[-1] in "])":
             raise FormError(f"{v!r} is not an interval of two finite numbers, such as '[ -5, 0 )'")
@@ -116,8 +117,10 @@ def leaves(form: Form) -> tuple[Form, ...]:
 
 def is_null(form: Form) -> bool:
     """A `"null"` range (alone or in a mix): see NULL_RANGE."""
-    return any(f.kind == "const" and isinstance(f.value, str) and f.value.strip().lower() == "null"
-               for f in leaves(form))  # fmt: skip
+    return any(
+        f.kind == "const" and isinstance(f.value, str) and f.value.strip().lower() == "null"
+        for f in leaves(form)
+    )
 
 
 def text_values(form: Form) -> list[str]:

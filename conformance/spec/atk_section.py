@@ -46,16 +46,28 @@ class Replacement:
 def parse_rules(raw: dict[str, Any]) -> tuple[FormatRule | None, dict[str, Replacement]]:
     """The `formats` and `replace` of a section section_problems found nothing wrong with."""
     fr = raw.get("formats")
-    formats = (FormatRule(str(fr["input"]), tuple(fr.get("params") or ()), str(fr.get("source", "")))
-               if isinstance(fr, dict) else None)  # fmt: skip
-    replace = {str(k): Replacement(str(k), tuple(v["shape"]), v["value"], str(v.get("dtype", "")),
-                                   str(v.get("dtype_of", "")), str(v.get("source", "")))
-               for k, v in (raw.get("replace") or {}).items()}  # fmt: skip
+    formats = (
+        FormatRule(str(fr["input"]), tuple(fr.get("params") or ()), str(fr.get("source", "")))
+        if isinstance(fr, dict)
+        else None
+    )
+    replace = {
+        str(k): Replacement(
+            str(k),
+            tuple(v["shape"]),
+            v["value"],
+            str(v.get("dtype", "")),
+            str(v.get("dtype_of", "")),
+            str(v.get("source", "")),
+        )
+        for k, v in (raw.get("replace") or {}).items()
+    }
     return formats, replace
 
 
-def section_problems(raw: dict[str, Any], params: dict[str, tuple[str, bool]]
-                     ) -> list[tuple[tuple, str]]:  # fmt: skip
+def section_problems(
+    raw: dict[str, Any], params: dict[str, tuple[str, bool]]
+) -> list[tuple[tuple, str]]:
     """What a (schema-valid) `atk:` section names that the spec lacks, as (path inside the
     section, message) pairs. params: parameter name -> (kind, is an output)."""
     out: list[tuple[tuple, str]] = []
@@ -68,20 +80,29 @@ def section_problems(raw: dict[str, Any], params: dict[str, tuple[str, bool]]
     for section in ("inputs", "outputs"):
         for atk_name, param in (raw.get(section) or {}).items():
             if param not in params:
-                out.append(((section, atk_name), f"atk {section}: {atk_name!r} maps to {param!r}, "
-                            f"which is no parameter ({names})"))  # fmt: skip
+                out.append(
+                    (
+                        (section, atk_name),
+                        f"atk {section}: {atk_name!r} maps to {param!r}, "
+                        f"which is no parameter ({names})",
+                    )
+                )
     fr = raw.get("formats")
     if isinstance(fr, dict):
         if str(fr.get("input")) in {str(k) for k in raw.get("inputs") or {}}:
-            out.append((("formats", "input"), f"atk formats: {fr.get('input')!r} is read by the "
-                        "executor only; it cannot also map to a parameter in atk.inputs"))  # fmt: skip
+            out.append(
+                (
+                    ("formats", "input"),
+                    f"atk formats: {fr.get('input')!r} is read by the "
+                    "executor only; it cannot also map to a parameter in atk.inputs",
+                )
+            )
         for p in fr.get("params") or ():
             if not tensor(p):
                 out.append((("formats", "params"), f"atk formats: {p!r} is no tensor parameter"))
     for param, r in (raw.get("replace") or {}).items():
         if not tensor(param, output=False):
-            out.append((("replace", param), f"atk replace: {param!r} is no tensor input "
-                        f"({names})"))  # fmt: skip
+            out.append((("replace", param), f"atk replace: {param!r} is no tensor input ({names})"))
             continue
         if not isinstance(r, dict):
             continue
@@ -106,6 +127,11 @@ def section_problems(raw: dict[str, Any], params: dict[str, tuple[str, bool]]
             if form.kind != "const" or isinstance(form.value, str):
                 raise FormError("not one number")
         except FormError:
-            out.append((("replace", param, "value"), f"atk replace: value {r.get('value')!r} is "
-                        "not one number (a number, true/false, nan, inf or -inf)"))  # fmt: skip
+            out.append(
+                (
+                    ("replace", param, "value"),
+                    f"atk replace: value {r.get('value')!r} is "
+                    "not one number (a number, true/false, nan, inf or -inf)",
+                )
+            )
     return out

@@ -119,5 +119,11 @@ def parse(raw: Any, params: Collection[str] | None = None) -> DtypeCondition:
         else:
             per[key] = _dtype_list(key, value)
     empty: frozenset[str] = frozenset()
-    return DtypeCondition(per, lists.get("any", empty), lists.get("all_in", empty), mixed,
-                          lists.get("inputs", empty), lists.get("outputs", empty))  # fmt: skip
+    return DtypeCondition(
+        per,
+        lists.get("any", empty),
+        lists.get("all_in", empty),
+        mixed,
+        lists.get("inputs", empty),
+        lists.get("outputs", empty),
+    )

@@ -74,9 +74,12 @@ def _repeats(check: dict[str, Any], earlier: list[dict[str, Any]], data: dict[st
     for e in earlier:
         if e.get("kind") != "dtype_in" or not set(check["params"]) <= set(e["params"]):
             continue
-        if all((a := _allowed(e, sets, prod)) is not None
-               and (b := _allowed(check, sets, prod)) is not None and a <= b
-               for prod in data["products"]):  # fmt: skip
+        if all(
+            (a := _allowed(e, sets, prod)) is not None
+            and (b := _allowed(check, sets, prod)) is not None
+            and a <= b
+            for prod in data["products"]
+        ):
             return True
     return False
 
@@ -103,8 +106,9 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
     """The YAML data of the in-place variant of spec `data` (which has an `inplace` section)."""
     ip = data["inplace"]
     inp, out = ip["input"], ip["output"]
-    v = copy.deepcopy({k: x for k, x in data.items()
-                       if k not in ("inplace", "bindings", "aten", "atk")})  # fmt: skip
+    v = copy.deepcopy(
+        {k: x for k, x in data.items() if k not in ("inplace", "bindings", "aten", "atk")}
+    )
     v["op"], v["name"] = ip["op"], ip["name"]
     v["summary"] = ip.get("summary") or (
         f"In-place {data['op']}: {ip['tensor']} is both {inp} and {out}; the result is written "
@@ -120,8 +124,12 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
         if p["name"] == out:
             continue
         if p["name"] == inp:
-            p = {**p, "role": "inout", "c_name": ip["tensor"],
-                 "c_type": ip.get("c_type", "aclTensor*")}  # fmt: skip
+            p = {
+                **p,
+                "role": "inout",
+                "c_name": ip["tensor"],
+                "c_type": ip.get("c_type", "aclTensor*"),
+            }
         params.append(p)
     v["params"] = params
     checks, dropped = [], set()
@@ -136,8 +144,11 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
     for prop in v.get("properties", []):
         if "params" in prop:
             prop["params"] = _rename(prop["params"], out, inp)
-    v["deviations"] = [_renamed_deviation(d, out, inp) for d in v.get("deviations", [])
-                       if d.get("clause") not in dropped]  # fmt: skip
+    v["deviations"] = [
+        _renamed_deviation(d, out, inp)
+        for d in v.get("deviations", [])
+        if d.get("clause") not in dropped
+    ]
     v["deviations"] = [d for d in v["deviations"] if d is not None]
     if not v["deviations"]:
         v.pop("deviations")

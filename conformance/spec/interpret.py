@@ -63,8 +63,9 @@ def validate(spec: OpSpec, call: Call) -> Validation:
     return Validation(0)
 
 
-def formula_env(spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
-                ) -> dict[str, Any]:  # fmt: skip
+def formula_env(
+    spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
+) -> dict[str, Any]:
     """Attributes plus every input tensor as float64, broadcast to the output view's shape
     (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
     env = attribute_env(spec, call)

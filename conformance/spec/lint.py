@@ -152,10 +152,15 @@ class Linter:
         self.judged_dtypes(data)
 
         ids: dict[str, tuple[Any, ...]] = {}
-        sections = [("checks", data["checks"]), ("special_points", data.get("special_points", [])),
-                    ("properties", data.get("properties", []))]  # fmt: skip
-        sections += [(("formula", "let"), data["formula"].get("let", [])),
-                     (("formula", "branches"), data["formula"]["branches"])]  # fmt: skip
+        sections = [
+            ("checks", data["checks"]),
+            ("special_points", data.get("special_points", [])),
+            ("properties", data.get("properties", [])),
+        ]
+        sections += [
+            (("formula", "let"), data["formula"].get("let", [])),
+            (("formula", "branches"), data["formula"]["branches"]),
+        ]
         for sec, items in sections:
             base = sec if isinstance(sec, tuple) else (sec,)
             for i, item in enumerate(items):
@@ -163,8 +168,10 @@ class Linter:
                 if cid in ids:
                     self.err((*base, i, "id"), f"duplicate clause id {cid!r}")
                 ids[cid] = (*base, i)
-        devs = [self.deviation(i, d, ids, by_name, formula, prods)
-                for i, d in enumerate(data.get("deviations", []))]  # fmt: skip
+        devs = [
+            self.deviation(i, d, ids, by_name, formula, prods)
+            for i, d in enumerate(data.get("deviations", []))
+        ]
         if self.problems:
             return None
         if isinstance(data.get("atk"), dict):  # what the ATK section names is of this spec
@@ -175,15 +182,24 @@ class Linter:
         if self.problems:
             return None
         return OpSpec(
-            name=data["name"], op=data["op"], aten=data.get("aten", ""),
-            summary=data.get("summary", ""), source=dict(data["source"]), products=tuple(prods),
-            params=tuple(params), dtype_sets=sets, checks=tuple(c for c in checks if c),
-            formula=formula, special_points=tuple(p for p in points if p),
-            properties=tuple(p for p in props if p), deviations=tuple(d for d in devs if d),
+            name=data["name"],
+            op=data["op"],
+            aten=data.get("aten", ""),
+            summary=data.get("summary", ""),
+            source=dict(data["source"]),
+            products=tuple(prods),
+            params=tuple(params),
+            dtype_sets=sets,
+            checks=tuple(c for c in checks if c),
+            formula=formula,
+            special_points=tuple(p for p in points if p),
+            properties=tuple(p for p in props if p),
+            deviations=tuple(d for d in devs if d),
             tolerance=tol,
-            path=self.doc.file, bindings=bindings.from_document(data.get("bindings"), self.doc),
+            path=self.doc.file,
+            bindings=bindings.from_document(data.get("bindings"), self.doc),
             variants=variants,
-        )  # fmt: skip
+        )
 
     def inplace_variant(self, data: dict[str, Any]) -> tuple[OpSpec, ...]:
         """The spec of the `inplace` section's API, built from the derived data by a linter
@@ -193,16 +209,18 @@ class Linter:
             want = "output" if key == "output" else "input"
             p = next((q for q in data["params"] if q["name"] == ip[key]), None)
             if p is None or p["kind"] != "tensor" or p.get("role", "input") != want:
-                self.err(("inplace", key), f"inplace {key} {ip[key]!r} is not an {want} tensor "
-                                           f"parameter")  # fmt: skip
+                self.err(
+                    ("inplace", key), f"inplace {key} {ip[key]!r} is not an {want} tensor parameter"
+                )
         if self.problems:
             return ()
         line = self.doc.line(("inplace",))
         sub = Linter(Located(derive_inplace(data), {(): line}, self.doc.file))
         variant = sub.build()
         for prob in sub.problems:
-            self.problems.append(Problem(prob.file, prob.line, f"inplace variant "
-                                                               f"{ip['name']}: {prob.message}"))  # fmt: skip
+            self.problems.append(
+                Problem(prob.file, prob.line, f"inplace variant {ip['name']}: {prob.message}")
+            )
         if variant is None:
             return ()
         variant.inplace_of = data["name"]
@@ -225,15 +243,31 @@ class Linter:
                 ddt = "FLOAT"
             null = p.get("if_null", "")
             if null and kind == "bool":
-                self.err(("params", i, "if_null"), f"{name}: a bool is passed by value; it cannot be "
-                                                f"null")  # fmt: skip
+                self.err(
+                    ("params", i, "if_null"),
+                    f"{name}: a bool is passed by value; it cannot be null",
+                )
             elif null == "default" and (kind == "tensor" or p.get("default") is None):
-                self.err(("params", i, "if_null"), f"{name}: if_null: default needs a documented "
-                         f"`default:` value to take" + (" (a tensor has none: use absent or "
-                                                        "error)" if kind == "tensor" else ""))  # fmt: skip
-            out.append(Param(name, kind, p.get("role", "input"), p.get("c_type", ""),
-                             p.get("default"), ddt, tuple(p.get("values", [])), p.get("doc", ""),
-                             p.get("c_name", ""), null))  # fmt: skip
+                self.err(
+                    ("params", i, "if_null"),
+                    f"{name}: if_null: default needs a documented "
+                    f"`default:` value to take"
+                    + (" (a tensor has none: use absent or error)" if kind == "tensor" else ""),
+                )
+            out.append(
+                Param(
+                    name,
+                    kind,
+                    p.get("role", "input"),
+                    p.get("c_type", ""),
+                    p.get("default"),
+                    ddt,
+                    tuple(p.get("values", [])),
+                    p.get("doc", ""),
+                    p.get("c_name", ""),
+                    null,
+                )
+            )
         if not any(p.is_output for p in out):
             self.err(("params",), "a spec needs at least one output tensor (role: output)")
         return out
@@ -251,14 +285,23 @@ class Linter:
         for i, p in enumerate(params):
             where = ("params", i, "if_null")
             if p.nullable and p.name in null_checked:
-                self.err(where, f"{p.name}: if_null: {p.null} says a null is accepted, but a "
-                                f"not_null check rejects it")  # fmt: skip
+                self.err(
+                    where,
+                    f"{p.name}: if_null: {p.null} says a null is accepted, but a "
+                    f"not_null check rejects it",
+                )
             if p.null == "error" and p.name not in null_checked:
-                self.err(where, f"{p.name}: if_null: error needs a not_null check naming it (its "
-                                f"status and its place in the check order)")  # fmt: skip
+                self.err(
+                    where,
+                    f"{p.name}: if_null: error needs a not_null check naming it (its "
+                    f"status and its place in the check order)",
+                )
             if p.null == "absent" and p.name in read:
-                self.err(where, f"{p.name}: if_null: absent, but the formula or a value check "
-                                f"reads it (use if_null: default with a documented default)")  # fmt: skip
+                self.err(
+                    where,
+                    f"{p.name}: if_null: absent, but the formula or a value check "
+                    f"reads it (use if_null: default with a documented default)",
+                )
 
     def dtype_sets(
         self, raw: dict[str, Any], prods: list[str]
@@ -270,8 +313,10 @@ class Linter:
                 if key == "source":
                     continue
                 if key != "default" and key not in prods:
-                    self.err(("dtype_sets", name, key),
-                             f"dtype set {name!r}: {key!r} is not a product of this op ({', '.join(prods)})")  # fmt: skip
+                    self.err(
+                        ("dtype_sets", name, key),
+                        f"dtype set {name!r}: {key!r} is not a product of this op ({', '.join(prods)})",
+                    )
                 good = [
                     self.dtype_name(("dtype_sets", name, key, j), n) for j, n in enumerate(names)
                 ]
@@ -379,12 +424,25 @@ class Linter:
                 )
         if e is None:
             return None
-        return SpecialPoint(s["id"], s["param"], e, dict(s.get("with", {})), s.get("summary", ""),
-                            s.get("source", ""), self.doc.line(path))  # fmt: skip
+        return SpecialPoint(
+            s["id"],
+            s["param"],
+            e,
+            dict(s.get("with", {})),
+            s.get("summary", ""),
+            s.get("source", ""),
+            self.doc.line(path),
+        )
 
-    def deviation(self, i: int, d: dict[str, Any], ids: dict[str, tuple[Any, ...]],
-                  by_name: dict[str, Param], formula: Formula,
-                  prods: list[str]) -> Deviation | None:  # fmt: skip
+    def deviation(
+        self,
+        i: int,
+        d: dict[str, Any],
+        ids: dict[str, tuple[Any, ...]],
+        by_name: dict[str, Param],
+        formula: Formula,
+        prods: list[str],
+    ) -> Deviation | None:
         """The i-th deviation, checked for the form of DEVIATION-FORM (README, "deviations")."""
         path = ("deviations", i)
         clause = d.get("clause")
@@ -392,23 +450,34 @@ class Linter:
         if clause and where is None:
             self.err((*path, "clause"), f"deviation refers to unknown clause {clause!r}")
         if "cases" in d:
-            self.err((*path, "cases"), "deviation `cases:` (case-id globs) was removed: globs "
-                     "miss imported and hand-written cases; say what differs with `differs` "
-                     "(status | values | nonfinite) and `formula` or `bound`, and narrow with "
-                     "`dtypes`, `products` or `when`")  # fmt: skip
+            self.err(
+                (*path, "cases"),
+                "deviation `cases:` (case-id globs) was removed: globs "
+                "miss imported and hand-written cases; say what differs with `differs` "
+                "(status | values | nonfinite) and `formula` or `bound`, and narrow with "
+                "`dtypes`, `products` or `when`",
+            )
         differs = d.get("differs")
         if d.get("backends") and differs is None:
-            self.err((*path, "backends"), "a deviation that names backends gates their verdicts "
-                     "and needs `differs: status | values | nonfinite` (what it excuses)")  # fmt: skip
+            self.err(
+                (*path, "backends"),
+                "a deviation that names backends gates their verdicts "
+                "and needs `differs: status | values | nonfinite` (what it excuses)",
+            )
         if differs is not None and not clause:
             self.err((*path, "differs"), "`differs` needs the `clause` the difference concerns")
         kind = where[0] if where else None  # checks, formula, special_points, properties
         if differs == "status" and where is not None and kind != "checks":
-            self.err((*path, "clause"), f"differs: status needs a check as clause ({clause!r} "
-                     "is not one)")  # fmt: skip
+            self.err(
+                (*path, "clause"),
+                f"differs: status needs a check as clause ({clause!r} is not one)",
+            )
         if differs in ("values", "nonfinite") and kind == "checks":
-            self.err((*path, "clause"), f"differs: {differs} needs a formula branch or let, a "
-                     f"special point or a property as clause ({clause!r} is a check)")  # fmt: skip
+            self.err(
+                (*path, "clause"),
+                f"differs: {differs} needs a formula branch or let, a "
+                f"special point or a property as clause ({clause!r} is a check)",
+            )
         actual_status = None
         if "actual_status" in d:
             if differs != "status":
@@ -416,8 +485,11 @@ class Linter:
             actual_status = self.status((*path, "actual_status"), d["actual_status"])
         has_formula, has_bound = "formula" in d, "bound" in d
         if differs == "values" and has_formula == has_bound:
-            self.err((*path, "differs"), "differs: values needs exactly one of `formula` (the "
-                     "library's version of the clause's branch) or `bound` (rel / ulp / abs)")  # fmt: skip
+            self.err(
+                (*path, "differs"),
+                "differs: values needs exactly one of `formula` (the "
+                "library's version of the clause's branch) or `bound` (rel / ulp / abs)",
+            )
         if (has_formula or has_bound) and differs != "values":
             key = "formula" if has_formula else "bound"
             self.err((*path, key), f"`{key}` applies to differs: values")
@@ -428,14 +500,17 @@ class Linter:
         for key, value in (d.get("bound") or {}).items():
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             if not ok or not math.isfinite(value) or value <= 0:
-                self.err((*path, "bound", key), f"bound {key} must be a finite number > 0, not "
-                         f"{value!r}")  # fmt: skip
+                self.err(
+                    (*path, "bound", key), f"bound {key} must be a finite number > 0, not {value!r}"
+                )
             else:
                 bound[key] = float(value)
         for j, p in enumerate(d.get("products", [])):
             if p not in prods:
-                self.err((*path, "products", j), f"product {p!r} is not a product of this op "
-                         f"({', '.join(prods)})")  # fmt: skip
+                self.err(
+                    (*path, "products", j),
+                    f"product {p!r} is not a product of this op ({', '.join(prods)})",
+                )
         cond = None
         if "dtypes" in d:
             try:
@@ -447,14 +522,31 @@ class Linter:
             attrs = [p.name for p in by_name.values() if not p.is_tensor]
             strings = [p.name for p in by_name.values() if p.kind == "string"]
             when = self.expr((*path, "when"), d["when"], attrs, strings)
-        return Deviation(d["id"], d["summary"], d["source"], clause, d.get("actual", ""),
-                         tuple(d.get("backends", [])), self.doc.line(path), differs,
-                         actual_status, dev_formula, bound, cond,
-                         tuple(d.get("products", [])), when)  # fmt: skip
+        return Deviation(
+            d["id"],
+            d["summary"],
+            d["source"],
+            clause,
+            d.get("actual", ""),
+            tuple(d.get("backends", [])),
+            self.doc.line(path),
+            differs,
+            actual_status,
+            dev_formula,
+            bound,
+            cond,
+            tuple(d.get("products", [])),
+            when,
+        )
 
-    def deviation_formula(self, path: tuple[Any, ...], d: dict[str, Any],
-                          where: tuple[Any, ...] | None, by_name: dict[str, Param],
-                          formula: Formula) -> DeviationFormula | None:  # fmt: skip
+    def deviation_formula(
+        self,
+        path: tuple[Any, ...],
+        d: dict[str, Any],
+        where: tuple[Any, ...] | None,
+        by_name: dict[str, Param],
+        formula: Formula,
+    ) -> DeviationFormula | None:
         """A deviation's `formula`: compiled like the branch (or let) it replaces."""
         raw = d["formula"]
         if where is None or where[:2] not in (("formula", "branches"), ("formula", "let")):
@@ -483,8 +575,14 @@ class Linter:
         for j, n in enumerate(p.get("params", [])):
             if n not in by_name or not by_name[n].is_tensor:
                 self.err(("properties", i, "params", j), f"unknown tensor parameter {n!r}")
-        return Property(p["id"], p["kind"], tuple(p.get("params", [])), p["source"],
-                        p.get("summary", ""), self.doc.line(("properties", i)))  # fmt: skip
+        return Property(
+            p["id"],
+            p["kind"],
+            tuple(p.get("params", [])),
+            p["source"],
+            p.get("summary", ""),
+            self.doc.line(("properties", i)),
+        )
 
     def tolerance(self, raw: dict[str, Any]) -> dict[str, dict[str, float]]:
         """Per-dtype overrides; each field finite and in its range (compare.FIELD_RANGES)."""
@@ -519,8 +617,11 @@ class Linter:
             except dt.DtypeError:
                 continue  # reported as an unknown dtype already
             if not _judged(d.name, overrides):
-                self.err(path, f"dtype {d.name} cannot be judged: the reference has no "
-                               "tolerance policy for it (specs/tolerances.yaml)")  # fmt: skip
+                self.err(
+                    path,
+                    f"dtype {d.name} cannot be judged: the reference has no "
+                    "tolerance policy for it (specs/tolerances.yaml)",
+                )
 
 
 def _judged(dtype: str, overrides: dict[str, Any]) -> bool:

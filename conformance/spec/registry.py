@@ -40,8 +40,10 @@ class UnknownOp(KeyError):
             str(name), self.known, n=1, cutoff=0.6
         )
         hint = f"; did you mean {close[0]}?" if close else ""
-        super().__init__(f"unknown operator {name!r}; known: {', '.join(self.known)}{hint} "
-                         "('aclnn-conform specs list' shows them)")  # fmt: skip
+        super().__init__(
+            f"unknown operator {name!r}; known: {', '.join(self.known)}{hint} "
+            "('aclnn-conform specs list' shows them)"
+        )
 
     def __str__(self) -> str:
         return self.args[0]
@@ -109,8 +111,9 @@ def spec_files(dirs: Iterable[str | Path] = ()) -> list[Path]:
         elif p.is_dir():
             files.extend(sorted(p.glob("*.yaml")))
         else:
-            raise SpecError([Problem(str(p), 0, "no such spec folder (from --specs or "
-                                                f"{SPECS_ENV})")])  # fmt: skip
+            raise SpecError(
+                [Problem(str(p), 0, f"no such spec folder (from --specs or {SPECS_ENV})")]
+            )
     return files
 
 
@@ -119,8 +122,9 @@ def env_spec_dirs() -> tuple[str, ...]:
     return tuple(p for p in os.environ.get(SPECS_ENV, "").split(os.pathsep) if p.strip())
 
 
-def load_registry(paths: Iterable[str | Path] | None = None,
-                  dirs: Iterable[str | Path] = ()) -> Registry:  # fmt: skip
+def load_registry(
+    paths: Iterable[str | Path] | None = None, dirs: Iterable[str | Path] = ()
+) -> Registry:
     """Load the given spec files (default: the shipped specs plus the folders `dirs`); raises
     SpecError for a bad spec and for two files that define the same operator."""
     dirs = tuple(dirs)
@@ -140,8 +144,14 @@ def load_registry(paths: Iterable[str | Path] | None = None,
         for key in {_key(s.name), _key(s.op)}:
             first = seen.get(key)
             if first is not None and first is not s:
-                problems.append(Problem(s.path, 1, f"operator {s.name} ({s.op}) is already "
-                                        f"defined by {first.path}; rename one of them"))  # fmt: skip
+                problems.append(
+                    Problem(
+                        s.path,
+                        1,
+                        f"operator {s.name} ({s.op}) is already "
+                        f"defined by {first.path}; rename one of them",
+                    )
+                )
             seen.setdefault(key, s)
     if problems:
         raise SpecError(problems)

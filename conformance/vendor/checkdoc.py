@@ -53,9 +53,13 @@ class Matcher:
         names = {n for n in (d.param, d.doc_param) if n}
         return all(
             want is None or (have and have & set(want))
-            for want, have in ((self.params, names), (self.products, {d.product} - {None}),
-                               (self.dtypes, {d.dtype} - {None}), (self.codes, {d.code} - {None}))
-        )  # fmt: skip
+            for want, have in (
+                (self.params, names),
+                (self.products, {d.product} - {None}),
+                (self.dtypes, {d.dtype} - {None}),
+                (self.codes, {d.code} - {None}),
+            )
+        )
 
 
 @dataclass
@@ -121,11 +125,16 @@ def _matcher(dev_id: str, m: Any, raw: Located, path: tuple[Any, ...]) -> Matche
     bad = [d for d in dts if d not in dtype_tables().by_name]
     if bad:
         raise CheckDocError(f"{where}: deviation {dev_id}: unknown dtype {bad[0]!r}")
-    return Matcher(dev_id, m["kind"], raw.line(path),
-                   tuple(map(str, lists["params"])) if "params" in lists else None,
-                   lists.get("products"), dts or None,
-                   tuple(int(c) for c in lists["codes"]) if "codes" in lists else None,
-                   m.get("page"))  # fmt: skip
+    return Matcher(
+        dev_id,
+        m["kind"],
+        raw.line(path),
+        tuple(map(str, lists["params"])) if "params" in lists else None,
+        lists.get("products"),
+        dts or None,
+        tuple(int(c) for c in lists["codes"]) if "codes" in lists else None,
+        m.get("page"),
+    )
 
 
 def compare(spec: OpSpec, raw: Located, page: DocPage, spec_file: str) -> Report:
@@ -162,8 +171,9 @@ class _Where:
     def __init__(self, page: DocPage, raw: Located, spec_file: str, rep: Report):
         self.page, self.raw, self.file, self.rep = page, raw, spec_file, rep
 
-    def add(self, kind: str, what: str, doc: tuple[int, str], spec: Any, op: str,
-            **key: Any) -> None:  # fmt: skip
+    def add(
+        self, kind: str, what: str, doc: tuple[int, str], spec: Any, op: str, **key: Any
+    ) -> None:
         """`doc`: (line, section); `spec`: a path in the YAML, a line, or a parameter name."""
         if isinstance(spec, int):
             line = spec
@@ -195,8 +205,14 @@ def _products(spec: OpSpec, page: DocPage, w: _Where) -> None:
         if pid not in page.products:
             said = "says it is not supported" if pid in page.unsupported else "does not list it"
             what = f"{pid}: the spec lists it, the doc {said}"
-            w.add("product-missing-in-doc", what, (page.products_line, "产品"), ("products",),
-                  spec.op, product=pid)  # fmt: skip
+            w.add(
+                "product-missing-in-doc",
+                what,
+                (page.products_line, "产品"),
+                ("products",),
+                spec.op,
+                product=pid,
+            )
 
 
 def _interface(spec: OpSpec, itf: Interface, page: DocPage, w: _Where) -> None:
@@ -235,8 +251,9 @@ def _interface(spec: OpSpec, itf: Interface, page: DocPage, w: _Where) -> None:
     _status(spec, itf, pairs, side, w)
 
 
-def _param(spec: OpSpec, page: DocPage, dp: DocParam, sp: Param, side: _SpecSide,
-           w: _Where) -> None:  # fmt: skip
+def _param(
+    spec: OpSpec, page: DocPage, dp: DocParam, sp: Param, side: _SpecSide, w: _Where
+) -> None:
     op, name = spec.op, sp.name
     if norm_c_type(sp.c_type) != dp.c_type:
         what = f"{name}: doc {dp.c_type!r}, spec {sp.c_type or '(none)'!r}"
@@ -247,8 +264,10 @@ def _param(spec: OpSpec, page: DocPage, dp: DocParam, sp: Param, side: _SpecSide
     table, line = side.dtypes.get(name, (None, side.first_line))
     if dp.dtypes is None:
         if table is not None and dp.kind == "tensor":
-            w.rep.notes.append(f"{page.name}:{dp.desc_line}: {name}: the doc gives no dtype list; "
-                               "the spec's is not compared")  # fmt: skip
+            w.rep.notes.append(
+                f"{page.name}:{dp.desc_line}: {name}: the doc gives no dtype list; "
+                "the spec's is not compared"
+            )
     else:
         for prod in [p for p in spec.products if p in page.products]:
             doc_set = dp.dtypes.get(prod)
@@ -260,13 +279,29 @@ def _param(spec: OpSpec, page: DocPage, dp: DocParam, sp: Param, side: _SpecSide
             for dt in doc_set:
                 if dt not in have:
                     what = f"{name} on {prod}: {dt} is in the doc's list, not in the spec's"
-                    w.add("dtype-missing-in-spec", what, at, spec_at, op, param=name,
-                          product=prod, dtype=dt)  # fmt: skip
+                    w.add(
+                        "dtype-missing-in-spec",
+                        what,
+                        at,
+                        spec_at,
+                        op,
+                        param=name,
+                        product=prod,
+                        dtype=dt,
+                    )
             for dt in have:
                 if dt not in doc_set:
                     what = f"{name} on {prod}: {dt} is in the spec's list, not in the doc's"
-                    w.add("dtype-missing-in-doc", what, at, spec_at, op, param=name,
-                          product=prod, dtype=dt)  # fmt: skip
+                    w.add(
+                        "dtype-missing-in-doc",
+                        what,
+                        at,
+                        spec_at,
+                        op,
+                        param=name,
+                        product=prod,
+                        dtype=dt,
+                    )
     have_rank = side.ranks.get(name)
     if dp.max_rank is not None and have_rank != dp.max_rank:
         spec_says = f"at most {have_rank}" if have_rank is not None else "no max_rank check"
@@ -312,8 +347,11 @@ class _SpecSide:
     def _implied(self, spec: OpSpec) -> None:
         """A tensor held to the dtype (shape) of a listed (rank-checked) one shares its list (rank):
         same_dtype / same_shape / shape_is_broadcast say as much as a dtype_in / max_rank check."""
-        same = [[t.param for t in c.terms if t.param] if c.terms else list(c.params)
-                 for c in spec.checks if c.kind == "same_dtype"]  # fmt: skip
+        same = [
+            [t.param for t in c.terms if t.param] if c.terms else list(c.params)
+            for c in spec.checks
+            if c.kind == "same_dtype"
+        ]
         grew = True
         while grew:  # a chain (a = b, then b = listed c) passes the list along, in any order
             grew = False
@@ -348,8 +386,9 @@ def _row_kind(code: int, text: str) -> str | None:
     return None
 
 
-def _status(spec: OpSpec, itf: Interface, pairs: list[tuple[DocParam, Param]], side: _SpecSide,
-            w: _Where) -> None:  # fmt: skip
+def _status(
+    spec: OpSpec, itf: Interface, pairs: list[tuple[DocParam, Param]], side: _SpecSide, w: _Where
+) -> None:
     if itf.status_rows is None:
         return
     op = spec.op
@@ -362,8 +401,15 @@ def _status(spec: OpSpec, itf: Interface, pairs: list[tuple[DocParam, Param]], s
             sn = to_spec.get(n)
             if sn is not None and sn not in side.covered.get(kind or "", set()):
                 what = f"{sn}: the doc's {r.code} row names it; no {kind} check of the spec does"
-                w.add("check-missing", what, (r.line, "返回值"), side.first_line, op, param=sn,
-                      code=r.code)  # fmt: skip
+                w.add(
+                    "check-missing",
+                    what,
+                    (r.line, "返回值"),
+                    side.first_line,
+                    op,
+                    param=sn,
+                    code=r.code,
+                )
     for code, line in doc_codes.items():
         if code not in side.codes:
             what = f"{code}: in the doc's table; no check of the spec returns it"

@@ -149,10 +149,15 @@ def _dtype_sets(itf: Interface, prods: list[str]) -> tuple[dict, dict[str, str]]
 
 def _row_kind(r: StatusRow) -> str:
     t = r.text
-    for kind, pat in (("not_null", r"空指针"), ("dtype_in", r"数据类型.*(不在支持的范围|不支持)"),
-                      ("max_rank", r"维度大于|超过\s*\d+\s*维|大于\s*\d+\s*维"),
-                      ("shape", r"broadcast|广播|shape"), ("castable", r"可转换|转换"),
-                      ("same_dtype", r"数据类型不一致|一致"), ("promotable", r"推导")):  # fmt: skip
+    for kind, pat in (
+        ("not_null", r"空指针"),
+        ("dtype_in", r"数据类型.*(不在支持的范围|不支持)"),
+        ("max_rank", r"维度大于|超过\s*\d+\s*维|大于\s*\d+\s*维"),
+        ("shape", r"broadcast|广播|shape"),
+        ("castable", r"可转换|转换"),
+        ("same_dtype", r"数据类型不一致|一致"),
+        ("promotable", r"推导"),
+    ):
         if re.search(pat, t):
             return kind
     return "value"
@@ -165,27 +170,55 @@ def _cite(page: DocPage, r: StatusRow) -> str:
 def _checks(page: DocPage, itf: Interface, set_of: dict[str, str]) -> list[dict[str, object]]:
     ref, rows = page.name, itf.status_rows or []
     ptrs = [p.name for p in itf.params if "*" in p.c_type]
-    cited = {k: "; ".join(_cite(page, r) for r in rows if _row_kind(r) == k) for k in
-             ("not_null", "dtype_in", "max_rank", "shape", "castable", "same_dtype", "promotable")}  # fmt: skip
+    cited = {
+        k: "; ".join(_cite(page, r) for r in rows if _row_kind(r) == k)
+        for k in (
+            "not_null",
+            "dtype_in",
+            "max_rank",
+            "shape",
+            "castable",
+            "same_dtype",
+            "promotable",
+        )
+    }
     null = [n for r in rows if _row_kind(r) == "not_null" for n in r.params]
     checks: list[dict[str, object]] = [
-        {"id": "null-ptr", "kind": "not_null", "params": list(dict.fromkeys(null)) or ptrs,
-         "status": "ACLNN_ERR_PARAM_NULLPTR",
-         "source": cited["not_null"] or f"{TODO}: {ref} has no status table; pointers assumed"}
-    ]  # fmt: skip
+        {
+            "id": "null-ptr",
+            "kind": "not_null",
+            "params": list(dict.fromkeys(null)) or ptrs,
+            "status": "ACLNN_ERR_PARAM_NULLPTR",
+            "source": cited["not_null"] or f"{TODO}: {ref} has no status table; pointers assumed",
+        }
+    ]
     for p in itf.params:
         if p.name in set_of:
             src = f"{ref} 参数说明 {p.name} 数据类型" + (f"; {cited['dtype_in']}" if rows else "")
-            checks.append({"id": f"dtype-{p.name}", "kind": "dtype_in", "params": [p.name],
-                           "set": set_of[p.name], "source": src})  # fmt: skip
+            checks.append(
+                {
+                    "id": f"dtype-{p.name}",
+                    "kind": "dtype_in",
+                    "params": [p.name],
+                    "set": set_of[p.name],
+                    "source": src,
+                }
+            )
     casts: dict[str, list[str]] = {}
     for p in itf.params:
         if p.castable_to and p.kind == "scalar":
             casts.setdefault(p.castable_to, []).append(p.name)
     for target, names in casts.items():
         src = f"{ref} 参数说明 {'/'.join(names)} 可转换为{target}"
-        checks.append({"id": "scalar-castable", "kind": "castable", "params": names,
-                       "to": target, "source": src})  # fmt: skip
+        checks.append(
+            {
+                "id": "scalar-castable",
+                "kind": "castable",
+                "params": names,
+                "to": target,
+                "source": src,
+            }
+        )
     checks += _relations(page, itf, cited)
     ranks: dict[int, list[str]] = {}
     for p in itf.params:
@@ -193,20 +226,49 @@ def _checks(page: DocPage, itf: Interface, set_of: dict[str, str]) -> list[dict[
             ranks.setdefault(p.max_rank, []).append(p.name)
     for mx, names in ranks.items():
         src = f"{ref} 参数说明 {'/'.join(names)} 维度 (max {mx})"
-        checks.append({"id": "max-rank", "kind": "max_rank", "params": names, "max": mx,
-                       "source": src + (f"; {cited['max_rank']}" if cited["max_rank"] else "")})  # fmt: skip
+        checks.append(
+            {
+                "id": "max-rank",
+                "kind": "max_rank",
+                "params": names,
+                "max": mx,
+                "source": src + (f"; {cited['max_rank']}" if cited["max_rank"] else ""),
+            }
+        )
     for p in itf.params:
         vals = re.findall(r'"([A-Za-z0-9_]+)"', p.text) if p.kind == "string" else []
         if vals:
-            checks.append({"id": f"{p.name}-value", "kind": "string_in", "params": [p.name],
-                           "values": list(dict.fromkeys(vals)), "source": f"{ref} 参数说明 {p.name}"})  # fmt: skip
+            checks.append(
+                {
+                    "id": f"{p.name}-value",
+                    "kind": "string_in",
+                    "params": [p.name],
+                    "values": list(dict.fromkeys(vals)),
+                    "source": f"{ref} 参数说明 {p.name}",
+                }
+            )
     for i, r in enumerate(x for x in rows if _row_kind(x) == "value"):
-        checks.append({"id": f"value-{i + 1}", "kind": "value", "violated_if": TODO,
-                       "examples": [], "status": r.code, "summary": r.text, "source": _cite(page, r)})  # fmt: skip
+        checks.append(
+            {
+                "id": f"value-{i + 1}",
+                "kind": "value",
+                "violated_if": TODO,
+                "examples": [],
+                "status": r.code,
+                "summary": r.text,
+                "source": _cite(page, r),
+            }
+        )
     empty = [p.name for p in itf.params if re.search(r"空[Tt]ensor", p.text)]
     if empty:
-        checks.append({"id": "empty", "kind": "empty_success", "params": empty,
-                       "source": f"{ref} 参数说明 {'/'.join(empty)} 支持空Tensor"})  # fmt: skip
+        checks.append(
+            {
+                "id": "empty",
+                "kind": "empty_success",
+                "params": empty,
+                "source": f"{ref} 参数说明 {'/'.join(empty)} 支持空Tensor",
+            }
+        )
     return checks
 
 
@@ -227,11 +289,20 @@ def _relations(page: DocPage, itf: Interface, cited: dict[str, str]) -> list[dic
                 if p.role == "output":
                     ins = [n for n in others if n in tensors]
                     if len(ins) >= 2:
-                        found[("sib", p.name)] = {"id": f"{p.name}-shape", "kind": "shape_is_broadcast",
-                                                  "params": [p.name], "of": ins, "source": src}  # fmt: skip
+                        found[("sib", p.name)] = {
+                            "id": f"{p.name}-shape",
+                            "kind": "shape_is_broadcast",
+                            "params": [p.name],
+                            "of": ins,
+                            "source": src,
+                        }
                 else:
-                    found[("bc",)] = {"id": "broadcastable", "kind": "broadcastable",
-                                      "params": pair, "source": src}  # fmt: skip
+                    found[("bc",)] = {
+                        "id": "broadcastable",
+                        "kind": "broadcastable",
+                        "params": pair,
+                        "source": src,
+                    }
             elif "shape" in clause and re.search(r"相同|一致", clause):
                 key = ("ss", frozenset(pair))
                 found[key] = {
@@ -246,18 +317,35 @@ def _relations(page: DocPage, itf: Interface, cited: dict[str, str]) -> list[dic
                 and p.role == "output"
             ):
                 frm = f"promote({others[0]}, {others[1]})" if len(others) >= 2 else others[0]
-                found[("cast", p.name)] = {"id": f"cast-{p.name}", "kind": "castable",
-                                           "params": [frm], "to": p.name, "source": src}  # fmt: skip
+                found[("cast", p.name)] = {
+                    "id": f"cast-{p.name}",
+                    "kind": "castable",
+                    "params": [frm],
+                    "to": p.name,
+                    "source": src,
+                }
             elif "推导" in clause and "一致" in clause and p.role == "output" and len(others) >= 2:
                 frm = f"promote({others[0]}, {others[1]})"
-                found[("isp", p.name)] = {"id": f"{p.name}-is-promote", "kind": "same_dtype",
-                                          "params": [p.name, frm], "source": src}  # fmt: skip
+                found[("isp", p.name)] = {
+                    "id": f"{p.name}-is-promote",
+                    "kind": "same_dtype",
+                    "params": [p.name, frm],
+                    "source": src,
+                }
             elif "数据类型" in clause and "推导" in clause:
-                found[("promo", frozenset(pair))] = {"id": "promotable", "kind": "promotable",
-                                                     "params": pair, "source": src}  # fmt: skip
+                found[("promo", frozenset(pair))] = {
+                    "id": "promotable",
+                    "kind": "promotable",
+                    "params": pair,
+                    "source": src,
+                }
             elif "数据类型" in clause and "一致" in clause:
-                found[("sd", frozenset(pair))] = {"id": "dtype-same", "kind": "same_dtype",
-                                                  "params": pair, "source": src}  # fmt: skip
+                found[("sd", frozenset(pair))] = {
+                    "id": "dtype-same",
+                    "kind": "same_dtype",
+                    "params": pair,
+                    "source": src,
+                }
     ids: dict[str, int] = {}
     out = []
     for c in found.values():
@@ -269,14 +357,22 @@ def _relations(page: DocPage, itf: Interface, cited: dict[str, str]) -> list[dic
 
 
 def _inplace(page: DocPage, itf: Interface) -> list[str]:
-    other = next((i for i in page.interfaces
-                  if op_key(i.op) == op_key("aclnnInplace" + itf.op[5:])), None)  # fmt: skip
+    other = next(
+        (i for i in page.interfaces if op_key(i.op) == op_key("aclnnInplace" + itf.op[5:])), None
+    )
     if other is None:
         return []
     base = {p.name for p in itf.params}
     tensor = next((p.name for p in other.params if p.kind == "tensor" and p.name not in base), TODO)
     inp = tensor[:-3] if tensor.endswith("Ref") and tensor[:-3] in base else TODO
     output = next((p.name for p in itf.params if p.role == "output"), TODO)
-    return ["", "inplace:", f"  op: {other.op}", f"  name: {snake(other.op)}",
-            f"  tensor: {tensor}", f"  input: {inp}", f"  output: {output}",
-            f"  source: {_q(page.name + ' 函数原型 ' + other.op + 'GetWorkspaceSize')}"]  # fmt: skip
+    return [
+        "",
+        "inplace:",
+        f"  op: {other.op}",
+        f"  name: {snake(other.op)}",
+        f"  tensor: {tensor}",
+        f"  input: {inp}",
+        f"  output: {output}",
+        f"  source: {_q(page.name + ' 函数原型 ' + other.op + 'GetWorkspaceSize')}",
+    ]

@@ -73,11 +73,33 @@ PRIVATE_FORMATS = {"NC1HWC0": 3, "FRACTAL_Z": 4, "NC1HWC0_C04": 12, "FRACTAL_NZ"
                    "FRACTAL_NZ_C0_8": 54}  # fmt: skip
 # The dtypes aclScalar's constructor has a case for (opbase common_types.cpp); for any other
 # aclCreateScalar returns NULL.
-SCALAR_DTYPES = frozenset({
-    "FLOAT", "FLOAT16", "BF16", "INT8", "INT16", "UINT16", "UINT8", "INT32", "INT64", "UINT32",
-    "UINT64", "BOOL", "DOUBLE", "COMPLEX64", "COMPLEX128", "HIFLOAT8", "FLOAT8_E5M2",
-    "FLOAT8_E4M3FN", "FLOAT8_E8M0", "FLOAT6_E3M2", "FLOAT6_E2M3", "FLOAT4_E2M1", "FLOAT4_E1M2",
-})  # fmt: skip
+SCALAR_DTYPES = frozenset(
+    {
+        "FLOAT",
+        "FLOAT16",
+        "BF16",
+        "INT8",
+        "INT16",
+        "UINT16",
+        "UINT8",
+        "INT32",
+        "INT64",
+        "UINT32",
+        "UINT64",
+        "BOOL",
+        "DOUBLE",
+        "COMPLEX64",
+        "COMPLEX128",
+        "HIFLOAT8",
+        "FLOAT8_E5M2",
+        "FLOAT8_E4M3FN",
+        "FLOAT8_E8M0",
+        "FLOAT6_E3M2",
+        "FLOAT6_E2M3",
+        "FLOAT4_E2M1",
+        "FLOAT4_E1M2",
+    }
+)
 # TypeSize (opbase data_type_utils.h): bytes per element; the sub-byte types in TYPE_BITS are
 # packed (CalcShapeBytes rounds up); anything else (STRING, UNDEFINED) is sizeof(complex128).
 TYPE_BYTES = {"FLOAT": 4, "FLOAT16": 2, "INT8": 1, "INT32": 4, "UINT8": 1, "INT16": 2,
@@ -141,10 +163,23 @@ class _Lib:
     """The loaded libraries with ctypes prototypes; optional functions (newer CANN) are None
     where the library lacks them."""
 
-    REQUIRED = ("aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice",
-                "aclrtCreateStream", "aclrtDestroyStream", "aclrtSynchronizeStream", "aclrtFree",
-                "aclrtMalloc", "aclrtMemcpy", "aclGetRecentErrMsg", "aclCreateTensor",
-                "aclDestroyTensor", "aclCreateScalar", "aclDestroyScalar")  # fmt: skip
+    REQUIRED = (
+        "aclInit",
+        "aclFinalize",
+        "aclrtSetDevice",
+        "aclrtResetDevice",
+        "aclrtCreateStream",
+        "aclrtDestroyStream",
+        "aclrtSynchronizeStream",
+        "aclrtFree",
+        "aclrtMalloc",
+        "aclrtMemcpy",
+        "aclGetRecentErrMsg",
+        "aclCreateTensor",
+        "aclDestroyTensor",
+        "aclCreateScalar",
+        "aclDestroyScalar",
+    )
 
     def __init__(self, paths: tuple[Path, Path, Path]):
         try:
@@ -158,27 +193,38 @@ class _Lib:
         vp, i32, u64, sz = C.c_void_p, C.c_int32, C.c_uint64, C.c_size_t
         i64p = C.POINTER(C.c_int64)
         protos = {
-            "rt": {"aclInit": (i32, [C.c_char_p]), "aclFinalize": (i32, []),
-                   "aclFinalizeReference": (i32, [C.POINTER(u64)]),
-                   "aclrtSetDevice": (i32, [i32]), "aclrtResetDevice": (i32, [i32]),
-                   "aclrtGetCurrentContext": (i32, [C.POINTER(vp)]),
-                   "aclrtSetCurrentContext": (i32, [vp]),
-                   "aclrtGetDeviceCount": (i32, [C.POINTER(C.c_uint32)]),
-                   "aclrtGetSocName": (C.c_char_p, []),
-                   "aclrtGetDeviceSatMode": (i32, [C.POINTER(C.c_int)]),
-                   "aclrtSetDeviceSatMode": (i32, [C.c_int]),
-                   "aclrtCreateStream": (i32, [C.POINTER(vp)]), "aclrtDestroyStream": (i32, [vp]),
-                   "aclrtSynchronizeStream": (i32, [vp]),
-                   "aclrtSynchronizeStreamWithTimeout": (i32, [vp, i32]),
-                   "aclrtFree": (i32, [vp]),
-                   "aclrtMalloc": (i32, [C.POINTER(vp), sz, C.c_int]),
-                   "aclrtMemcpy": (i32, [vp, sz, vp, sz, C.c_int]),
-                   "aclGetRecentErrMsg": (vp, [])},
-            "meta": {"aclCreateTensor": (vp, [i64p, u64, C.c_int, i64p, C.c_int64, C.c_int,
-                                              i64p, u64, vp]),
-                     "aclDestroyTensor": (i32, [vp]), "aclCreateScalar": (vp, [vp, C.c_int]),
-                     "aclDestroyScalar": (i32, [vp]), "aclDestroyAclOpExecutor": (i32, [vp])},
-        }  # fmt: skip
+            "rt": {
+                "aclInit": (i32, [C.c_char_p]),
+                "aclFinalize": (i32, []),
+                "aclFinalizeReference": (i32, [C.POINTER(u64)]),
+                "aclrtSetDevice": (i32, [i32]),
+                "aclrtResetDevice": (i32, [i32]),
+                "aclrtGetCurrentContext": (i32, [C.POINTER(vp)]),
+                "aclrtSetCurrentContext": (i32, [vp]),
+                "aclrtGetDeviceCount": (i32, [C.POINTER(C.c_uint32)]),
+                "aclrtGetSocName": (C.c_char_p, []),
+                "aclrtGetDeviceSatMode": (i32, [C.POINTER(C.c_int)]),
+                "aclrtSetDeviceSatMode": (i32, [C.c_int]),
+                "aclrtCreateStream": (i32, [C.POINTER(vp)]),
+                "aclrtDestroyStream": (i32, [vp]),
+                "aclrtSynchronizeStream": (i32, [vp]),
+                "aclrtSynchronizeStreamWithTimeout": (i32, [vp, i32]),
+                "aclrtFree": (i32, [vp]),
+                "aclrtMalloc": (i32, [C.POINTER(vp), sz, C.c_int]),
+                "aclrtMemcpy": (i32, [vp, sz, vp, sz, C.c_int]),
+                "aclGetRecentErrMsg": (vp, []),
+            },
+            "meta": {
+                "aclCreateTensor": (
+                    vp,
+                    [i64p, u64, C.c_int, i64p, C.c_int64, C.c_int, i64p, u64, vp],
+                ),
+                "aclDestroyTensor": (i32, [vp]),
+                "aclCreateScalar": (vp, [vp, C.c_int]),
+                "aclDestroyScalar": (i32, [vp]),
+                "aclDestroyAclOpExecutor": (i32, [vp]),
+            },
+        }
         for lib, table in protos.items():
             handle = getattr(self, lib)
             for name, (res, args) in table.items():
@@ -234,16 +280,20 @@ def _acquire_acl(lib: _Lib) -> None:
     """Take this process's reference on ACL (aclInit once for all our backends)."""
     pid = os.getpid()
     if _ACL["users"] > 0 and _ACL["pid"] != pid:
-        raise BackendError(f"aclnn: this process was forked from process {_ACL['pid']}, where ACL "
-                           "was initialised; ACL state does not survive fork(): run the backend "
-                           "in a spawned worker (the default --isolate)")  # fmt: skip
+        raise BackendError(
+            f"aclnn: this process was forked from process {_ACL['pid']}, where ACL "
+            "was initialised; ACL state does not survive fork(): run the backend "
+            "in a spawned worker (the default --isolate)"
+        )
     if _ACL["users"] == 0:
         rc = lib.aclInit(None)
         if rc == ACL_ERROR_REPEAT_INITIALIZE and _ACL["forked"]:
-            raise BackendError("aclnn: aclInit returned 100002 in a process made by fork() from "
-                               "one that had ACL loaded: the initialised state is the parent's "
-                               "and does not survive fork(); run the backend in a spawned worker "
-                               "(the default --isolate)")  # fmt: skip
+            raise BackendError(
+                "aclnn: aclInit returned 100002 in a process made by fork() from "
+                "one that had ACL loaded: the initialised state is the parent's "
+                "and does not survive fork(); run the backend in a spawned worker "
+                "(the default --isolate)"
+            )
         if rc not in (0, ACL_ERROR_REPEAT_INITIALIZE):
             lib.check(rc, "aclInit")
         _ACL.update(pid=pid, owned=rc == 0)
@@ -275,8 +325,10 @@ def _sync_timeout(options: dict[str, Any]) -> float:
     except (TypeError, ValueError):
         seconds = float("nan")
     if not 0 < seconds < 2**31 / 1000:
-        raise BackendOptionError(f"aclnn: sync_timeout {value!r}: seconds a stream sync may "
-                                 "take, a number > 0 (keep it below --timeout)")  # fmt: skip
+        raise BackendOptionError(
+            f"aclnn: sync_timeout {value!r}: seconds a stream sync may "
+            "take, a number > 0 (keep it below --timeout)"
+        )
     return seconds
 
 
@@ -378,17 +430,21 @@ class AclnnBackend(Backend):
         except (TypeError, ValueError):
             device_id = -1
         if device_id < 0:
-            raise BackendOptionError(f"--device-id {options.get('device_id')!r}: the NPU "
-                                     "device id must be an integer >= 0")  # fmt: skip
+            raise BackendOptionError(
+                f"--device-id {options.get('device_id')!r}: the NPU "
+                "device id must be an integer >= 0"
+            )
         known = products()
         if bad := [p for p in _products(options) if p not in known]:
-            raise BackendOptionError(f"aclnn: unknown product {bad[0]!r} (known: "
-                                     f"{', '.join(known)})")  # fmt: skip
+            raise BackendOptionError(
+                f"aclnn: unknown product {bad[0]!r} (known: {', '.join(known)})"
+            )
         _sync_timeout(options)
         mode = options.get("overflow_mode")
         if mode is not None and mode not in OVERFLOW_MODES:
-            raise BackendOptionError(f"aclnn: overflow_mode {mode!r}: one of "
-                                     f"{', '.join(OVERFLOW_MODES)}")  # fmt: skip
+            raise BackendOptionError(
+                f"aclnn: overflow_mode {mode!r}: one of {', '.join(OVERFLOW_MODES)}"
+            )
 
     @classmethod
     def availability(cls, lib_dir: str | None = None, **_: Any) -> tuple[bool, str]:
@@ -418,12 +474,15 @@ class AclnnBackend(Backend):
         version, version_file = cann_version(where)
         opp, found = opp_state()
         facts: dict[str, Any] = {
-            "library": self.lib.double_info or "CANN", "cann_version": version,
+            "library": self.lib.double_info or "CANN",
+            "cann_version": version,
             "cann_version_file": version_file,
             "libraries": [str(p) for p in self.lib.paths],
-            "libraries_from": self._found_via, "ascend_opp_path": opp, "opp_found": found,
+            "libraries_from": self._found_via,
+            "ascend_opp_path": opp,
+            "opp_found": found,
             "device_id": self.device_id,
-        }  # fmt: skip
+        }
         if self.stream is not None and self._pid == os.getpid():
             with self._on_device():
                 facts.update(_device_facts(self.lib, self.device_id, started=True))
@@ -441,16 +500,22 @@ class AclnnBackend(Backend):
             return f"the device under test is {', '.join(self.products)}, not {call.product}"
         for name, a in call.args.items():
             if isinstance(a, ScalarArg) and dt.get(a.dtype).name not in SCALAR_DTYPES:
-                return (f"aclCreateScalar cannot make a {dt.get(a.dtype).name} scalar ({name}): "
-                        "the library's aclScalar has no such type and returns NULL")  # fmt: skip
+                return (
+                    f"aclCreateScalar cannot make a {dt.get(a.dtype).name} scalar ({name}): "
+                    "the library's aclScalar has no such type and returns NULL"
+                )
             if isinstance(a, TensorArg):
                 fmt = str(a.format).upper()
                 if fmt in PRIVATE_FORMATS:
-                    return (f"{name} has the private format {fmt}: its storage shape is not "
-                            "1-D, which is all this adapter passes")  # fmt: skip
+                    return (
+                        f"{name} has the private format {fmt}: its storage shape is not "
+                        "1-D, which is all this adapter passes"
+                    )
                 if fmt not in FORMATS:
-                    return (f"{name} has the format {a.format!r}, which aclFormat does not "
-                            f"name (known: {', '.join(FORMATS)})")  # fmt: skip
+                    return (
+                        f"{name} has the format {a.format!r}, which aclFormat does not "
+                        f"name (known: {', '.join(FORMATS)})"
+                    )
         op = self.spec(call).op
         if not hasattr(self.lib.ops, op) or not hasattr(self.lib.ops, op + "GetWorkspaceSize"):
             return f"{self.lib.paths[2].name} has no {op}"
@@ -511,8 +576,10 @@ class AclnnBackend(Backend):
             if self.overflow_mode is not None:
                 if lib.aclrtSetDeviceSatMode is None:
                     raise AclError("this CANN has no aclrtSetDeviceSatMode (option overflow_mode)")
-                lib.check(lib.aclrtSetDeviceSatMode(OVERFLOW_MODES[self.overflow_mode]),
-                          f"aclrtSetDeviceSatMode({self.overflow_mode})")  # fmt: skip
+                lib.check(
+                    lib.aclrtSetDeviceSatMode(OVERFLOW_MODES[self.overflow_mode]),
+                    f"aclrtSetDeviceSatMode({self.overflow_mode})",
+                )
             ctx = self._current_context()
             stream = C.c_void_p()
             lib.check(lib.aclrtCreateStream(C.byref(stream)), "aclrtCreateStream")
@@ -553,8 +620,12 @@ class AclnnBackend(Backend):
 
     def _functions(self, op: str, params) -> tuple[Any, Any]:
         if op not in self._protos:
-            kinds = {"tensor": C.c_void_p, "scalar": C.c_void_p, "bool": C.c_bool,
-                     "string": C.c_char_p}  # fmt: skip
+            kinds = {
+                "tensor": C.c_void_p,
+                "scalar": C.c_void_p,
+                "bool": C.c_bool,
+                "string": C.c_char_p,
+            }
             ws = getattr(self.lib.ops, op + "GetWorkspaceSize")
             ws.restype = C.c_int32
             ws.argtypes = [kinds[p.kind] for p in params]
@@ -582,12 +653,17 @@ class AclnnBackend(Backend):
         devmem: dict[str, tuple[int, int]] = {}  # name -> (device pointer, bytes)
         fault: Exception | None = None
         try:
-            args = [self._arg(call.args.get(p.name), p.name, buffers, tensors, scalars, devmem)
-                    for p in spec.params]  # fmt: skip
+            args = [
+                self._arg(call.args.get(p.name), p.name, buffers, tensors, scalars, devmem)
+                for p in spec.params
+            ]
             size, executor = C.c_uint64(0), C.c_void_p()
             status = phase1(*args, C.byref(size), C.byref(executor))
-            outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs
-                       if isinstance(call.args.get(p.name), TensorArg)}  # fmt: skip
+            outputs = {
+                p.name: call.tensor(p.name).storage.copy()
+                for p in spec.outputs
+                if isinstance(call.args.get(p.name), TensorArg)
+            }
             if status == ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND:
                 raise BackendError(self._no_opp(spec.op, lib.recent_error()))
             if status != 0:
@@ -637,9 +713,11 @@ class AclnnBackend(Backend):
             return None
         said = lib.recent_error() or "no message"
         if rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT:
-            return BackendTimeout(f"the device did not finish within {self.sync_timeout:g} s "
-                                  f"({what} returned {rc}: {said}); device context reset",
-                                  device_fault=True)  # fmt: skip
+            return BackendTimeout(
+                f"the device did not finish within {self.sync_timeout:g} s "
+                f"({what} returned {rc}: {said}); device context reset",
+                device_fault=True,
+            )
         return BackendCrash(
             f"device fault: {what} returned {rc}: {said}; device context reset", device_fault=True
         )
@@ -647,9 +725,11 @@ class AclnnBackend(Backend):
     def _no_opp(self, op: str, said: str) -> str:
         opp, _ = opp_state()
         where = f"ASCEND_OPP_PATH={opp} is not a directory" if opp else "ASCEND_OPP_PATH is not set"
-        return (f"aclnn: the library cannot find its operator package: {op}GetWorkspaceSize "
-                f"returned 561107 (ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND: {said or 'no message'}); "
-                f"{where}: {SET_ENV}")  # fmt: skip
+        return (
+            f"aclnn: the library cannot find its operator package: {op}GetWorkspaceSize "
+            f"returned 561107 (ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND: {said or 'no message'}); "
+            f"{where}: {SET_ENV}"
+        )
 
     def _malloc(self, nbytes: int, buffers: list[int]) -> int:
         ptr = C.c_void_p()
@@ -695,8 +775,9 @@ class AclnnBackend(Backend):
             fmt = FORMATS.get(str(a.format).upper())
             if fmt is None:  # supports() skips these; a direct caller gets the reason
                 raise CallError(f"{name}: format {a.format!r} cannot be passed with 1-D storage")
-            t = lib.aclCreateTensor(shape, n, dt.get(a.dtype).value, strides, a.offset, fmt,
-                                    storage, 1, dev)  # fmt: skip
+            t = lib.aclCreateTensor(
+                shape, n, dt.get(a.dtype).value, strides, a.offset, fmt, storage, 1, dev
+            )
             if not t:
                 raise AclError(f"aclCreateTensor({name}) returned null: {lib.recent_error()}")
             tensors.append(t)
@@ -721,14 +802,21 @@ class AclnnBackend(Backend):
 def _check_kind(p: Any, a: Any) -> None:
     """CallError unless `a` fits the C type of parameter kind p.kind: a Python value of another
     kind would reach the library as a wrong pointer (True in a tensor slot is pointer 1)."""
-    fits = {"tensor": lambda v: v is None or isinstance(v, TensorArg),
-            "scalar": lambda v: v is None or isinstance(v, ScalarArg),
-            "bool": lambda v: isinstance(v, bool | np.bool_),
-            "string": lambda v: v is None or isinstance(v, str)}  # fmt: skip
+    fits = {
+        "tensor": lambda v: v is None or isinstance(v, TensorArg),
+        "scalar": lambda v: v is None or isinstance(v, ScalarArg),
+        "bool": lambda v: isinstance(v, bool | np.bool_),
+        "string": lambda v: v is None or isinstance(v, str),
+    }
     if p.kind not in fits:
         raise CallError(f"{p.name}: parameter kind {p.kind!r} has no C type in the aclnn adapter")
     if not fits[p.kind](a):
-        c_type = {"tensor": "aclTensor*", "scalar": "aclScalar*", "bool": "bool",
-                  "string": "char*"}[p.kind]  # fmt: skip
-        raise CallError(f"{p.name}: the spec declares a {p.kind} ({c_type}) but the case gives "
-                        f"{_what(a)}")  # fmt: skip
+        c_type = {
+            "tensor": "aclTensor*",
+            "scalar": "aclScalar*",
+            "bool": "bool",
+            "string": "char*",
+        }[p.kind]
+        raise CallError(
+            f"{p.name}: the spec declares a {p.kind} ({c_type}) but the case gives {_what(a)}"
+        )

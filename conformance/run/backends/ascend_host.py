@@ -16,8 +16,12 @@ SET_ENV = "source the CANN toolkit's set_env.sh (e.g. /usr/local/Ascend/ascend-t
 def cann_version(lib_dir: Path) -> tuple[str | None, str | None]:
     """(version, file it was read from) from the toolkit's version files, if any."""
     roots = dict.fromkeys((lib_dir.parent, lib_dir.resolve().parent))  # lib64 is often a link
-    names = ("version.cfg", "ascend_toolkit_install.info", "share/info/runtime/version.info",
-             "runtime/version.info")  # fmt: skip
+    names = (
+        "version.cfg",
+        "ascend_toolkit_install.info",
+        "share/info/runtime/version.info",
+        "runtime/version.info",
+    )
     for f in (r / n for r in roots for n in names):
         try:
             for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -42,18 +46,25 @@ def diagnose(facts: dict[str, Any]) -> str:
     if not facts.get("opp_found"):
         opp = facts.get("ascend_opp_path")
         what = f"ASCEND_OPP_PATH={opp} is not a directory" if opp else "ASCEND_OPP_PATH is not set"
-        problems.append(f"{what}: every operator would fail with 561107 "
-                        f"(ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND); {SET_ENV}")  # fmt: skip
+        problems.append(
+            f"{what}: every operator would fail with 561107 "
+            f"(ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND); {SET_ENV}"
+        )
     if facts.get("device_error"):
-        problems.append(f"device {facts.get('device_id')} cannot be started "
-                        f"({facts['device_error']}); check the driver with npu-smi info")  # fmt: skip
+        problems.append(
+            f"device {facts.get('device_id')} cannot be started "
+            f"({facts['device_error']}); check the driver with npu-smi info"
+        )
     elif facts.get("device_count") == 0:
-        problems.append("no NPU visible (aclrtGetDeviceCount is 0); check the driver with "
-                        "npu-smi info")  # fmt: skip
+        problems.append(
+            "no NPU visible (aclrtGetDeviceCount is 0); check the driver with npu-smi info"
+        )
     if facts.get("overflow_mode") == "saturation":
-        problems.append("the device computes in saturation mode: overflows give the largest "
-                        "finite value and NaN gives 0, where the specs (IEEE) expect inf and "
-                        "NaN; pass --backend-opt overflow_mode=inf-nan where the SoC has it")  # fmt: skip
+        problems.append(
+            "the device computes in saturation mode: overflows give the largest "
+            "finite value and NaN gives 0, where the specs (IEEE) expect inf and "
+            "NaN; pass --backend-opt overflow_mode=inf-nan where the SoC has it"
+        )
     return "; ".join(problems)
 
 

@@ -95,8 +95,9 @@ def _exited(proc: subprocess.Popen) -> bool:
 DRAIN_S = 0.5  # seconds a harness's output is still read after it ended
 
 
-def _read_bounded(proc: subprocess.Popen, timeout: float, keep: int = OUTPUT_KEEP
-                  ) -> tuple[bytes, bytes, bool]:  # fmt: skip
+def _read_bounded(
+    proc: subprocess.Popen, timeout: float, keep: int = OUTPUT_KEEP
+) -> tuple[bytes, bytes, bool]:
     """Read proc's stdout and stderr, keeping `keep` bytes at each end of each, until proc has
     ended and its pipes are drained (or DRAIN_S after it ended: a process it left running may
     hold them), or `timeout` seconds pass; (stdout, stderr, timed out). proc is not reaped."""
@@ -159,15 +160,19 @@ class ExecBackend(Backend):
         except ValueError as exc:
             raise BackendOptionError(f"--exec-cmd {cmd!r}: cannot be parsed: {exc}") from None
         if not argv or shutil.which(argv[0]) is None:
-            raise BackendOptionError(f"--exec-cmd {cmd!r}: program {argv[0] if argv else ''!r} "
-                                     "not found (give a path or a program on PATH)")  # fmt: skip
+            raise BackendOptionError(
+                f"--exec-cmd {cmd!r}: program {argv[0] if argv else ''!r} "
+                "not found (give a path or a program on PATH)"
+            )
         try:
             timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
         except (TypeError, ValueError):
             timeout = -1.0
         if not (timeout > 0 and math.isfinite(timeout)):
-            raise BackendOptionError(f"exec: timeout must be a positive, finite number of "
-                                     f"seconds, got {options.get('timeout')!r}")  # fmt: skip
+            raise BackendOptionError(
+                f"exec: timeout must be a positive, finite number of "
+                f"seconds, got {options.get('timeout')!r}"
+            )
         try:
             limits.parse_memory(options.get("max_memory"))
         except ValueError as exc:
@@ -188,13 +193,23 @@ class ExecBackend(Backend):
                 raise BackendTimeout("no time left for the harness within --timeout")
         tmp = Path(tempfile.mkdtemp(prefix="aclnn-exec-"))
         try:
-            case = Case(id=f"{spec.name}/exec", op=spec.name, product=call.product, kind="exec",
-                        call=call, clauses=(), expected_status=UNKNOWN_STATUS, seed=0)  # fmt: skip
+            case = Case(
+                id=f"{spec.name}/exec",
+                op=spec.name,
+                product=call.product,
+                kind="exec",
+                call=call,
+                clauses=(),
+                expected_status=UNKNOWN_STATUS,
+                seed=0,
+            )
             case_dir = write_case(tmp / "case", case, spec.sha256)
             args = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))["args"]
-            inputs = {n: (case_dir / a["storage"], os.stat(case_dir / a["storage"]).st_size)
-                      for n, a in args.items() if a.get("kind") == "tensor"
-                      and not spec.param(n).is_output}  # fmt: skip
+            inputs = {
+                n: (case_dir / a["storage"], os.stat(case_dir / a["storage"]).st_size)
+                for n, a in args.items()
+                if a.get("kind") == "tensor" and not spec.param(n).is_output
+            }
             out_dir = tmp / "out"
             out_dir.mkdir()
             self._run([*self.argv, str(case_dir), str(out_dir)], timeout)
@@ -214,9 +229,14 @@ class ExecBackend(Backend):
     def _run(self, argv: list[str], timeout: float) -> None:
         # A session of its own, so that a timeout kills the program and everything it started.
         limit = limits.child_limits(self.max_memory)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True,
-                                preexec_fn=limit)  # fmt: skip
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=limit,
+        )
         try:
             _, err, late = _read_bounded(proc, timeout)
         finally:
@@ -229,8 +249,10 @@ class ExecBackend(Backend):
             raise BackendTimeout(f"harness timed out after {timeout:.3g} s (killed): {self.cmd}")
         said = _tail(err) or "(empty)"
         if proc.returncode < 0:
-            raise BackendCrash(f"harness killed by signal {_signal_name(-proc.returncode)}: "
-                               f"{self.cmd}; stderr: {said}")  # fmt: skip
+            raise BackendCrash(
+                f"harness killed by signal {_signal_name(-proc.returncode)}: "
+                f"{self.cmd}; stderr: {said}"
+            )
         if proc.returncode != 0:
             raise ExecHarnessError(
                 f"harness exited with status {proc.returncode}: {self.cmd}; stderr: {said}"
@@ -293,9 +315,12 @@ class ExecBackend(Backend):
         want = dt.get(t.dtype).np
         expected = np.dtype(f"uint{8 * want.itemsize}") if bits else want
         if data.dtype != expected:
-            raise ExecHarnessError(f"{name}.npy holds {data.dtype}, {t.dtype} storage needs "
-                                   f"{expected}")  # fmt: skip
+            raise ExecHarnessError(
+                f"{name}.npy holds {data.dtype}, {t.dtype} storage needs {expected}"
+            )
         if data.ndim != 1 or data.size != t.storage.size:
-            raise ExecHarnessError(f"{name}.npy has shape {data.shape}, the storage has "
-                                   f"{t.storage.size} elements (a 1-D array)")  # fmt: skip
+            raise ExecHarnessError(
+                f"{name}.npy has shape {data.shape}, the storage has "
+                f"{t.storage.size} elements (a 1-D array)"
+            )
         return np.ascontiguousarray(data).view(want)

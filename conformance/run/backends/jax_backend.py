@@ -104,9 +104,12 @@ def parse_jax_binding(spec: OpSpec) -> JaxBinding | None:
             when = compile_expr(raw["unsupported_when"], attrs, strings)
         except ExprError as exc:
             raise b.error(("unsupported_when",), exc.message) from None
-    reason = str(raw.get("unsupported_reason") or f"unsupported_when {raw.get('unsupported_when')!r} holds")  # fmt: skip
-    return JaxBinding(forward, raw.get("input"), raw.get("grad"), output, when, reason,
-                      tuple(inputs))  # fmt: skip
+    reason = str(
+        raw.get("unsupported_reason") or f"unsupported_when {raw.get('unsupported_when')!r} holds"
+    )
+    return JaxBinding(
+        forward, raw.get("input"), raw.get("grad"), output, when, reason, tuple(inputs)
+    )
 
 
 class JaxBackend(Backend):
@@ -180,13 +183,17 @@ class JaxBackend(Backend):
                 tensors = {n: _view(call.tensor(n)) for n in b.inputs}
                 result = self._forward(b, tensors, env, out)
             else:
-                result = self._gradient(b, _view(call.tensor(b.input)),
-                                        _view(call.tensor(b.grad)), env, out)  # fmt: skip
+                result = self._gradient(
+                    b, _view(call.tensor(b.input)), _view(call.tensor(b.grad)), env, out
+                )
         except Exception as exc:  # JAX cannot compute the call (shapes, dtypes, values)
             text = str(exc).strip().splitlines()
             message = text[0][:500] if text else type(exc).__name__
-            return Outcome(status_codes()["ACLNN_ERR_PARAM_INVALID"], outputs,
-                           f"jax cannot run the call: {message}")  # fmt: skip
+            return Outcome(
+                status_codes()["ACLNN_ERR_PARAM_INVALID"],
+                outputs,
+                f"jax cannot run the call: {message}",
+            )
         bits = _bits(outputs[b.output])  # the same memory
         TensorArg(out.dtype, out.shape, out.strides, out.offset, bits).write(_bits(result))
         return Outcome(0, outputs, "")
@@ -200,8 +207,9 @@ class JaxBackend(Backend):
             ctype = dt.get(out.dtype).np  # integer inputs, float output (erfinv of an int)
         if jnp.dtype(ctype).itemsize < 4:
             ctype = jnp.float32  # fp16/bf16 math in float32 ("opmath"), as real kernels do
-        xs = {n: jnp.broadcast_to(jnp.asarray(a).astype(ctype), out.shape)
-              for n, a in tensors.items()}  # fmt: skip
+        xs = {
+            n: jnp.broadcast_to(jnp.asarray(a).astype(ctype), out.shape) for n, a in tensors.items()
+        }
         y = evaluate_with(b.forward, {**env, **xs}, self.ns)
         y = jnp.broadcast_to(jnp.asarray(y), out.shape)
         return np.asarray(y.astype(dt.get(out.dtype).np))

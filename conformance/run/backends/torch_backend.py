@@ -88,8 +88,9 @@ def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
     outs = [p.name for p in spec.outputs]
     returns = raw.get("returns", outs)
     if not returns or any(r not in outs for r in returns):
-        raise b.error(("returns",), f"must list output parameters of {spec.name} "
-                                    f"({', '.join(outs)})")  # fmt: skip
+        raise b.error(
+            ("returns",), f"must list output parameters of {spec.name} ({', '.join(outs)})"
+        )
     return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), b)
 
 
@@ -106,19 +107,22 @@ def check_aten_schema(torch: Any, b: AtenBinding) -> None:
     try:
         overload = getattr(torch.ops.aten, b.op).default
     except (AttributeError, RuntimeError):
-        raise b.source.error(("op",), f"torch {torch.__version__} has no functional op "
-                                      f"aten::{b.op}") from None  # fmt: skip
+        raise b.source.error(
+            ("op",), f"torch {torch.__version__} has no functional op aten::{b.op}"
+        ) from None
     arguments = overload._schema.arguments
     positional = [a.name for a in arguments if not a.kwarg_only]
     if len(b.args) != len(positional):
-        raise b.source.error(("args",), f"aten::{b.op} takes {len(positional)} positional "
-                                        f"arguments ({', '.join(positional)}), the binding "
-                                        f"gives {len(b.args)}")  # fmt: skip
+        raise b.source.error(
+            ("args",),
+            f"aten::{b.op} takes {len(positional)} positional "
+            f"arguments ({', '.join(positional)}), the binding "
+            f"gives {len(b.args)}",
+        )
     names = {a.name for a in arguments if a.kwarg_only}
     for key, _ in b.kwargs:
         if key not in names:
-            raise b.source.error(("kwargs", key), f"aten::{b.op} has no keyword argument "
-                                                  f"{key!r}")  # fmt: skip
+            raise b.source.error(("kwargs", key), f"aten::{b.op} has no keyword argument {key!r}")
 
 
 class _Rejected(Exception):
@@ -156,8 +160,10 @@ class TorchBackend(Backend):
     def validate_options(cls, options: dict[str, Any]) -> None:
         device = str(options.get("device", cls.default_device))
         if not re.fullmatch(DEVICE_PATTERN, device):
-            raise BackendOptionError(f"--device {device!r}: backend {cls.name!r} runs on "
-                                     "cpu, cuda or npu (optionally :INDEX, e.g. cuda:1)")  # fmt: skip
+            raise BackendOptionError(
+                f"--device {device!r}: backend {cls.name!r} runs on "
+                "cpu, cuda or npu (optionally :INDEX, e.g. cuda:1)"
+            )
 
     @classmethod
     def availability(cls, **options: Any) -> tuple[bool, str]:
@@ -166,8 +172,10 @@ class TorchBackend(Backend):
     def device_available(self, device: str) -> tuple[bool, str]:
         torch, kind = self.torch, device.split(":")[0]
         if kind == "cuda" and not torch.cuda.is_available():
-            return False, (f"device {device!r}: torch {torch.__version__} sees no CUDA device "
-                           "(torch.cuda.is_available() is False)")  # fmt: skip
+            return False, (
+                f"device {device!r}: torch {torch.__version__} sees no CUDA device "
+                "(torch.cuda.is_available() is False)"
+            )
         if kind == "npu" and not (hasattr(torch, "npu") and torch.npu.is_available()):
             return False, f"device {device!r}: no NPU visible (torch.npu.is_available() is False)"
         try:
@@ -230,12 +238,17 @@ class TorchBackend(Backend):
         # An in-place op's tensor is handed over as a view of its own device storage, which is
         # then read back as it is: a result that does not land there is not in place. Every
         # other tensor input has its own device storage too, read back after the call.
-        bases = {p.name: self._tensor(call.tensor(p.name).storage, call.tensor(p.name).dtype)
-                 for p in spec.params if p.is_inout}  # fmt: skip
+        bases = {
+            p.name: self._tensor(call.tensor(p.name).storage, call.tensor(p.name).dtype)
+            for p in spec.params
+            if p.is_inout
+        }
         outs = {p.name for p in spec.outputs}
-        inputs = {n: self._tensor(a.storage, a.dtype) for n in (*b.args, *(n for _, n in b.kwargs))
-                  if n not in bases and n not in outs
-                  and isinstance(a := call.args[n], TensorArg)}  # fmt: skip
+        inputs = {
+            n: self._tensor(a.storage, a.dtype)
+            for n in (*b.args, *(n for _, n in b.kwargs))
+            if n not in bases and n not in outs and isinstance(a := call.args[n], TensorArg)
+        }
         bases.update(inputs)
         args = [self._value(call.args[n], bases.get(n)) for n in b.args]
         kwargs = {k: self._value(call.args[n], bases.get(n)) for k, n in b.kwargs}
@@ -243,20 +256,25 @@ class TorchBackend(Backend):
         try:
             result = overload(*args, **kwargs)
             results = result if isinstance(result, tuple | list) else (result,)
-            pairs = [(n, self._checked(call.tensor(n), r))
-                     for n, r in zip(b.returns, results, strict=True)]  # fmt: skip
+            pairs = [
+                (n, self._checked(call.tensor(n), r))
+                for n, r in zip(b.returns, results, strict=True)
+            ]
         except Exception as exc:  # torch rejects by raising; the text says why
             text = str(exc).strip().splitlines()
             message = text[0][:500] if text else type(exc).__name__
             self._sync()
             self._read_back(call, inputs)
-            return Outcome(status_codes()["ACLNN_ERR_PARAM_INVALID"], outputs,
-                           f"{type(exc).__name__}: {message}", raised=True)  # fmt: skip
+            return Outcome(
+                status_codes()["ACLNN_ERR_PARAM_INVALID"],
+                outputs,
+                f"{type(exc).__name__}: {message}",
+                raised=True,
+            )
         self._sync()
         for name, r in pairs:
             t = call.tensor(name)
-            outputs[name] = (self._host(bases[name], t) if name in bases
-                             else self._store(t, r))  # fmt: skip
+            outputs[name] = self._host(bases[name], t) if name in bases else self._store(t, r)
         self._read_back(call, inputs)
         return Outcome(0, outputs, "")
 
@@ -305,11 +323,13 @@ class TorchBackend(Backend):
         torch = self.torch
         want = getattr(torch, TORCH_DTYPES[t.dtype])
         if not torch.can_cast(result.dtype, want):
-            raise _Rejected(f"result type {result.dtype} can't be cast to the desired output "
-                            f"type {want}")  # fmt: skip
+            raise _Rejected(
+                f"result type {result.dtype} can't be cast to the desired output type {want}"
+            )
         if tuple(result.shape) != tuple(t.shape):
-            raise _Rejected(f"the result has shape {list(result.shape)}, the output "
-                            f"{list(t.shape)}")  # fmt: skip
+            raise _Rejected(
+                f"the result has shape {list(result.shape)}, the output {list(t.shape)}"
+            )
         return result
 
     def _store(self, t: TensorArg, result: Any) -> np.ndarray:
@@ -351,13 +371,17 @@ class TorchNpuBackend(TorchBackend):
 
     def _ready(self) -> None:
         if os.getpid() != self._pid:
-            raise BackendError("torch_npu: this process was forked from the one that started the "
-                               "NPU; its state does not survive fork(): run the backend in a "
-                               "spawned worker (--isolate)")  # fmt: skip
+            raise BackendError(
+                "torch_npu: this process was forked from the one that started the "
+                "NPU; its state does not survive fork(): run the backend in a "
+                "spawned worker (--isolate)"
+            )
         if self._fault is not None:
-            raise BackendError(f"torch_npu: the NPU had a device fault in an earlier case "
-                               f"({self._fault}) and torch_npu cannot reset it in this process; "
-                               "rerun with --isolate so that a fault costs one worker")  # fmt: skip
+            raise BackendError(
+                f"torch_npu: the NPU had a device fault in an earlier case "
+                f"({self._fault}) and torch_npu cannot reset it in this process; "
+                "rerun with --isolate so that a fault costs one worker"
+            )
 
     def _sync(self) -> None:
         try:
@@ -381,10 +405,13 @@ class TorchNpuBackend(TorchBackend):
         torch = self.torch
         npu = getattr(torch, "npu", None)
         opp, found = ascend_host.opp_state()
-        facts: dict[str, Any] = {"library": f"torch_npu {torch_npu.__version__}",
-                                 "cann_version": _attr(torch_npu, "version.cann"),
-                                 "ascend_opp_path": opp, "opp_found": found,
-                                 "device_id": torch.device(self.device).index or 0}  # fmt: skip
+        facts: dict[str, Any] = {
+            "library": f"torch_npu {torch_npu.__version__}",
+            "cann_version": _attr(torch_npu, "version.cann"),
+            "ascend_opp_path": opp,
+            "opp_found": found,
+            "device_id": torch.device(self.device).index or 0,
+        }
         facts["soc"] = _call(npu, "get_device_name", facts["device_id"])
         facts["device_count"] = _call(npu, "device_count")
         inf_nan = _call(_attr(torch_npu, "npu.utils"), "is_support_inf_nan")

@@ -40,8 +40,11 @@ def null_default(p: Param) -> Any:
 def with_defaults(spec: OpSpec, call: Call) -> Call:
     """`call` with every null of a `null: default` parameter replaced by that default: the call
     the op makes. Backends that cannot pass a null (PyTorch, JAX) and the formula see this one."""
-    subs = {p.name: null_default(p) for p in spec.params
-            if p.null == "default" and p.name in call.args and call.args[p.name] is None}  # fmt: skip
+    subs = {
+        p.name: null_default(p)
+        for p in spec.params
+        if p.null == "default" and p.name in call.args and call.args[p.name] is None
+    }
     return Call(call.op, call.product, {**call.args, **subs}) if subs else call
 
 
@@ -147,17 +150,34 @@ class CheckKind:
                 lint.err((*base, "of", j), f"unknown tensor parameter {n!r}")
         violated, examples = cls.parse_condition(lint, base, c, by_name)
         return Check(
-            id=c["id"], kind=cls.name, params=tuple(params), status=status, source=c["source"],
-            terms=tuple(terms), dtype_set=set_name, dtypes=tuple(d for d in dtypes if d), to=to,
-            max=c.get("max"), of=of, violated_if=violated, values=tuple(c.get("values", ())),
-            examples=tuple(examples), summary=c.get("summary", ""), line=lint.doc.line(base),
-        )  # fmt: skip
+            id=c["id"],
+            kind=cls.name,
+            params=tuple(params),
+            status=status,
+            source=c["source"],
+            terms=tuple(terms),
+            dtype_set=set_name,
+            dtypes=tuple(d for d in dtypes if d),
+            to=to,
+            max=c.get("max"),
+            of=of,
+            violated_if=violated,
+            values=tuple(c.get("values", ())),
+            examples=tuple(examples),
+            summary=c.get("summary", ""),
+            line=lint.doc.line(base),
+        )
 
     @classmethod
     def parse_param(
-        cls, lint: Linter, path: tuple, text: str, by_name: dict[str, Param],
-        params: list[str], terms: list[DtypeTerm],
-    ) -> None:  # fmt: skip
+        cls,
+        lint: Linter,
+        path: tuple,
+        text: str,
+        by_name: dict[str, Param],
+        params: list[str],
+        terms: list[DtypeTerm],
+    ) -> None:
         """Check one entry of `params` and add it to `params` (and `terms`, for dtype kinds)."""
         if text not in by_name:
             lint.err(path, f"unknown parameter {text!r} (parameters: {', '.join(by_name)})")

@@ -41,9 +41,14 @@ class _TermKind(_DtypeKind):
 
     @classmethod
     def parse_param(
-        cls, lint: Linter, path: tuple, text: str, by_name: dict[str, Param],
-        params: list[str], terms: list[DtypeTerm],
-    ) -> None:  # fmt: skip
+        cls,
+        lint: Linter,
+        path: tuple,
+        text: str,
+        by_name: dict[str, Param],
+        params: list[str],
+        terms: list[DtypeTerm],
+    ) -> None:
         t = lint.term(path, text, by_name)
         if t is None:
             return
@@ -84,8 +89,11 @@ class DtypeIn(_TermKind):
         for term in check.terms:
             d = dtype_of(call, check, term)
             if d not in allowed:
-                raise Violation(check, f"{term} dtype {d or 'UNDEFINED'} is not one of "
-                                       f"{{{', '.join(allowed)}}} on {call.product}")  # fmt: skip
+                raise Violation(
+                    check,
+                    f"{term} dtype {d or 'UNDEFINED'} is not one of "
+                    f"{{{', '.join(allowed)}}} on {call.product}",
+                )
         return False
 
     @classmethod
@@ -153,8 +161,11 @@ class Castable(_TermKind):
         for term in check.terms:
             src = dtype_of(call, check, term)
             if src is None or dst is None or not dt.tables().can_cast(src, dst):
-                raise Violation(check, f"{term} ({src or 'no promotion'}) cannot be cast to "
-                                       f"{check.to} ({dst or 'no promotion'})")  # fmt: skip
+                raise Violation(
+                    check,
+                    f"{term} ({src or 'no promotion'}) cannot be cast to "
+                    f"{check.to} ({dst or 'no promotion'})",
+                )
         return False
 
     @classmethod

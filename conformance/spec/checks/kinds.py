@@ -136,8 +136,11 @@ class Value(CheckKind):
 
     @classmethod
     def credits(cls, check: Check, axis: str, param: str | None = None) -> bool:
-        return axis == "scalar-value" and check.violated_if is not None \
-            and param in check.violated_if.names  # fmt: skip
+        return (
+            axis == "scalar-value"
+            and check.violated_if is not None
+            and param in check.violated_if.names
+        )
 
 
 class StringIn(CheckKind):
@@ -187,9 +190,21 @@ class EmptySuccess(CheckKind):
 
 CHECK_KINDS: dict[str, type[CheckKind]] = {
     k.name: k
-    for k in (NotNull, DtypeIn, SameDtype, Promotable, Castable, MaxRank, Broadcastable,
-              SameShape, ShapeIsBroadcast, Value, StringIn, EmptySuccess)
-}  # fmt: skip
+    for k in (
+        NotNull,
+        DtypeIn,
+        SameDtype,
+        Promotable,
+        Castable,
+        MaxRank,
+        Broadcastable,
+        SameShape,
+        ShapeIsBroadcast,
+        Value,
+        StringIn,
+        EmptySuccess,
+    )
+}
 
 
 def kind_of(check: Check) -> type[CheckKind]:
@@ -212,8 +227,9 @@ def schema_fragment(kinds: dict[str, type[CheckKind]] | None = None) -> dict[str
     for k in kinds.values():
         for f, schema in k.fields.items():
             if f in props and props[f] != schema:
-                raise ValueError(f"check kinds {owner[f]} and {k.name} give field {f!r} two "
-                                 "schemas; share one")  # fmt: skip
+                raise ValueError(
+                    f"check kinds {owner[f]} and {k.name} give field {f!r} two schemas; share one"
+                )
             props[f], owner[f] = schema, owner.get(f, k.name)
         missing = [f for f in (*k.required, *k.one_of) if f not in k.fields]
         if missing:
@@ -229,10 +245,19 @@ def schema_fragment(kinds: dict[str, type[CheckKind]] | None = None) -> dict[str
         rules.append({"if": {"properties": {"kind": when}}, "then": {"required": list(req)}})
     for k in kinds.values():
         if k.one_of:
-            rules.append({"if": {"properties": {"kind": {"const": k.name}}},
-                          "then": {"oneOf": [{"required": [f]} for f in k.one_of]}})  # fmt: skip
-    item = {"type": "object", "additionalProperties": False, "required": list(COMMON_REQUIRED),
-            "properties": props, "allOf": rules}  # fmt: skip
+            rules.append(
+                {
+                    "if": {"properties": {"kind": {"const": k.name}}},
+                    "then": {"oneOf": [{"required": [f]} for f in k.one_of]},
+                }
+            )
+    item = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(COMMON_REQUIRED),
+        "properties": props,
+        "allOf": rules,
+    }
     return {"type": "array", "minItems": 1, "items": item}
 
 

@@ -69,8 +69,11 @@ class SameShape(CheckKind):
     def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
         shapes = [arg(call, check, n).shape for n in check.params]
         if len(set(shapes)) != 1:
-            raise Violation(check, "shapes differ: " + ", ".join(
-                f"{n}={list(s)}" for n, s in zip(check.params, shapes, strict=True)))  # fmt: skip
+            raise Violation(
+                check,
+                "shapes differ: "
+                + ", ".join(f"{n}={list(s)}" for n, s in zip(check.params, shapes, strict=True)),
+            )
         return False
 
     @classmethod
@@ -96,8 +99,11 @@ class ShapeIsBroadcast(CheckKind):
         for name in check.params:
             got = arg(call, check, name).shape
             if want is None or got != want:
-                raise Violation(check, f"{name} shape {list(got)} != broadcast shape "
-                                       f"{list(want) if want is not None else 'none'}")  # fmt: skip
+                raise Violation(
+                    check,
+                    f"{name} shape {list(got)} != broadcast shape "
+                    f"{list(want) if want is not None else 'none'}",
+                )
         return False
 
     @classmethod

@@ -40,10 +40,17 @@ def jax_namespace(jax: Any) -> Namespace:
     jnp = jax.numpy
     fn = {name: getattr(jnp, name) for name in (*BINARY.values(), *COMPARE.values())}
     fn.update({name: getattr(jnp, name) for name in FUNCTIONS if hasattr(jnp, name)})
-    fn.update(erf=jax.scipy.special.erf, erfc=jax.scipy.special.erfc,
-              erfinv=jax.scipy.special.erfinv, where=jnp.where,
-              logical_and=jnp.logical_and, logical_or=jnp.logical_or,
-              logical_not=jnp.logical_not, negative=jnp.negative, abs=jnp.abs)  # fmt: skip
+    fn.update(
+        erf=jax.scipy.special.erf,
+        erfc=jax.scipy.special.erfc,
+        erfinv=jax.scipy.special.erfinv,
+        where=jnp.where,
+        logical_and=jnp.logical_and,
+        logical_or=jnp.logical_or,
+        logical_not=jnp.logical_not,
+        negative=jnp.negative,
+        abs=jnp.abs,
+    )
     return Namespace(fn)
 
 

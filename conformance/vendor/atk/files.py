@@ -123,8 +123,9 @@ def _shape(raw: Any, where: str) -> tuple[int, ...]:
     return tuple(raw)
 
 
-def _input(path: Path, case: dict, idx: int, raw: Any, output: bool = False,
-           position: int | None = None) -> AtkInput | str:  # fmt: skip
+def _input(
+    path: Path, case: dict, idx: int, raw: Any, output: bool = False, position: int | None = None
+) -> AtkInput | str:
     """One input (or output) entry; a string says why the case cannot be imported (a well-formed
     input the importer does not support). An output's range_values may be null."""
     if isinstance(raw, list):
@@ -161,8 +162,16 @@ def _input(path: Path, case: dict, idx: int, raw: Any, output: bool = False,
         return f"input {name!r}: {NULL_RANGE}"
     if kind != "attr" and text_values(form):  # e.g. "default" for an optional tensor
         return f"input {name!r}: range_values {text_values(form)[0]!r} is not a number"
-    return AtkInput(name, kind, dtype, atk_dtype, shape, form, raw.get("range_values"),
-                    str(raw.get("format") or "ND"))  # fmt: skip
+    return AtkInput(
+        name,
+        kind,
+        dtype,
+        atk_dtype,
+        shape,
+        form,
+        raw.get("range_values"),
+        str(raw.get("format") or "ND"),
+    )
 
 
 def read_atk(path: str | Path) -> list[AtkCase]:
@@ -210,8 +219,16 @@ def read_atk(path: str | Path) -> list[AtkCase]:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise AtkError(f"{_where(path, c, idx)}: input {dup[0]!r} is given twice")
-        cases.append(AtkCase(idx, cid, str(c.get("aclnn_name") or c.get("name") or ""),
-                             tuple(inputs), tuple(outputs), why[0] if why else ""))  # fmt: skip
+        cases.append(
+            AtkCase(
+                idx,
+                cid,
+                str(c.get("aclnn_name") or c.get("name") or ""),
+                tuple(inputs),
+                tuple(outputs),
+                why[0] if why else "",
+            )
+        )
     return cases
 
 
@@ -245,8 +262,16 @@ def mapping_of(spec: OpSpec) -> AtkMapping:
     inputs = {str(k): str(v) for k, v in (raw.get("inputs") or {}).items()}
     outputs = {str(k): str(v) for k, v in (raw.get("outputs") or {}).items()}
     formats, replace = parse_rules(raw)
-    return AtkMapping(str(raw.get("op") or spec.op), str(raw.get("source", "")), inputs, outputs,
-                      True, where, formats, replace)  # fmt: skip
+    return AtkMapping(
+        str(raw.get("op") or spec.op),
+        str(raw.get("source", "")),
+        inputs,
+        outputs,
+        True,
+        where,
+        formats,
+        replace,
+    )
 
 
 def choose_spec(path: Path, cases: list[AtkCase], reg: Registry, op: str | None) -> OpSpec:
@@ -271,5 +296,7 @@ def choose_spec(path: Path, cases: list[AtkCase], reg: Registry, op: str | None)
             if isinstance(raw, dict) and op_key(str(raw.get("op", ""))) == op_key(name):
                 return s
     said = " or ".join(repr(n) for n in names) if names else "nothing"
-    raise AtkError(f"{path}: cannot tell which operator this file tests (its name and cases say "
-                   f"{said}, which no spec defines); give --op NAME")  # fmt: skip
+    raise AtkError(
+        f"{path}: cannot tell which operator this file tests (its name and cases say "
+        f"{said}, which no spec defines); give --op NAME"
+    )

@@ -113,8 +113,10 @@ def describe_rule(spec: OpSpec, out: str) -> str:
     if check is None:
         ins = ", ".join(p.name for p in spec.tensor_inputs)
         return f"{out}: promotion of the tensor inputs ({ins}); shape: their broadcast"
-    return (f"{out}: dtype of {', '.join(str(t) for t in terms)} (clause {check.id}); "
-            "shape: broadcast of the tensor inputs")  # fmt: skip
+    return (
+        f"{out}: dtype of {', '.join(str(t) for t in terms)} (clause {check.id}); "
+        "shape: broadcast of the tensor inputs"
+    )
 
 
 def derive_output(spec: OpSpec, out: str, dtypes: dict[str, str]) -> str:
@@ -153,19 +155,24 @@ def _param_for(spec: OpSpec, m: AtkMapping, inp: AtkInput, case: AtkCase) -> str
     if m.declared:
         target = m.inputs.get(inp.name)
         if target is None:
-            raise AtkError(f"ATK input {inp.name!r} (case {case.id}) is not in the atk.inputs "
-                           f"mapping of {spec.name} ({m.where}); it maps "
-                           f"{', '.join(m.inputs) or 'nothing'}")  # fmt: skip
+            raise AtkError(
+                f"ATK input {inp.name!r} (case {case.id}) is not in the atk.inputs "
+                f"mapping of {spec.name} ({m.where}); it maps "
+                f"{', '.join(m.inputs) or 'nothing'}"
+            )
         return target
     if inp.name not in spec.param_names:
-        raise AtkError(f"ATK input {inp.name!r} (case {case.id}) is not a parameter of {spec.name} "
-                       f"({', '.join(spec.param_names)}) and the spec has no atk: section mapping "
-                       f"it; add atk.inputs to {spec.path}")  # fmt: skip
+        raise AtkError(
+            f"ATK input {inp.name!r} (case {case.id}) is not a parameter of {spec.name} "
+            f"({', '.join(spec.param_names)}) and the spec has no atk: section mapping "
+            f"it; add atk.inputs to {spec.path}"
+        )
     return inp.name
 
 
-def _take(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput,
-          seed: int, name: str) -> str:  # fmt: skip
+def _take(
+    spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput, seed: int, name: str
+) -> str:
     """Put ATK input `inp` into the plan's call as parameter `name`; returns why the case is
     skipped ('' if not)."""
     p = spec.param(name)
@@ -203,22 +210,24 @@ def _take(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInp
     return ""
 
 
-def _executor_input(m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput,
-                    seed: int) -> bool:  # fmt: skip
+def _executor_input(m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput, seed: int) -> bool:
     """An ATK input only the executor reads (atk.formats): noted in the plan, True; an
     executor-only attribute the spec's section does not handle is an error."""
     if m.formats is not None and inp.name == m.formats.input:
         try:
             plan.format = av.string_value(inp.form, _rng(seed, plan.case_id, inp.name))
         except atk_forms.FormError as exc:
-            raise AtkError(f"ATK input {inp.name!r} (case {case.id}): the storage format: "
-                           f"{exc}") from None  # fmt: skip
+            raise AtkError(
+                f"ATK input {inp.name!r} (case {case.id}): the storage format: {exc}"
+            ) from None
         plan.item.values[f"({inp.name})"] = f"{plan.format} (storage format: atk.formats)"
         return True
     if inp.type == "attr" and inp.atk_dtype.strip().lower() == NON_PARAM:
-        raise AtkError(f"ATK input {inp.name!r} (case {case.id}) is an attribute only the "
-                       f"executor reads (dtype {NON_PARAM}); say what the executor does with it "
-                       f"in the spec's atk section ({m.where}), e.g. atk.formats")  # fmt: skip
+        raise AtkError(
+            f"ATK input {inp.name!r} (case {case.id}) is an attribute only the "
+            f"executor reads (dtype {NON_PARAM}); say what the executor does with it "
+            f"in the spec's atk section ({m.where}), e.g. atk.formats"
+        )
     return False
 
 
@@ -229,8 +238,10 @@ def _replace(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None:
         if r.dtype_of:
             src = plan.args.get(r.dtype_of)
             if not isinstance(src, TensorArg):
-                raise AtkError(f"case {case.id}: atk.replace.{r.param} takes the dtype of "
-                               f"{r.dtype_of!r}, which the case does not give ({m.where})")  # fmt: skip
+                raise AtkError(
+                    f"case {case.id}: atk.replace.{r.param} takes the dtype of "
+                    f"{r.dtype_of!r}, which the case does not give ({m.where})"
+                )
             dtype = src.dtype
         form = atk_forms.parse_form(r.value)
         info = dt.get(dtype)
@@ -270,8 +281,10 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
             args[p.name] = p.default if p.kind == "string" else bool(p.default)
             item.values[p.name] = f"{p.default} (spec default)"
         else:
-            raise AtkError(f"case {case.id} gives no value for {spec.name} parameter {p.name!r}, "
-                           f"which has no default; map an ATK input to it in atk.inputs")  # fmt: skip
+            raise AtkError(
+                f"case {case.id} gives no value for {spec.name} parameter {p.name!r}, "
+                f"which has no default; map an ATK input to it in atk.inputs"
+            )
     ordered = {p.name: args[p.name] for p in spec.params}
     args.clear()
     args.update(ordered)
@@ -343,18 +356,25 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
     out = spec.formula.output
     oshape = plan.args[out].shape
     n = int(np.prod(oshape, dtype=np.int64)) if oshape else 1
-    stores = {k: (av.StorageReader(f, dt.get(plan.args[k].dtype))
-                  if tuple(plan.args[k].shape) == tuple(oshape)
-                  else av.read_npy(f, dt.get(plan.args[k].dtype)))
-              for k, f in files.items()}  # fmt: skip
+    stores = {
+        k: (
+            av.StorageReader(f, dt.get(plan.args[k].dtype))
+            if tuple(plan.args[k].shape) == tuple(oshape)
+            else av.read_npy(f, dt.get(plan.args[k].dtype))
+        )
+        for k, f in files.items()
+    }
     hits: set[str] = set()
     for a in range(0, n, BRANCH_CHUNK):
         b = min(n, a + BRANCH_CHUNK)
         args = dict(plan.args)
         for k, arr in stores.items():
             t = plan.args[k]
-            vals = arr.get(a, b) if isinstance(arr, av.StorageReader) else \
-                _gather(arr, t.shape, oshape, a, b)  # fmt: skip
+            vals = (
+                arr.get(a, b)
+                if isinstance(arr, av.StorageReader)
+                else _gather(arr, t.shape, oshape, a, b)
+            )
             args[k] = TensorArg(t.dtype, (b - a,), (1,), 0, vals)
         args[out] = _light(plan.args[out].dtype, (b - a,))
         hits.update(branch_hits(spec, Call(spec.name, "", args)))
@@ -362,8 +382,16 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
     return lets_used(spec, ordered) + ordered
 
 
-def write_planned(spec: OpSpec, plan: Planned, root: Path, seed: int, product: str,
-                  kind: str, status: int, source: dict[str, Any]) -> None:  # fmt: skip
+def write_planned(
+    spec: OpSpec,
+    plan: Planned,
+    root: Path,
+    seed: int,
+    product: str,
+    kind: str,
+    status: int,
+    source: dict[str, Any],
+) -> None:
     d = make_case_dir(root, plan.case_id)  # a symlink planted under root is refused
     args_json: dict[str, Any] = {}
     files: dict[str, Path] = {}
@@ -382,10 +410,17 @@ def write_planned(spec: OpSpec, plan: Planned, root: Path, seed: int, product: s
                     plan.item.values[name] += " -> " + "; ".join(values.drawn)
             else:
                 encoding, digest = av.write_npy(path, info, n, av.fill_chunks(info, n))
-            args_json[name] = {"kind": "tensor", "dtype": a.dtype, "shape": list(a.shape),
-                               "strides": list(contiguous_strides(a.shape)), "offset": 0,
-                               "format": a.format, "storage": path.name, "encoding": encoding,
-                               "sha256": digest}  # fmt: skip
+            args_json[name] = {
+                "kind": "tensor",
+                "dtype": a.dtype,
+                "shape": list(a.shape),
+                "strides": list(contiguous_strides(a.shape)),
+                "offset": 0,
+                "format": a.format,
+                "storage": path.name,
+                "encoding": encoding,
+                "sha256": digest,
+            }
         elif isinstance(a, ScalarArg):
             args_json[name] = {"kind": "scalar", "dtype": a.dtype, "value": _jsonable(a.value)}
         elif isinstance(a, bool):
@@ -395,10 +430,20 @@ def write_planned(spec: OpSpec, plan: Planned, root: Path, seed: int, product: s
     item = plan.item
     if kind == "positive" and not item.clauses:
         item.clauses = credited(spec, plan, files)
-    meta = {"format": FORMAT, "id": plan.case_id, "op": spec.name, "product": product,
-            "kind": kind, "clauses": item.clauses, "expected_status": status, "seed": seed,
-            "spec_sha256": spec.sha256, "tool_version": TOOL_VERSION, "args": args_json,
-            "atk": {**source, "id": plan.case.id}}  # fmt: skip
+    meta = {
+        "format": FORMAT,
+        "id": plan.case_id,
+        "op": spec.name,
+        "product": product,
+        "kind": kind,
+        "clauses": item.clauses,
+        "expected_status": status,
+        "seed": seed,
+        "spec_sha256": spec.sha256,
+        "tool_version": TOOL_VERSION,
+        "args": args_json,
+        "atk": {**source, "id": plan.case.id},
+    }
     text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
     safeio.write_file(d / "case.json", lambda f: f.write(text.encode("utf-8")))
 
@@ -407,15 +452,31 @@ def case_id_for(spec: OpSpec, atk_id: str) -> str:
     return f"{spec.name}/atk/{atk_id.zfill(4) if atk_id.isdigit() else atk_id}"
 
 
-def import_cases(spec: OpSpec, m: AtkMapping, cases: list[AtkCase], out_dir: Path, *,
-                 file: Path, product: str, seed: int = 0,
-                 max_elements: int = DEFAULT_MAX_ELEMENTS) -> ImportResult:  # fmt: skip
+def import_cases(
+    spec: OpSpec,
+    m: AtkMapping,
+    cases: list[AtkCase],
+    out_dir: Path,
+    *,
+    file: Path,
+    product: str,
+    seed: int = 0,
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+) -> ImportResult:
     """Write every importable case of `cases` under out_dir; the result lists each case's fate."""
     raw = file.read_bytes()
     out = spec.outputs[0].name if spec.outputs else ""
-    res = ImportResult(str(file), hashlib.sha256(raw).hexdigest(), spec.name, spec.op, product,
-                       seed, max_elements, m.where if m.declared else "identity (no atk: section)",
-                       describe_rule(spec, out) if out else "")  # fmt: skip
+    res = ImportResult(
+        str(file),
+        hashlib.sha256(raw).hexdigest(),
+        spec.name,
+        spec.op,
+        product,
+        seed,
+        max_elements,
+        m.where if m.declared else "identity (no atk: section)",
+        describe_rule(spec, out) if out else "",
+    )
     source = {"file": file.name, "mapping": dict(m.inputs) if m.declared else "identity"}
     try:  # every mapping problem before anything is written
         plans = [plan_case(spec, m, c, seed, case_id_for(spec, c.id)) for c in cases]
@@ -431,11 +492,19 @@ def import_cases(spec: OpSpec, m: AtkMapping, cases: list[AtkCase], out_dir: Pat
         item.message = verdict.message
         item.clause = verdict.check.id if verdict.check is not None else ""
         said = "accepted" if verdict.status == 0 else f"rejected by {item.clause}"
-        big = max(((int(np.prod(a.shape, dtype=np.int64)), n) for n, a in plan.args.items()
-                   if isinstance(a, TensorArg)), default=(0, ""))  # fmt: skip
+        big = max(
+            (
+                (int(np.prod(a.shape, dtype=np.int64)), n)
+                for n, a in plan.args.items()
+                if isinstance(a, TensorArg)
+            ),
+            default=(0, ""),
+        )
         if big[0] > READER_MAX_ELEMENTS:  # whatever --max-elements says: nothing is written
-            item.reason = (f"over the case reader's limit: {big[1]} has {big[0]} elements, a case "
-                           f"directory holds at most {READER_MAX_ELEMENTS} per storage")  # fmt: skip
+            item.reason = (
+                f"over the case reader's limit: {big[1]} has {big[0]} elements, a case "
+                f"directory holds at most {READER_MAX_ELEMENTS} per storage"
+            )
             item.would_be = said
             continue
         if big[0] > max_elements:

@@ -207,8 +207,11 @@ class TensorValues:
         subs = leaves(form)
         self.subs = subs
         self.nd = [_nd_params(s, rng) if s.kind == "nd" else (0.0, 1.0) for s in subs]
-        self.drawn = [f"normal(mean {m:.6g}, std {s:.6g})"
-                      for sub, (m, s) in zip(subs, self.nd, strict=True) if sub.kind == "nd"]  # fmt: skip
+        self.drawn = [
+            f"normal(mean {m:.6g}, std {s:.6g})"
+            for sub, (m, s) in zip(subs, self.nd, strict=True)
+            if sub.kind == "nd"
+        ]
 
     def chunks(self, size: int = CHUNK) -> Iterator[np.ndarray]:
         for start in range(0, self.n, size):
@@ -324,8 +327,11 @@ class StorageReader:
         self.path, self.d = path, d
         with open(path, "rb") as f:
             major, _ = np.lib.format.read_magic(f)
-            read = (np.lib.format.read_array_header_1_0 if major == 1
-                    else np.lib.format.read_array_header_2_0)  # fmt: skip
+            read = (
+                np.lib.format.read_array_header_1_0
+                if major == 1
+                else np.lib.format.read_array_header_2_0
+            )
             shape, _, dtype = read(f)
             self.offset, self.saved, self.size = f.tell(), np.dtype(dtype), int(shape[0])
 

@@ -29,8 +29,10 @@ def load_page(path: str | Path) -> DocPage:
         raise DocError(f"{path}: not a UTF-8 text page") from None
     text = text.replace("\r\n", "\n").replace("\u00a0", " ")
     if not prototypes(text):
-        raise DocError(f"{path}: no 'aclnnStatus aclnnXxxGetWorkspaceSize(...)' signature found; "
-                       "is this an aclnn operator page?")  # fmt: skip
+        raise DocError(
+            f"{path}: no 'aclnnStatus aclnnXxxGetWorkspaceSize(...)' signature found; "
+            "is this an aclnn operator page?"
+        )
     if re.search(r"^#{1,6}\s|<table", text, re.M):
         page = parse_markdown(str(path), text)
     else:

@@ -65,8 +65,10 @@ class _Tables(HTMLParser):
         elif tag == "tr" and self._open:
             self._open[-1].rows.append([])
         elif tag in ("td", "th") and self._open and self._open[-1].rows:
-            span = [int(a.get(k) or 1) if str(a.get(k) or 1).isdigit() else 1
-                    for k in ("rowspan", "colspan")]  # fmt: skip
+            span = [
+                int(a.get(k) or 1) if str(a.get(k) or 1).isdigit() else 1
+                for k in ("rowspan", "colspan")
+            ]
             self._cell = Cell("", self._line(), tag == "th", max(span[0], 1), max(span[1], 1))
             self._open[-1].rows[-1].append(self._cell)
         elif tag in ("li", "br", "p") and self._cell is not None:
@@ -139,8 +141,9 @@ def parse_markdown(path: str, text: str) -> DocPage:
             _notes(itf, lines, start, end, tables)
         itf.status_rows = _status(page, stab, itf) if stab else None
         if stab is None:
-            page.notes.append((start + 1, f"{itf.op}: no status-code table found; status codes "
-                                          "not compared"))  # fmt: skip
+            page.notes.append(
+                (start + 1, f"{itf.op}: no status-code table found; status codes not compared")
+            )
     page.formula = _formula(lines, heads)
     return page
 
@@ -230,8 +233,13 @@ def _params(page: DocPage, itf: Interface, t: _Table) -> None:
             p.min_rank, p.max_rank = rank_bounds(_clean(row[c_rank].text))
         base = re.sub(r"\bconst\b|\s", "", p.c_type)
         if p.desc_type and re.sub(r"\bconst\b|\s", "", p.desc_type) != base:
-            page.notes.append((p.desc_line, f"{p.name}: the table says {p.desc_type}, the "
-                                            f"prototype {p.c_type}; the prototype is compared"))  # fmt: skip
+            page.notes.append(
+                (
+                    p.desc_line,
+                    f"{p.name}: the table says {p.desc_type}, the "
+                    f"prototype {p.c_type}; the prototype is compared",
+                )
+            )
     for p in itf.params:
         if not p.desc_line:
             page.notes.append((t.start, f"{itf.op}: {p.name} has no row in the parameter table"))
@@ -253,8 +261,11 @@ def _notes(itf: Interface, lines: list[str], start: int, end: int, tables: list[
         for o in override_statements(_clean(m.group(2)), names, tuple(ids), j + 1):
             # a note naming no parameter is about the tensors' list: it also holds for a scalar
             # whose list is the same as a tensor's (a min and a max scalar listed like the tensors)
-            targets = o.params or [p.name for p in itf.params if p.base and (
-                p.kind == "tensor" or _listed(p) in tensor_lists)]  # fmt: skip
+            targets = o.params or [
+                p.name
+                for p in itf.params
+                if p.base and (p.kind == "tensor" or _listed(p) in tensor_lists)
+            ]
             for n in targets:
                 p = itf.param(n)
                 if p is not None:
@@ -276,8 +287,14 @@ def _status(page: DocPage, t: _Table, itf: Interface) -> list[StatusRow] | None:
     rows = []
     for row in grid[1:]:
         cells = [_clean(c.text) for c in row]
-        code = next((c for c in ([cells[c_code]] if c_code is not None and c_code < len(cells)
-                                 else cells) if re.fullmatch(r"\d{5,6}", c)), None)  # fmt: skip
+        code = next(
+            (
+                c
+                for c in ([cells[c_code]] if c_code is not None and c_code < len(cells) else cells)
+                if re.fullmatch(r"\d{5,6}", c)
+            ),
+            None,
+        )
         if code is None or c_text >= len(cells):
             continue
         name = cells[c_name] if c_name is not None and c_name < len(cells) else ""

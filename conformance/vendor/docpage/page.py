@@ -280,8 +280,9 @@ def override_statements(
     for stmt in re.split(r"[。]", text):
         m = re.search(r"不支持(.+?)数据类型", stmt)  # "不支持BFLOAT16数据类型": the dtypes removed
         if m and dtype_tokens(m.group(1)):
-            named = tuple(n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", stmt[: m.start()])
-                          if n in names)  # fmt: skip
+            named = tuple(
+                n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", stmt[: m.start()]) if n in names
+            )
             found = tuple(d for d, _ in dtype_tokens(m.group(1)))
             out.append(Override(products_, named or None, found, True, line))
             continue
@@ -337,5 +338,10 @@ def _note_ambiguous(page: DocPage, itf: Interface, tensors: list[str]) -> None:
         if o.params is None:
             lists = {tuple(d for d, _ in (itf.param(n).base or [])) for n in tensors}  # type: ignore[union-attr]
             if len(lists) > 1:
-                page.notes.append((o.line, f"product note names no parameter; read as applying "
-                                           f"to every tensor with a dtype list: {', '.join(tensors)}"))  # fmt: skip
+                page.notes.append(
+                    (
+                        o.line,
+                        f"product note names no parameter; read as applying "
+                        f"to every tensor with a dtype list: {', '.join(tensors)}",
+                    )
+                )

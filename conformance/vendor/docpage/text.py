@@ -56,8 +56,13 @@ def parse_text(path: str, text: str) -> DocPage:
         _params(page, itf, lines, start, end)
         itf.status_rows = _status(page, lines, start, end, itf)
         if itf.status_rows is None:
-            page.notes.append((itf.section_line, f"{itf.op}: no status-code table readable (返回值 "
-                                                 "shows none); status codes not compared"))  # fmt: skip
+            page.notes.append(
+                (
+                    itf.section_line,
+                    f"{itf.op}: no status-code table readable (返回值 "
+                    "shows none); status codes not compared",
+                )
+            )
     page.formula = _formula(lines, heads)
     return page
 
@@ -75,8 +80,9 @@ def _section(lines: list[str], head: str, heads: set[str]) -> tuple[int, int]:
     start = next((i for i, ln in enumerate(lines) if ln.strip() == head), None)
     if start is None:
         return 0, len(lines)
-    end = next((j for j in range(start + 1, len(lines)) if _is_heading(lines[j], heads)),
-               len(lines))  # fmt: skip
+    end = next(
+        (j for j in range(start + 1, len(lines)) if _is_heading(lines[j], heads)), len(lines)
+    )
     return start, end
 
 
@@ -143,8 +149,13 @@ def _describe(page: DocPage, p: DocParam, desc_type: str, role: str, text: str, 
     _scan(p)
     base = re.sub(r"\bconst\b|\s", "", p.c_type)
     if desc_type and re.sub(r"\bconst\b|\s", "", desc_type) != base:
-        page.notes.append((line, f"{p.name}: the description says {desc_type}, the prototype "
-                                 f"{p.c_type}; the prototype is compared"))  # fmt: skip
+        page.notes.append(
+            (
+                line,
+                f"{p.name}: the description says {desc_type}, the prototype "
+                f"{p.c_type}; the prototype is compared",
+            )
+        )
 
 
 def _scan(p: DocParam) -> None:
@@ -170,8 +181,9 @@ def _status(
             body = re.sub(r"\s*返回\s*$", "", body)
             items = [t.strip() for t in _ITEM.split(body) if t.strip()] or [body.strip()]
             for item in items:
-                rows.append(StatusRow(int(m.group(1)), m.group(2), item, j + 1,
-                                      status_params(item, names)))  # fmt: skip
+                rows.append(
+                    StatusRow(int(m.group(1)), m.group(2), item, j + 1, status_params(item, names))
+                )
     for r in rows:
         for w in stray_names(r.text, names):
             page.notes.append((r.line, f"status row {r.code} names {w}, which is no parameter"))
