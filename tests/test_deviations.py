@@ -632,8 +632,8 @@ def test_gelu_backward_tail_is_an_expectation_of_the_kernel_for_every_spec_calli
                 "gradInput": TensorArg.empty_like_shape((len(x),), "FLOAT")}  # fmt: skip
         case = _case(op, "ascend950", args, case_id=f"{op}/atk/0001")
         rec = judge(REG.get(op), case, backend, ORACLE, deviations=True).record
-        assert rec["verdict"] == "fail" and rec["differs"] == "nonfinite", rec["reason"]
-        assert rec["binding"] == "aten::gelu_backward"
+        assert rec.verdict == "fail" and rec.differs == "nonfinite", rec.reason
+        assert rec.binding == "aten::gelu_backward"
         rec = shipped.apply(rec, "torch", backend.version())
         assert rec.verdict == "xfail", op
         assert rec.expectation["binding"] == "aten::gelu_backward"

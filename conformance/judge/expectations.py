@@ -240,8 +240,10 @@ class Expectations:
     decided: dict[int, int] = field(default_factory=dict)
 
     def find(
-        self, case_id: str, backend: str, version: str, rec: dict[str, Any] | None = None
+        self, case_id: str, backend: str, version: str, rec: Result | dict[str, Any] | None = None
     ) -> Entry | None:
+        """The first entry that fits the case (`rec`: its record, or that record's JSON object)."""
+        rec = None if rec is None else as_result(rec)
         for e in self.entries:
             if e.applies(case_id, backend, version, rec):
                 return e
