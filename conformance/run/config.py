@@ -134,7 +134,7 @@ def bind_devices(
     bound = cls.on_device(options, kept[0]) or {}
     for key in options:
         if bound.get(key) != options[key]:
-            given = labels["device"] if key == "device" else _option_label(key, "--backend-opt")
+            given = labels["device"] if key == "device" else f"{labels['backend_opts']} {key}=..."
             raise ConfigError(
                 f"{given} and {labels['device_id']} both name the device of "
                 f"{labels['backend']} {backend}: give one"

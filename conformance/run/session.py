@@ -341,7 +341,10 @@ class Session:
             options,
             v["device_id"],
             v["device_blocklist"],
-            {k: f(k) for k in ("device_id", "device_blocklist", "device", "backend")},
+            {
+                k: f(k)
+                for k in ("device_id", "device_blocklist", "device", "backend", "backend_opts")
+            },
         )
         config.check_backend(v["backend"], options, f("backend"), f("backend_opts"))
         if v["exact"]:
