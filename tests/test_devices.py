@@ -106,6 +106,20 @@ def test_a_device_whose_kernels_fault_is_given_up_after_failures_in_a_row(tmp_pa
     assert "AI Core exception on device 2" in moved[0]["moved"]["why"]
 
 
+def test_a_worker_that_dies_without_isolation_counts_as_a_device_fault(tmp_path, lib_dir):
+    """--no-isolate: the kernel on device 3 aborts the worker process itself (its process pool
+    breaks); that case is a device fault of device 3, which is given up, and runs on 2."""
+    env = {"ACLNN_TEST_DOUBLE_ABORT_DEVICES": "3"}
+    proc, results = run(tmp_path, lib_dir, "--device-id", "2,3", "--no-isolate",
+                        "--device-failures", "1", env=env)  # fmt: skip
+    assert_clean(proc, 0)
+    recs = read_jsonl(results)
+    assert all(r["verdict"] == "pass" and r["device"] == 2 for r in recs)
+    moved = [r["moved"] for r in recs if r.get("moved")]
+    assert len(moved) == 1 and moved[0]["from"] == 3
+    assert "the worker on device 3 died" in moved[0]["why"]
+
+
 def test_every_device_given_up_stops_the_run_with_one_message(tmp_path, lib_dir):
     proc, results = run(tmp_path, lib_dir, "--device-id", "4-5",
                         env={"ACLNN_TEST_DOUBLE_DEAD_DEVICES": "4,5"})  # fmt: skip

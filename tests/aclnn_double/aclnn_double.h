@@ -22,7 +22,8 @@
  *
  * Several devices (N_DEVICES): ACLNN_TEST_DOUBLE_DEAD_DEVICES=2,5 makes aclrtSetDevice of those
  * ids fail (a lost device); ACLNN_TEST_DOUBLE_FAULTY_DEVICES=1 makes every kernel launched on
- * those ids fault (the stream sync reports an AI Core exception); ACLNN_TEST_DOUBLE_LAUNCH_LOG=
+ * those ids fault (the stream sync reports an AI Core exception), ACLNN_TEST_DOUBLE_ABORT_DEVICES=3
+ * makes a launch there abort the process; ACLNN_TEST_DOUBLE_LAUNCH_LOG=
  * FILE appends one line "device=D pid=P" per kernel launch (O_APPEND: many processes share it).
  *
  * Timing: ACLNN_TEST_DOUBLE_PHASE1_US=N makes every GetWorkspaceSize take N microseconds (host

@@ -413,6 +413,10 @@ int aclTestDoubleLaunch(void *stream, int *saturate) {
             close(fd);
         }
     }
+    if (listed("ACLNN_TEST_DOUBLE_ABORT_DEVICES", s->device)) {
+        fprintf(stderr, "[TEST DOUBLE] launch on device %d: injected abort\n", s->device);
+        abort(); /* the process dies: a worker that is not isolated takes its pool with it */
+    }
     if (listed("ACLNN_TEST_DOUBLE_FAULTY_DEVICES", s->device) ||
         one_shot("ACLNN_TEST_DOUBLE_DEVICE_FAULT")) {
         s->pending = ACL_ERROR_RT_AICORE_EXCEPTION;
