@@ -236,3 +236,20 @@ def test_a_bad_timing_option_is_a_usage_error(tmp_path, args):
 
 def test_summary_json_has_no_timings_section_without_timed_records():
     assert "timings" not in summary([Result("a/b/c", "pass")])
+
+
+def test_replay_shows_the_device_and_its_timing(lib_dir):
+    """replay judges on the first device of a list, and shows that device's times."""
+    env = {**os.environ, "ACLNN_TEST_DOUBLE_KERNEL_US": "4000"}
+    proc = conform("replay", "leaky_relu_backward/atlas-a2/f32/selfIsResult=0/point=x-zero",
+                   "--backend", "aclnn", "--lib-dir", lib_dir, "--device-id", "6,7",
+                   "--time-repeat", "3", "--warmup", "1", env=env)  # fmt: skip
+    assert_clean(proc, 0)
+    lines = proc.stdout.splitlines()
+    at = lines.index("device")
+    assert lines[at + 1] == "  device 6"
+    head, _, tail = lines[at + 2].partition("phase 2 ")
+    assert head.startswith("  phase 1 ") and tail.endswith(
+        "us (event clock); median of 3 call(s) after 1 warm-up"
+    )
+    assert float(tail.split(" us")[0].replace(",", "")) >= 4000
