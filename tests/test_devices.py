@@ -54,6 +54,7 @@ def meta_devices(results: Path) -> dict:
     return json.loads(Path(str(results) + ".meta.json").read_text())["devices"]
 
 
+@pytest.mark.gates
 def test_cases_spread_over_the_devices_and_each_record_names_the_device_that_ran_it(
     tmp_path, lib_dir
 ):
@@ -73,6 +74,7 @@ def test_cases_spread_over_the_devices_and_each_record_names_the_device_that_ran
     assert all(d["alive"] for d in meta["devices"])
 
 
+@pytest.mark.gates
 def test_a_device_that_cannot_start_is_given_up_and_its_cases_finish_on_the_others(
     tmp_path, lib_dir
 ):
@@ -93,6 +95,7 @@ def test_a_device_that_cannot_start_is_given_up_and_its_cases_finish_on_the_othe
     assert "warning: device 1 was given up" in proc.stderr
 
 
+@pytest.mark.gates
 def test_a_device_whose_kernels_fault_is_given_up_after_failures_in_a_row(tmp_path, lib_dir):
     env = {"ACLNN_TEST_DOUBLE_FAULTY_DEVICES": "2"}
     proc, results = run(tmp_path, lib_dir, "--device-id", "2,3", "--device-failures", "1", env=env)
@@ -106,6 +109,7 @@ def test_a_device_whose_kernels_fault_is_given_up_after_failures_in_a_row(tmp_pa
     assert "AI Core exception on device 2" in moved[0]["moved"]["why"]
 
 
+@pytest.mark.gates
 def test_a_worker_that_dies_without_isolation_counts_as_a_device_fault(tmp_path, lib_dir):
     """--no-isolate: the kernel on device 3 aborts the worker process itself (its process pool
     breaks); that case is a device fault of device 3, which is given up, and runs on 2."""
@@ -120,6 +124,7 @@ def test_a_worker_that_dies_without_isolation_counts_as_a_device_fault(tmp_path,
     assert "the worker on device 3 died" in moved[0]["why"]
 
 
+@pytest.mark.gates
 def test_every_device_given_up_stops_the_run_with_one_message(tmp_path, lib_dir):
     proc, results = run(tmp_path, lib_dir, "--device-id", "4-5",
                         env={"ACLNN_TEST_DOUBLE_DEAD_DEVICES": "4,5"})  # fmt: skip

@@ -135,6 +135,7 @@ def run_timed(tmp_path: Path, lib_dir: Path, name: str, kernel_us: int, *args: s
     return results
 
 
+@pytest.mark.gates
 def test_a_run_records_the_timings_and_the_reports_show_them(tmp_path, lib_dir):
     results = run_timed(tmp_path, lib_dir, "a", 3_000, "--warmup", "1", "--time-repeat", "2")
     recs = read_jsonl(results)
@@ -174,6 +175,7 @@ def test_a_run_records_the_timings_and_the_reports_show_them(tmp_path, lib_dir):
         assert detail["tm"] == [r.get("phase2_clock"), 2, 1]
 
 
+@pytest.mark.gates
 def test_diff_finds_the_cases_whose_kernel_got_slower_and_can_gate_on_them(tmp_path, lib_dir):
     old = run_timed(tmp_path, lib_dir, "old", 2_000)
     new = run_timed(tmp_path, lib_dir, "new", 7_000)
@@ -238,6 +240,7 @@ def test_summary_json_has_no_timings_section_without_timed_records():
     assert "timings" not in summary([Result("a/b/c", "pass")])
 
 
+@pytest.mark.gates
 def test_replay_shows_the_device_and_its_timing(lib_dir):
     """replay judges on the first device of a list, and shows that device's times."""
     env = {**os.environ, "ACLNN_TEST_DOUBLE_KERNEL_US": "4000"}
