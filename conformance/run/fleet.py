@@ -228,8 +228,10 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[Result], bool]) -
                     for s in slots:
                         s.stop(kill=True)
                     return report
-                if slot.device.dead and not any(s is slot for s, _ in running.values()):
-                    slot.stop()
+            busy = {id(s) for s, _ in running.values()}
+            for s in slots:  # the idle workers of a device given up: their processes end now
+                if s.device.dead and s.pool is not None and id(s) not in busy:
+                    s.stop()
         for dev in report.devices:  # the last cases of a device: nothing came after them
             held, dev.suspect = dev.suspect, []
             for h_item, h_rec in held:
