@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 
 from ..conformance.judge.results import safe_text
-from ..reports.diff import DEFAULT_THRESHOLD, diff_runs, render_html, render_markdown, write_text
+from ..reports.diff import (
+    DEFAULT_THRESHOLD,
+    DEFAULT_TIME_FLOOR_US,
+    DEFAULT_TIME_THRESHOLD,
+    diff_runs,
+    render_html,
+    render_markdown,
+    write_text,
+)
 from ..reports.run import fmt
 from .console import heading, style
 from .errors import EXIT_PROBLEMS, UserError
@@ -51,6 +59,30 @@ def _label(path: Path, meta: dict) -> str:
     help="List max_ulp / max_rel of passing cases that moved by more than REL x the old value.",
 )
 @click.option(
+    "--time-threshold",
+    type=click.FloatRange(min=1),
+    callback=finite,
+    default=DEFAULT_TIME_THRESHOLD,
+    show_default=True,
+    metavar="FACTOR",
+    help="List device times (phase 1, phase 2) that grew beyond FACTOR x the old time.",
+)
+@click.option(
+    "--time-floor",
+    "time_floor",
+    type=click.FloatRange(min=0),
+    callback=finite,
+    default=DEFAULT_TIME_FLOOR_US,
+    show_default=True,
+    metavar="US",
+    help="... and by at least US microseconds (smaller changes are noise).",
+)
+@click.option(
+    "--fail-on-slower",
+    is_flag=True,
+    help="A device time slower beyond --time-threshold fails the diff (exit 1).",
+)
+@click.option(
     "--limit",
     type=click.IntRange(min=1),
     default=20,
@@ -63,12 +95,24 @@ def _label(path: Path, meta: dict) -> str:
     help="Cases found in one run only (added or removed) do not fail the diff; "
     "without it they do, as cases that were not compared.",
 )
-def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
+def diff(
+    old,
+    new,
+    markdown_path,
+    html_path,
+    threshold,
+    time_threshold,
+    time_floor,
+    fail_on_slower,
+    limit,
+    allow_missing,
+):
     """Compare two results files case by case: regressions (a case that did not fail and now
     fails), fixes, other verdict changes, statistics that moved, cases added and removed.
 
     Exit codes: 0 no regression and the same cases in both runs (or --allow-missing);
-    1 at least one regression, or a case in one run only (not compared); 2 usage error
+    1 at least one regression, a case in one run only (not compared), or with --fail-on-slower
+    a device time slower than --time-threshold (docs/timings.md); 2 usage error
     (unreadable results, an output that is an input, two runs with no case in common).
     """
     check_outputs(
@@ -76,7 +120,7 @@ def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
         [*results_family("OLD", old), *results_family("NEW", new)],
     )
     (a, a_meta), (b, b_meta) = read_results(old, clean=False), read_results(new, clean=False)
-    d = diff_runs(a, b, threshold)
+    d = diff_runs(a, b, threshold, time_threshold, time_floor)
     warn_torn(old, a)
     warn_torn(new, b)
     if not d.common:
@@ -117,6 +161,19 @@ def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
             click.echo(f"  {m.stat} {arrow} {fmt(m.old)} -> {fmt(m.new)}: {m.id}")
         if len(d.moved) > limit:
             click.echo(f"  ... and {len(d.moved) - limit} more")
+    if d.slower:
+        click.echo(
+            heading(
+                f"\ndevice times slower than x{fmt(time_threshold)} and by >= "
+                f"{fmt(time_floor)} us ({len(d.slower)} of {d.timed} timed)"
+            )
+        )
+        for t in d.slower[:limit]:
+            was, now, factor = t.text()
+            line = f"  {t.phase} {was} -> {now} us (x{factor}): {t.id}"
+            click.echo(style(line, fg="red") if fail_on_slower else line)
+        if len(d.slower) > limit:
+            click.echo(f"  ... and {len(d.slower) - limit} more")
     if markdown_path:
         click.echo(f"wrote {write_text(markdown_path, render_markdown(d, old_label, new_label))}")
     if html_path:
@@ -132,5 +189,11 @@ def diff(old, new, markdown_path, html_path, threshold, limit, allow_missing):
                 "--allow-missing when the runs may differ in their cases",
                 err=True,
             )
-    if d.regressed or (d.missing and not allow_missing):
+    if fail_on_slower and d.slower:
+        click.echo(
+            f"{len(d.slower)} device time(s) slower than x{fmt(time_threshold)}: "
+            "--fail-on-slower fails the diff",
+            err=True,
+        )
+    if d.regressed or (d.missing and not allow_missing) or (fail_on_slower and d.slower):
         raise SystemExit(EXIT_PROBLEMS)

@@ -84,6 +84,17 @@ def replay(case_id, as_json, **values):
                     click.echo(
                         f"    {w['index']}: {w['expected']} / {w['actual']}, {w['ulp']} ulp, {w['inputs']}"
                     )
+        if rec.device is not None or rec.phase1_us is not None:  # docs/timings.md
+            click.echo(heading("device"))
+            if rec.device is not None:
+                click.echo(f"  device {rec.device}")
+            if rec.phase1_us is not None:
+                line = f"  phase 1 {rec.phase1_us:,.1f} us"
+                if rec.phase2_us is not None:
+                    line += f", phase 2 {rec.phase2_us:,.1f} us ({rec.phase2_clock} clock)"
+                click.echo(
+                    f"{line}; median of {rec.timed_runs} call(s) after {rec.warmup_runs} warm-up"
+                )
         click.echo(heading("verdict"))
         click.echo(f"  {rec.verdict}{': ' + rec.reason if rec.reason else ''}")
     if rec.verdict in BROKEN:

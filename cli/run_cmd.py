@@ -240,6 +240,8 @@ def run(**values):
         return True
 
     def write_meta() -> None:
+        if s.fleet is not None:  # how each device fared (docs/devices.md)
+            meta["devices"] = s.fleet.to_json()
         meta.update(
             run=state["ran"],
             seconds=time.perf_counter() - t0,
@@ -295,6 +297,17 @@ def run(**values):
             click.echo(failure_line(rec))
     else:
         print_summary(summary, backend, seconds)
+    if s.fleet is not None:
+        if not quiet:
+            click.echo(heading("\ndevices"))
+            for line in s.fleet.lines():
+                click.echo(f"  {res.safe_text(line)}")
+        for dev in s.fleet.dead():
+            click.echo(
+                f"warning: device {dev.id} was given up: {res.safe_text(dev.dead)}; its "
+                f"{dev.moved} remaining case(s) ran on the other devices",
+                err=True,
+            )
     if state["stop"]:
         left = len(todo) - state["ran"]
         click.echo(

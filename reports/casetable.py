@@ -17,7 +17,8 @@ WORST_LIMIT = 10  # worst elements kept per output
 REASON_LIMIT = 240  # characters of a reason in the case list (details keep 4,000)
 PASS_ROWS = 20_000  # passing (and skipped) cases listed at most; every other case is listed
 FIELDS = ("id", "op", "product", "col", "verdict", "neg", "tag", "params", "clauses", "ulp",
-          "rel", "abs", "es", "t", "reason", "replay", "detail")  # fmt: skip
+          "rel", "abs", "es", "t", "dev", "p1", "p2", "reason", "replay",
+          "detail")  # fmt: skip
 
 
 def _round(x: float | None) -> float | int | str | None:
@@ -128,7 +129,8 @@ class CaseTable:
         verdict = rec.verdict
         long_reason = len(str(rec.reason or "")) > REASON_LIMIT
         detail = None
-        if verdict != "pass" or rec.expectation or long_reason or small_value_notes(rec):
+        timed = rec.timed_runs is not None and rec.timed_runs > 1
+        if verdict != "pass" or rec.expectation or long_reason or small_value_notes(rec) or timed:
             detail = _detail(rec)
         row = [
             cid,
@@ -145,6 +147,9 @@ class CaseTable:
             _round(st["max_abs"]),
             rec.expected_status,
             _round(num((rec.durations or {}).get("total"))),
+            rec.device,  # the device that ran it, and its timing (docs/timings.md), in us
+            _round(num(rec.phase1_us)),
+            _round(num(rec.phase2_us)),
             clip(rec.reason, REASON_LIMIT),
             self.replays(template) if template else -1,
             -1,
@@ -196,7 +201,8 @@ def _detail(rec: Result) -> dict[str, Any]:
     st statuses, r full reason when the row's is cut, m backend message, c per output
     [statistics in STAT_KEYS order, worst elements in WORST_FIELDS order], d durations,
     x expectation, b verdict before the expectation, u per output: why its max ULP means
-    nothing, where it comes from the small-value domain). A comparison's third item is its
+    nothing, where it comes from the small-value domain, tm the device timing's clock, timed
+    runs and warm-up calls, mv the device it first ran on when that device was given up). A comparison's third item is its
     policy's [small_threshold, small_atol, dtype], so the page can mark small-value elements."""
     comps = {}
     for name, c in (rec.comparisons or {}).items():
@@ -218,6 +224,10 @@ def _detail(rec: Result) -> dict[str, Any]:
         out["x"] = rec.expectation
     if rec.verdict_before_expectation:
         out["b"] = rec.verdict_before_expectation
+    if rec.phase1_us is not None:  # how the device time was taken: clock, runs, warm-up calls
+        out["tm"] = [rec.phase2_clock, rec.timed_runs, rec.warmup_runs]
+    if rec.moved:
+        out["mv"] = rec.moved
     notes = small_value_notes(rec)
     if notes:
         out["u"] = {n.output: n.long() for n in notes}

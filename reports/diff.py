@@ -9,6 +9,10 @@
 - statistics that moved: max_ulp or max_rel of a case passing in both runs changed by more than
   the threshold, relative to the old value (growth above `threshold` * old, and for ULPs by at
   least half an ulp, since below that both runs round correctly);
+- device timings that grew (docs/timings.md): phase 1 or phase 2 of a case timed in both runs
+  (phase 2 by the same clock) that took more than `time_threshold` x the old time and at least
+  `time_floor_us` microseconds more (below that it is noise); `aclnn-conform diff
+  --fail-on-slower` exits 1 when there is one;
 - cases added and removed (an added case that fails is listed with its verdict, but is new
   coverage, not a regression). A case in one run only was not compared: `aclnn-conform diff`
   exits 1 when there is one, unless --allow-missing says the runs may differ in their cases,
@@ -41,6 +45,9 @@ WAS_BAD = (*BROKEN, *EXPLAINED)  # did not pass
 STATS = ("max_ulp", "max_rel")
 FLOOR = {"max_ulp": 0.5, "max_rel": 0.0}  # smallest absolute change worth listing
 DEFAULT_THRESHOLD = 0.5
+DEFAULT_TIME_THRESHOLD = 1.5  # a phase that takes more than 1.5 x its old time is slower
+DEFAULT_TIME_FLOOR_US = 20.0  # ... and at least this much longer (microseconds)
+PHASES = ("phase1_us", "phase2_us")
 
 
 @dataclass
@@ -78,6 +85,24 @@ class StatMove:
 
 
 @dataclass
+class TimeMove:
+    """A phase of a case that took longer than the threshold allows (microseconds)."""
+
+    id: str
+    phase: str  # phase1_us | phase2_us
+    old: float
+    new: float
+
+    @property
+    def factor(self) -> float:
+        return math.inf if self.old <= 0 else self.new / self.old
+
+    def text(self) -> tuple[str, str, str]:
+        """(old, new, factor) as they are shown: microseconds to 0.1, the factor to 0.01."""
+        return f"{self.old:,.1f}", f"{self.new:,.1f}", f"{self.factor:.2f}"
+
+
+@dataclass
 class Diff:
     threshold: float
     old_count: int = 0
@@ -89,6 +114,10 @@ class Diff:
     moved: list[StatMove] = field(default_factory=list)
     added: list[Change] = field(default_factory=list)
     removed: list[Change] = field(default_factory=list)
+    time_threshold: float = DEFAULT_TIME_THRESHOLD
+    time_floor_us: float = DEFAULT_TIME_FLOOR_US
+    slower: list[TimeMove] = field(default_factory=list)  # phases beyond the time threshold
+    timed: int = 0  # cases timed in both runs (their phases compared)
 
     @property
     def regressed(self) -> bool:
@@ -108,6 +137,12 @@ class Diff:
             f"{len(self.moved) - grew} shrank (threshold {fmt(self.threshold)}), "
             f"{len(self.added)} added, {len(self.removed)} removed, {self.common} "
             "compared"
+            + (
+                f", {len(self.slower)} device time{_s(self.slower)} slower than "
+                f"x{fmt(self.time_threshold)} (of {self.timed} timed)"
+                if self.timed
+                else ""
+            )
         )
 
 
@@ -115,12 +150,39 @@ def _s(items: list) -> str:
     return "" if len(items) == 1 else "s"
 
 
-Entry = tuple[str, float | None, float | None]  # verdict, max_ulp, max_rel
+# verdict, max_ulp, max_rel, phase1_us, phase2_us, phase2_clock
+Entry = tuple[str, float | None, float | None, float | None, float | None, str | None]
 
 
 def _entry(rec: Result) -> Entry:
     st = stats_of(rec)
-    return (sys.intern(str(rec.verdict)), st["max_ulp"], st["max_rel"])
+    clock = sys.intern(str(rec.phase2_clock)) if rec.phase2_clock is not None else None
+    return (
+        sys.intern(str(rec.verdict)),
+        st["max_ulp"],
+        st["max_rel"],
+        num(rec.phase1_us),
+        num(rec.phase2_us),
+        clock,
+    )
+
+
+def slower_phases(
+    cid: str, old: Entry, new: Entry, threshold: float, floor_us: float
+) -> tuple[bool, list[TimeMove]]:
+    """(whether the case was timed in both runs, its phases that grew beyond `threshold` x
+    the old time by at least `floor_us`); phase 2 is compared only by the same clock."""
+    out, timed = [], False
+    for k, phase in enumerate(PHASES, 3):
+        x, y = old[k], new[k]
+        if x is None or y is None or math.isnan(x) or math.isnan(y):
+            continue
+        if phase == "phase2_us" and old[5] != new[5]:
+            continue  # ACL events against host time: not the same measurement
+        timed = True
+        if y > x * threshold and y - x >= floor_us:
+            out.append(TimeMove(cid, phase, x, y))
+    return timed, out
 
 
 def _index(records: Iterable[Result | dict[str, Any]]) -> dict[str, Entry]:
@@ -184,11 +246,14 @@ def diff_runs(
     old: Iterable[Result | dict[str, Any]],
     new: Iterable[Result | dict[str, Any]],
     threshold: float = DEFAULT_THRESHOLD,
+    time_threshold: float = DEFAULT_TIME_THRESHOLD,
+    time_floor_us: float = DEFAULT_TIME_FLOOR_US,
 ) -> Diff:
     """The difference of two runs' records: lists, or Streams (each read once, and again for
     the reasons of the cases listed)."""
     before, after = _index(old), _index(new)
-    d = Diff(threshold, len(before), len(after))
+    d = Diff(threshold, len(before), len(after), time_threshold=time_threshold)
+    d.time_floor_us = time_floor_us
     kinds: list[tuple[str, str]] = []  # (list name, id), in id order
     for cid in sorted(set(before) | set(after)):
         o, n = before.get(cid), after.get(cid)
@@ -199,6 +264,9 @@ def diff_runs(
             kinds.append(("removed", cid))
             continue
         d.common += 1
+        timed, slower = slower_phases(safe_text(cid), o, n, time_threshold, time_floor_us)
+        d.timed += timed
+        d.slower += slower
         vo, vn = o[0], n[0]
         if vo in WAS_OK and vn in BROKEN:
             kinds.append(("regressions", cid))
@@ -216,6 +284,7 @@ def diff_runs(
         getattr(d, kind).append(_change(cid, before.get(cid), after.get(cid), info.get(cid, {})))
     d.regressions.sort(key=lambda c: sort_key(Result(c.id, c.new)))
     d.moved.sort(key=lambda m: (not m.grew, -m.size, m.id))
+    d.slower.sort(key=lambda m: (-m.factor, m.id, m.phase))
     return d
 
 
@@ -280,6 +349,23 @@ def render_markdown(
             )
         if len(d.moved) > limit:
             out.append(f"| … {len(d.moved) - limit} more | | | | |")
+        out.append("")
+    if d.slower:
+        out += [
+            f"### Device times slower than ×{fmt(d.time_threshold)} "
+            f"(and by ≥ {fmt(d.time_floor_us)} µs) ({len(d.slower)})",
+            "",
+            "| case | phase | old µs | new µs | change |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for t in d.slower[:limit]:
+            was, now, factor = t.text()
+            out.append(
+                f"| {_md_code(t.id)} | {t.phase.removesuffix('_us')} | {was} | {now} | "
+                f"▲ ×{factor} |"
+            )
+        if len(d.slower) > limit:
+            out.append(f"| … {len(d.slower) - limit} more | | | | |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 

@@ -23,6 +23,7 @@ from .casetable import PASS_ROWS, CaseTable
 from .coverage import Coverage, CoverageTally
 from .plots import Panel, PanelTally
 from .run import FAILING, InfoTally, column, deviation_id, dtype_tag, or_, sort_key
+from .timings import TimingTally
 
 DEVIATION_IDS = 50  # case ids listed per deviation (the first in id order)
 
@@ -55,6 +56,7 @@ class Digest:
         self.deviations: dict[str, dict[str, Any]] = {}
         self.info = InfoTally()
         self.panels = PanelTally()
+        self.timings = TimingTally()
         self.cases = CaseTable(keep) if cases else None
         self._coverage = CoverageTally(universe) if coverage else None
         self._coverage_result: Coverage | None = None
@@ -80,6 +82,7 @@ class Digest:
             self._deviation(rec)
         self.info.add(rec)
         self.panels.add(rec)
+        self.timings.add(rec)
         if self.cases is not None:
             self.cases.add(rec)
         if self._coverage is not None:

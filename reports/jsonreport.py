@@ -28,6 +28,7 @@ from .coverage import Coverage
 from .digest import Digest, digest_of
 from .output import write_atomic
 from .run import dtype_tag, pass_rate, stats_of, worst_elements
+from .timings import timing_of
 
 FORMAT = "aclnn-conformance-summary"
 VERSION = 1
@@ -95,6 +96,8 @@ def _head(
             "failing_clauses": dict(d.failing_clauses.most_common()),
             "deviations": dict(sorted(deviations.items())),
             "coverage": coverage.to_dict(),
+            # devices and device timings (docs/timings.md); absent when no record has them
+            **({"timings": d.timings.to_dict()} if d.timings else {}),
         }
     ), d
 
@@ -121,9 +124,10 @@ def failure(rec: Result, worst_limit: int = 5) -> dict[str, Any]:
     out["stats"] = stats_of(rec)
     out["outputs"] = {name: c.get("stats") for name, c in (rec.comparisons or {}).items()}
     out["worst"] = worst_elements(rec, worst_limit)
-    for key in ("message", "expectation", "verdict_before_expectation"):
+    for key in ("message", "expectation", "verdict_before_expectation", "moved"):
         if getattr(rec, key):
             out[key] = getattr(rec, key)
+    out.update(timing_of(rec))
     return out
 
 

@@ -33,6 +33,7 @@ from .run import (
     stats_of,
     worst_elements,
 )
+from .timings import timing_of
 from .ulpnote import small_value_notes
 
 # Characters XML 1.0 does not allow (control characters other than tab, LF, CR; lone surrogates)
@@ -115,6 +116,11 @@ def testcase(rec: Result) -> ET.Element:
         "time": f"{float(total):.6f}" if isinstance(total, int | float) else "0",
     }
     tc = ET.Element("testcase", attrs)
+    timing = timing_of(rec)  # the device and its timing of the case, as properties
+    if timing:
+        props = ET.SubElement(tc, "properties")
+        for key, value in timing.items():
+            ET.SubElement(props, "property", {"name": key, "value": xml_text(value)})
     v = rec.verdict
     if v in ("fail", "xpass"):
         el = ET.SubElement(tc, "failure", {"message": xml_text(_message(rec)), "type": v})

@@ -184,6 +184,9 @@ class Outcome:
     # True when the backend has no status codes and rejected the call by raising (PyTorch, JAX):
     # `status` is then only "not 0" and `message` is the exception's own text.
     raised: bool = False
+    # A backend that times the call on its device adds the Result fields of its timing here
+    # (phase1_us, phase2_us, phase2_clock, ...; docs/timings.md): the judge copies them over.
+    timings: dict[str, Any] = field(default_factory=dict)
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

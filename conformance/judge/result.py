@@ -57,6 +57,17 @@ class Result:
     stats: dict[str, Any] | None = None  # the last output's statistics
     worst: list[dict[str, Any]] | None = None  # the last output's worst elements
     durations: dict[str, float] | None = None  # oracle, backend, compare, total (seconds)
+    # where it ran and how long the device took (docs/devices.md, docs/timings.md)
+    device: int | None = None  # the device id the backend under test was bound to
+    device_fault: bool | None = None  # a crash/timeout that left the device's state suspect
+    moved: dict[str, Any] | None = None  # from: the device it first ran on, given up; why
+    phase1_us: float | None = None  # GetWorkspaceSize, host time, median of the timed runs
+    phase2_us: float | None = None  # the kernel (launch to stream done), median of the runs
+    phase2_clock: str | None = None  # event (ACL events on the stream) | host (around the sync)
+    timed_runs: int | None = None  # calls timed (--time-repeat)
+    warmup_runs: int | None = None  # calls made before them, not timed (--warmup)
+    phase1_samples_us: list[float] | None = None  # each timed run's phase 1
+    phase2_samples_us: list[float] | None = None  # each timed run's phase 2
     # how the expectations decided it
     verdict_before_expectation: str | None = None
     expectation: dict[str, Any] | None = None  # match, kind, reason, deviation, where, ...

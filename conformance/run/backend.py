@@ -141,6 +141,19 @@ class Backend:
     def check_binding(cls, spec: OpSpec) -> None:
         """Raise bindings.BindingError when the spec's binding for this adapter is wrong."""
 
+    # Devices (docs/devices.md): a backend that runs on one of a host's devices says how its
+    # options bind it to device n (a worker of a run over --device-id 0,1,2,3 gets those
+    # options) and which device an option set names; None: it has no such devices.
+    @classmethod
+    def on_device(cls, options: dict[str, Any], device: int) -> dict[str, Any] | None:
+        """`options` bound to device id `device`, or None (this backend binds no devices)."""
+        return None
+
+    @classmethod
+    def device_of(cls, options: dict[str, Any]) -> int | None:
+        """The device id `options` bind this backend to (recorded in each Result)."""
+        return None
+
     def version(self) -> str:
         return "unknown"
 

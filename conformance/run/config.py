@@ -24,7 +24,8 @@ from .runner import Selection
 
 # The CLI flag of each named backend option: messages name what the user typed.
 OPTION_FLAGS = {"device": "--device", "lib_dir": "--lib-dir", "device_id": "--device-id",
-                "cmd": "--exec-cmd"}  # fmt: skip
+                "cmd": "--exec-cmd", "warmup": "--warmup",
+                "time_repeat": "--time-repeat"}  # fmt: skip
 # Default budget of one case: this share of the machine's physical memory.
 CASE_MEMORY_SHARE = 0.25
 
@@ -79,6 +80,66 @@ def check_backend(
     if not ok:
         raise Unavailable(f"{label} {name}: not available: {reason}")
     return cls
+
+
+def parse_devices(text: Any, label: str = "--device-id") -> list[int] | None:
+    """'3', '0,1,2,3', '0-3' or '0-1,4' as a list of distinct device ids (None: not given)."""
+    if text is None:
+        return None
+    out: list[int] = []
+    for part in str(text).split(","):
+        lo, dash, hi = part.strip().partition("-")
+        try:
+            ids = range(int(lo), int(hi) + 1) if dash else [int(lo)]
+        except ValueError:
+            ids = []
+        if not ids or min(ids) < 0:
+            raise ConfigError(
+                f"{label} {text!r}: expected device ids >= 0, one or a list such as 0,1,2,3 or 0-3"
+            )
+        for d in ids:
+            if d in out:
+                raise ConfigError(f"{label} {text!r}: device {d} is named twice")
+            out.append(d)
+    return out
+
+
+def bind_devices(
+    backend: str,
+    options: dict[str, Any],
+    device_id: Any,
+    blocklist: Any,
+    labels: dict[str, str],
+) -> tuple[dict[str, Any], list[int] | None]:
+    """(the backend's options bound to the first device, the devices of the run): --device-id
+    as a list less --device-blocklist, for a backend that binds devices (aclnn, torch_npu:
+    Backend.on_device); for any other backend the option goes through as given (check_backend
+    then says it does not apply)."""
+    devices = parse_devices(device_id, labels["device_id"])
+    blocked = parse_devices(blocklist, labels["device_blocklist"]) or []
+    if devices is None:
+        return options, None
+    try:
+        cls = backend_class(backend)
+    except BackendError as exc:
+        raise ConfigError(f"{labels['backend']}: {exc}") from None
+    if cls.on_device(options, devices[0]) is None:
+        return {**options, "device_id": device_id}, None
+    kept = [d for d in devices if d not in blocked]
+    if not kept:
+        raise ConfigError(
+            f"{labels['device_blocklist']} {blocklist}: it blocks every device of "
+            f"{labels['device_id']} {device_id}"
+        )
+    bound = cls.on_device(options, kept[0]) or {}
+    for key in options:
+        if bound.get(key) != options[key]:
+            given = labels["device"] if key == "device" else f"{labels['backend_opts']} {key}=..."
+            raise ConfigError(
+                f"{given} and {labels['device_id']} both name the device of "
+                f"{labels['backend']} {backend}: give one"
+            )
+    return dict(bound), kept
 
 
 def check_selection(

@@ -197,10 +197,11 @@ def judge(
     t0 = time.perf_counter()
     try:
         got = backend.execute_by(call, clock.at)
-    except BackendCrash as exc:
-        return done("crash", str(exc))
-    except BackendTimeout as exc:
-        return done("timeout", str(exc))
+    except (BackendCrash, BackendTimeout) as exc:
+        kind = "crash" if isinstance(exc, BackendCrash) else "timeout"
+        if exc.device_fault:  # the device's state is suspect (a fleet counts these per device)
+            rec.device_fault = True
+        return done(kind, str(exc))
     except OracleTimeout:  # the reference as the backend, stopped at the deadline
         return done("timeout", f"backend {backend.name} did not finish within {timeout:g} s")
     except BackendError:
@@ -208,6 +209,8 @@ def judge(
     except Exception as exc:
         return done("error", f"backend raised {type(exc).__name__}: {exc}")
     rec.durations["backend"] = time.perf_counter() - t0
+    if got.timings:  # the device's own timing of the call (docs/timings.md)
+        rec.update(got.timings)
     ran.append(got)
     if clock.passed():  # a call that could not be interrupted, ruled when it returned
         return done(

@@ -83,6 +83,18 @@ class RunConfig:
     deviations: bool = False  # spec deviations naming the backend decide `deviation` verdicts
     # (before `replay`, after the case id) of each case's replay line (conformance.run.session)
     replay_args: tuple[str, str] | None = None
+    # devices (docs/devices.md): the run's devices (conformance.run.fleet spreads cases over
+    # them when there are several, or several workers per device), the device this process's
+    # backend is bound to (recorded in each Result), and when a device is given up
+    devices: tuple[int, ...] = ()
+    device: int | None = None
+    procs_per_device: int = 1
+    device_failures: int = 3
+
+    @property
+    def fleet(self) -> bool:
+        """Whether the run spreads its cases over devices (conformance.run.fleet)."""
+        return len(self.devices) * self.procs_per_device > 1
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -338,6 +350,8 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
             clauses=list(case.clauses),
         )
     rec.id = item.id if item.path else rec.id
+    if cfg.device is not None:
+        rec.device = cfg.device
     rec.backend_version = backend.version()
     rec.oracle_version = oracle.version()
     rec.spec_sha256 = spec.sha256

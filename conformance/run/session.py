@@ -24,7 +24,9 @@ from ..judge import expectations
 from ..judge.result import Result
 from ..spec.registry import Registry
 from . import config
+from . import fleet as fleet_mod
 from .backend import Backend, BackendError, backend_class, load_backend
+from .fleet import FleetReport
 from .judging import DEFAULT_ORACLE
 from .runner import (
     Item,
@@ -132,8 +134,21 @@ OPTIONS: tuple[Option, ...] = (
     Option("device", "--device", "torch: cpu, cuda or npu.", commands=_BACKEND, replay=True),
     Option("lib_dir", "--lib-dir", "aclnn: folder holding the CANN libraries.",
            commands=_BACKEND, replay=True),
-    Option("device_id", "--device-id", "aclnn: NPU device id.", type="int", commands=_BACKEND,
-           replay=True),
+    Option("device_id", "--device-id", "aclnn, torch_npu: the NPU device id, or a list (0,1,2,3 "
+           "or 0-3): cases spread over the devices, one worker bound to each (docs/devices.md).",
+           metavar="ID[,ID...]", commands=_BACKEND, replay=True),
+    Option("procs_per_device", "--procs-per-device", "With --device-id: worker processes bound "
+           "to each device.", 1, type="count", show_default=True),
+    Option("device_blocklist", "--device-blocklist", "With --device-id: device ids never to "
+           "use (e.g. 2,5).", metavar="ID[,ID...]"),
+    Option("device_failures", "--device-failures", "With --device-id: a device whose cases "
+           "end in this many device faults in a row is given up; its cases run on the "
+           "others.", 3, type="count", show_default=True),
+    Option("warmup", "--warmup", "aclnn: untimed calls made before the timed ones of each case "
+           "(docs/timings.md).", type="natural", commands=_JUDGE),
+    Option("time_repeat", "--time-repeat", "aclnn: calls of each case timed on the device; "
+           "the record holds their medians and samples (the first call is the judged one).",
+           type="count", commands=_JUDGE),
     Option("exec_cmd", "--exec-cmd", "exec: the harness command line.", commands=_BACKEND,
            replay=True),
     Option("isolate", "--isolate", "Run the backend in a worker process (default: on for aclnn "
@@ -236,6 +251,8 @@ class Session:
     max_memory: int | None = None
     max_case_bytes: int | None = None
     warnings: list[str] = field(default_factory=list)
+    devices: list[int] | None = None  # --device-id's devices (less the blocklist), if given
+    fleet: FleetReport | None = None  # how the devices fared (a run over several devices)
     _items: list[Item] = field(default_factory=list, repr=False)
     _pairs: list[Any] | None = field(default=None, repr=False)
     _cfg: RunConfig | None = field(default=None, repr=False)
@@ -276,7 +293,15 @@ class Session:
                 "(e.g. reference, torch, jax; 'aclnn-conform backends' "
                 "lists them)"
             )
-        for name in ("seed", "jobs", "max_cases"):
+        for name in (
+            "seed",
+            "jobs",
+            "max_cases",
+            "procs_per_device",
+            "device_failures",
+            "warmup",
+            "time_repeat",
+        ):
             least = 0 if BY_NAME[name].type == "natural" else 1
             if v[name] is not None and int(v[name]) < least:
                 raise config.ConfigError(f"{f(name)} {v[name]}: must be >= {least}")
@@ -306,10 +331,21 @@ class Session:
         named = {
             "device": v["device"],
             "lib_dir": v["lib_dir"],
-            "device_id": v["device_id"],
             "cmd": v["exec_cmd"],
+            "warmup": v["warmup"],
+            "time_repeat": v["time_repeat"],
         }
         options = config.parse_backend_options(v["backend_opts"], named, f("backend_opts"))
+        options, self.devices = config.bind_devices(
+            v["backend"],
+            options,
+            v["device_id"],
+            v["device_blocklist"],
+            {
+                k: f(k)
+                for k in ("device_id", "device_blocklist", "device", "backend", "backend_opts")
+            },
+        )
         config.check_backend(v["backend"], options, f("backend"), f("backend_opts"))
         if v["exact"]:
             options = config.exact_options(v["backend"], v["oracle"], options)
@@ -322,6 +358,32 @@ class Session:
         self.jobs, capped = config.checked_jobs(int(v["jobs"]), f("jobs"))
         if capped:
             self.warnings.append(capped)
+        if self.devices is not None and len(self.devices) * int(v["procs_per_device"]) > 1:
+            if int(v["jobs"]) != 1:
+                raise config.ConfigError(
+                    f"{f('jobs')} {v['jobs']}: with a device list the workers are "
+                    f"{f('procs_per_device')} per device of {f('device_id')}; drop {f('jobs')}"
+                )
+            self.jobs = len(self.devices) * int(v["procs_per_device"])
+        elif int(v["procs_per_device"]) != 1 or v["device_blocklist"] is not None:
+            used = "procs_per_device" if int(v["procs_per_device"]) != 1 else "device_blocklist"
+            one = backend_class(v["backend"]).device_of(self.backend_options)
+            if one is None:
+                raise config.ConfigError(
+                    f"{f(used)} applies to a backend bound to devices (aclnn, torch_npu), "
+                    f"not to {f('backend')} {v['backend']}; for parallel workers use {f('jobs')}"
+                )
+            if used == "device_blocklist":
+                raise config.ConfigError(
+                    f"{f(used)} chooses among the devices of {f('device_id')} LIST: "
+                    f"give them (e.g. {f('device_id')} 0,1,2,3)"
+                )
+            if int(v["jobs"]) != 1:
+                raise config.ConfigError(
+                    f"{f('jobs')} {v['jobs']} and {f('procs_per_device')}: give one"
+                )
+            self.devices = [one]  # the backend's own device, several workers on it
+            self.jobs = int(v["procs_per_device"])
         self.max_memory = config.max_memory(v["max_memory"], self.jobs, f("max_memory"))
         self.max_case_bytes = (
             config.parse_bytes(v["max_case_bytes"], f("max_case_bytes"))
@@ -393,6 +455,10 @@ class Session:
             max_memory=self.max_memory,
             deviations=self.expect is not None,
             replay_args=(before, after),
+            devices=tuple(self.devices or ()),
+            device=backend_class(v["backend"]).device_of(self.backend_options),
+            procs_per_device=int(v["procs_per_device"]),
+            device_failures=int(v["device_failures"]),
         )
 
     # -- items ------------------------------------------------------------------------------
@@ -521,7 +587,12 @@ class Session:
                 todo.append(it)
             elif not sink(rec):
                 return
-        execute(todo, self.config(), lambda rec: sink(self.finish(rec, version)))
+        cfg = self.config()
+        final = lambda rec: sink(self.finish(rec, version))  # noqa: E731
+        if cfg.fleet:
+            self.fleet = fleet_mod.execute(todo, cfg, final)
+        else:
+            execute(todo, cfg, final)
 
     def replay_line(self, case_id: str) -> str:
         return replay_line(case_id, self.values, self.spec_dirs)

@@ -151,6 +151,17 @@
     var r = c[F.replay];
     return r < 0 ? '' : D.replays[r].replace("'{id}'", "'" + c[F.id] + "'");
   }
+  // phase 1 (GetWorkspaceSize) and phase 2 (the kernel) in microseconds, and how they were taken
+  function deviceTime(c, d) {
+    var t = 'phase 1 ' + fmt(c[F.p1]) + ' µs';
+    if (c[F.p2] !== null && c[F.p2] !== undefined) t += ' · phase 2 ' + fmt(c[F.p2]) + ' µs';
+    var tm = d && d.tm;
+    if (tm) {
+      t += ' (' + (tm[0] ? tm[0] + ' clock, ' : '') + 'median of ' + tm[1] + ' call' + (tm[1] === 1 ? '' : 's') +
+        (tm[2] ? ', after ' + tm[2] + ' warm-up' : '') + ')';
+    }
+    return t;
+  }
   function detailHtml(i) {
     var c = C[i], v = vname(c), d = c[F.detail] >= 0 ? D.details[c[F.detail]] : null, h = [];
     var op = D.ops[c[F.op]];
@@ -168,6 +179,11 @@
       head += '<dt>status</dt><dd>expected ' + esc(c[F.es]) + '</dd>';
       if (c[F.t] !== null) head += '<dt>time</dt><dd>' + fmt(c[F.t]) + ' s</dd>';
     }
+    if (c[F.dev] !== null && c[F.dev] !== undefined) {
+      head += '<dt>device</dt><dd>' + esc(c[F.dev]) + (d && d.mv ? ' (moved from device ' +
+        esc(d.mv.from) + ', given up: ' + esc(d.mv.why) + ')' : '') + '</dd>';
+    }
+    if (c[F.p1] !== null && c[F.p1] !== undefined) head += '<dt>device time</dt><dd>' + esc(deviceTime(c, d)) + '</dd>';
     h.push('<div><h4>' + badge(v) + ' case</h4>' + head + '</dl></div>');
     var reason = d && d.r ? d.r : c[F.reason];
     if (reason || (d && (d.m || d.x))) {

@@ -19,6 +19,19 @@
  * ACLNN_TEST_DOUBLE_SAT_MODE=0 starts devices in saturation mode (read by aclInit);
  * ACLNN_TEST_DOUBLE_WRITES_INPUT=1 makes every kernel also write its second input (a bug the
  * "inputs are unchanged" check must see); aclnnTestDoubleInject("malloc_fail_in", N).
+ *
+ * Several devices (N_DEVICES): ACLNN_TEST_DOUBLE_DEAD_DEVICES=2,5 makes aclrtSetDevice of those
+ * ids fail (a lost device); ACLNN_TEST_DOUBLE_FAULTY_DEVICES=1 makes every kernel launched on
+ * those ids fault (the stream sync reports an AI Core exception), ACLNN_TEST_DOUBLE_ABORT_DEVICES=3
+ * makes a launch there abort the process; ACLNN_TEST_DOUBLE_LAUNCH_LOG=
+ * FILE appends one line "device=D pid=P" per kernel launch (O_APPEND: many processes share it).
+ *
+ * Timing: ACLNN_TEST_DOUBLE_PHASE1_US=N makes every GetWorkspaceSize take N microseconds (host
+ * time); ACLNN_TEST_DOUBLE_KERNEL_US=N makes every kernel take N microseconds of "device" time:
+ * the launch returns at once, the stream is busy N us longer, a stream sync waits for it, and an
+ * event recorded on the stream (aclrtCreateEvent/RecordEvent/EventElapsedTime) reads the time
+ * the stream reaches it. ACLNN_TEST_DOUBLE_NO_EVENTS=1 makes aclrtCreateEvent fail (an old
+ * runtime), so that the adapter's host-time fallback is tested.
  */
 #ifndef ACLNN_TEST_DOUBLE_H
 #define ACLNN_TEST_DOUBLE_H
@@ -60,7 +73,8 @@ enum { OVERFLOW_SATURATION = 0, OVERFLOW_INFNAN = 1 };
 /* counters (aclnnTestDoubleCounter names) */
 enum { C_ALLOCS_LIVE, C_TENSORS_LIVE, C_SCALARS_LIVE, C_EXECUTORS_LIVE, C_STREAMS_LIVE,
        C_INITS, C_FINALIZES, C_WORKSPACE_RUNS, C_PHASE1, C_PHASE2, C_MEMCPY_H2D, C_MEMCPY_D2H,
-       C_ERRMSG_CALLS, C_SYNC_TIMEOUT_MS, C_LAST_FORMAT, C_EXECUTORS_DESTROYED, C_COUNT };
+       C_ERRMSG_CALLS, C_SYNC_TIMEOUT_MS, C_LAST_FORMAT, C_EXECUTORS_DESTROYED, C_EVENTS_LIVE,
+       C_COUNT };
 
 typedef struct aclTensor {
     int magic;
@@ -91,6 +105,8 @@ int aclnnTestDoubleCurrentDevice(void); /* the calling thread's current device, 
    reports it); or an ACL error (message set) when it cannot be launched at all. */
 int aclTestDoubleLaunch(void *stream, int *saturate);
 void aclTestDoubleSetError(const char *fmt, ...);
+/* sleep the number of microseconds $var names (nothing when unset or <= 0) */
+void aclTestDoubleSleepEnv(const char *var);
 
 /* exported by libnnopbase.so: the library's TypeSize (bytes, or 1000 + bits for sub-byte
    types) and the bytes a storage of numel elements occupies (CalcShapeBytes) */

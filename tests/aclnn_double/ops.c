@@ -220,7 +220,8 @@ static int broadcast_is(const aclTensor *a, const aclTensor *b, const aclTensor 
     "%s: %s dtype %d should be in the dtype support list", OP, name, (t)->dtype); } while (0)
 #define RANK(t, name) do { if ((t)->ndim > 8) FAIL(ACLNN_ERR_PARAM_INVALID, \
     "%s: %s has %d dims, more than 8", OP, name, (int)(t)->ndim); } while (0)
-#define PROLOGUE() do { aclTestDoubleBump(C_PHASE1, 1); if (!workspaceSize || !executor) \
+#define PROLOGUE() do { aclTestDoubleBump(C_PHASE1, 1); \
+    aclTestDoubleSleepEnv("ACLNN_TEST_DOUBLE_PHASE1_US"); if (!workspaceSize || !executor) \
     FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize or executor is null", OP); } while (0)
 
 static int is_dir(const char *path) {

@@ -9,6 +9,7 @@
  * (context) belongs to the calling thread; a device fault is reported by the next stream sync
  * and leaves the device unusable until it is reset; the state a fork()ed child inherits is dead.
  */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,16 +39,26 @@ typedef struct Stream {
     unsigned gen;
     int saturate; /* overflow mode at creation */
     int pending;  /* 0, or the error the next sync reports (an injected fault or hang) */
+    int64_t busy_until; /* CLOCK_MONOTONIC ns at which the work launched so far is done */
 } Stream;
+
+typedef struct Event {
+    int magic;
+    unsigned gen;
+    int recorded;
+    int64_t at; /* CLOCK_MONOTONIC ns at which the stream reaches it */
+} Event;
 
 #define CTX_MAGIC 0x43545854
 #define STREAM_MAGIC 0x5354524d
+#define EVENT_MAGIC 0x45564e54
 
 static int64_t counters[C_COUNT];
 static const char *counter_names[C_COUNT] = {
     "allocs_live", "tensors_live", "scalars_live", "executors_live", "streams_live", "inits",
     "finalizes", "workspace_runs", "phase1_calls", "phase2_calls", "memcpy_h2d", "memcpy_d2h",
-    "errmsg_calls", "last_sync_timeout_ms", "last_tensor_format", "executors_destroyed"};
+    "errmsg_calls", "last_sync_timeout_ms", "last_tensor_format", "executors_destroyed",
+    "events_live"};
 static Alloc *allocs;
 static uint64_t refcount; /* aclInit references */
 static pid_t init_pid;    /* the process that initialised */
@@ -89,6 +100,44 @@ void aclTestDoubleBump(int counter, int64_t delta) {
 
 void aclTestDoubleSetCounter(int counter, int64_t value) {
     if (counter >= 0 && counter < C_COUNT) counters[counter] = value;
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_until(int64_t when) {
+    int64_t left;
+    while ((left = when - now_ns()) > 0) {
+        struct timespec ts = {left / 1000000000LL, left % 1000000000LL};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static long env_long(const char *var) {
+    const char *v = getenv(var);
+    return v ? strtol(v, NULL, 10) : 0;
+}
+
+void aclTestDoubleSleepEnv(const char *var) {
+    long us = env_long(var);
+    if (us > 0) sleep_until(now_ns() + (int64_t)us * 1000);
+}
+
+/* 1 when device d is in the comma-separated id list $var */
+static int listed(const char *var, int d) {
+    const char *v = getenv(var);
+    while (v && *v) {
+        char *end;
+        long id = strtol(v, &end, 10);
+        if (end == v) return 0;
+        if (id == d) return 1;
+        v = *end == ',' ? end + 1 : end;
+        if (*end != ',') break;
+    }
+    return 0;
 }
 
 void aclTestDoubleSetError(const char *fmt, ...) {
@@ -206,6 +255,11 @@ int aclrtSetDevice(int32_t deviceId) {
         aclTestDoubleSetError("aclrtSetDevice: invalid device id %d (the double has 0-%d)",
                               deviceId, N_DEVICES - 1);
         return ACL_ERROR_RT_INVALID_DEVICEID;
+    }
+    if (listed("ACLNN_TEST_DOUBLE_DEAD_DEVICES", deviceId)) {
+        aclTestDoubleSetError("aclrtSetDevice: device %d is lost (driver: no response; injected)",
+                              deviceId);
+        return ACL_ERROR_RT_DRV_INTERNAL_ERROR;
     }
     if (!device_started[deviceId]) { /* the first start of a device is slow on a real host */
         const char *ms = getenv("ACLNN_TEST_DOUBLE_SETDEVICE_MS");
@@ -349,7 +403,22 @@ int aclTestDoubleLaunch(void *stream, int *saturate) {
         return ACL_ERROR_RT_DEVICE_TASK_ABORT;
     }
     if (saturate) *saturate = s->saturate;
-    if (one_shot("ACLNN_TEST_DOUBLE_DEVICE_FAULT")) {
+    const char *log = getenv("ACLNN_TEST_DOUBLE_LAUNCH_LOG");
+    if (log && log[0]) {
+        int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
+        if (fd >= 0) {
+            char line[64];
+            int n = snprintf(line, sizeof line, "device=%d pid=%d\n", s->device, (int)getpid());
+            if (write(fd, line, (size_t)n) < 0) { /* a test log: nothing to do */ }
+            close(fd);
+        }
+    }
+    if (listed("ACLNN_TEST_DOUBLE_ABORT_DEVICES", s->device)) {
+        fprintf(stderr, "[TEST DOUBLE] launch on device %d: injected abort\n", s->device);
+        abort(); /* the process dies: a worker that is not isolated takes its pool with it */
+    }
+    if (listed("ACLNN_TEST_DOUBLE_FAULTY_DEVICES", s->device) ||
+        one_shot("ACLNN_TEST_DOUBLE_DEVICE_FAULT")) {
         s->pending = ACL_ERROR_RT_AICORE_EXCEPTION;
         device_broken[s->device] = 1;
         return 1;
@@ -359,6 +428,9 @@ int aclTestDoubleLaunch(void *stream, int *saturate) {
         device_broken[s->device] = 1;
         return 1;
     }
+    int64_t start = now_ns(); /* the kernel runs after the work before it */
+    if (s->busy_until > start) start = s->busy_until;
+    s->busy_until = start + (int64_t)env_long("ACLNN_TEST_DOUBLE_KERNEL_US") * 1000;
     return 0;
 }
 
@@ -381,6 +453,81 @@ int aclrtSynchronizeStreamWithTimeout(void *stream, int32_t timeout) {
                               "(injected fault)", s->device);
         return ACL_ERROR_RT_AICORE_EXCEPTION;
     }
+    sleep_until(s->busy_until); /* the kernels launched so far finish */
+    return 0;
+}
+
+/* -- events: a point in a stream's work, and the time the stream reached it ------------------- */
+
+static Event *as_event(void *event) {
+    Event *e = event;
+    return e && e->magic == EVENT_MAGIC && e->gen == generation ? e : NULL;
+}
+
+int aclrtCreateEvent(void **event) {
+    int rc = ready("aclrtCreateEvent");
+    if (rc) return rc;
+    if (!event) return ACL_ERROR_INVALID_PARAM;
+    if (getenv("ACLNN_TEST_DOUBLE_NO_EVENTS")) {
+        aclTestDoubleSetError("aclrtCreateEvent: events are not supported (injected)");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (!cur()) {
+        aclTestDoubleSetError("aclrtCreateEvent: no current context on this thread");
+        return ACL_ERROR_RT_CONTEXT_NULL;
+    }
+    Event *e = calloc(1, sizeof *e);
+    if (!e) return ACL_ERROR_BAD_ALLOC;
+    e->magic = EVENT_MAGIC;
+    e->gen = generation;
+    *event = e;
+    counters[C_EVENTS_LIVE]++;
+    return 0;
+}
+
+int aclrtDestroyEvent(void *event) {
+    Event *e = event;
+    if (!e || e->magic != EVENT_MAGIC) return ACL_ERROR_INVALID_PARAM;
+    e->magic = 0;
+    free(e);
+    counters[C_EVENTS_LIVE]--;
+    return 0;
+}
+
+int aclrtRecordEvent(void *event, void *stream) {
+    int rc = ready("aclrtRecordEvent");
+    if (rc) return rc;
+    Event *e = as_event(event);
+    Stream *s = as_stream(stream);
+    if (!e || !s) {
+        aclTestDoubleSetError("aclrtRecordEvent: not a live event and stream");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    int64_t t = now_ns();
+    e->at = s->busy_until > t ? s->busy_until : t;
+    e->recorded = 1;
+    return 0;
+}
+
+int aclrtSynchronizeEvent(void *event) {
+    Event *e = as_event(event);
+    if (!e || !e->recorded) return ACL_ERROR_INVALID_PARAM;
+    sleep_until(e->at);
+    return 0;
+}
+
+/* milliseconds between two recorded events, both reached by their streams */
+int aclrtEventElapsedTime(float *ms, void *start, void *end) {
+    Event *a = as_event(start), *b = as_event(end);
+    if (!ms || !a || !b || !a->recorded || !b->recorded) {
+        aclTestDoubleSetError("aclrtEventElapsedTime: two recorded events are needed");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (now_ns() < b->at) {
+        aclTestDoubleSetError("aclrtEventElapsedTime: the end event is not complete yet");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *ms = (float)((double)(b->at - a->at) / 1e6);
     return 0;
 }
 

@@ -21,7 +21,14 @@ aclFinalize only where we initialised and the library has no aclFinalizeReferenc
 forked from one where ACL was live refuses to start. The device's context is made current on
 the calling thread for each call and the thread's previous context restored afterwards.
 
-Options: lib_dir, device_id (default 0), product (what the device is, e.g. atlas-a2; cases of
+Timing (docs/timings.md): each call's phase 1 is timed on the host around GetWorkspaceSize, its
+phase 2 with two ACL events recorded on the stream around the launch (aclrtCreateEvent,
+aclrtRecordEvent, aclrtEventElapsedTime after the sync) where the library has them, else on the
+host from the launch to the end of the stream sync. Options warmup (calls made first, untimed)
+and time_repeat (calls timed; the first is the one judged, the others run on copies of the
+call) give the medians and samples the Outcome carries in `timings`.
+
+Options: lib_dir, device_id (default 0), warmup (default 0), time_repeat (default 1), product (what the device is, e.g. atlas-a2; cases of
 other products are skipped), sync_timeout (seconds a stream sync may take, default 50: keep it
 below --timeout), overflow_mode (saturation or inf-nan: set the device's mode; default: leave it,
 and record it). Libraries: option lib_dir, else $ASCEND_HOME_PATH/lib64, $ASCEND_TOOLKIT_HOME/
@@ -31,10 +38,13 @@ lib64, /usr/local/Ascend/ascend-toolkit/latest/lib64, /usr/local/Ascend/cann/lib
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes as C
 import multiprocessing as mp
 import os
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +119,15 @@ TYPE_BYTES = {"FLOAT": 4, "FLOAT16": 2, "INT8": 1, "INT32": 4, "UINT8": 1, "INT1
 TYPE_BITS = {"INT4": 4, "UINT1": 1, "FLOAT6_E3M2": 6, "FLOAT6_E2M3": 6, "FLOAT4_E2M1": 4,
              "FLOAT4_E1M2": 4}  # fmt: skip
 OVERFLOW_MODES = {"saturation": 0, "inf-nan": 1}  # aclrtFloatOverflowMode
-OPTIONS = ("lib_dir", "device_id", "product", "sync_timeout", "overflow_mode")
+OPTIONS = (
+    "lib_dir",
+    "device_id",
+    "warmup",
+    "time_repeat",
+    "product",
+    "sync_timeout",
+    "overflow_mode",
+)
 
 
 class AclError(RuntimeError):
@@ -213,6 +231,10 @@ class _Lib:
                 "aclrtMalloc": (i32, [C.POINTER(vp), sz, C.c_int]),
                 "aclrtMemcpy": (i32, [vp, sz, vp, sz, C.c_int]),
                 "aclGetRecentErrMsg": (vp, []),
+                "aclrtCreateEvent": (i32, [C.POINTER(vp)]),
+                "aclrtDestroyEvent": (i32, [vp]),
+                "aclrtRecordEvent": (i32, [vp, vp]),
+                "aclrtEventElapsedTime": (i32, [C.POINTER(C.c_float), vp, vp]),
             },
             "meta": {
                 "aclCreateTensor": (
@@ -332,6 +354,23 @@ def _sync_timeout(options: dict[str, Any]) -> float:
     return seconds
 
 
+def _count(options: dict[str, Any], key: str, least: int, default: int) -> int:
+    """An integer option >= least (BackendOptionError naming its flag otherwise)."""
+    value = options.get(key, default)
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = least - 1
+    if n < least or str(value).strip() != str(n):
+        flag = "--" + key.replace("_", "-")
+        raise BackendOptionError(f"{flag} {value!r}: a whole number >= {least}")
+    return n
+
+
+def _median(samples: list[float]) -> float:
+    return round(statistics.median(samples), 3)
+
+
 def _what(a: Any) -> str:
     return "null" if a is None else f"{type(a).__name__} {a!r}"[:80]
 
@@ -410,6 +449,9 @@ class AclnnBackend(Backend):
     def __init__(self, **options: Any):
         super().__init__(**options)
         self.device_id = int(options.get("device_id", 0))
+        self.warmup = _count(options, "warmup", 0, 0)
+        self.time_repeat = _count(options, "time_repeat", 1, 1)
+        self._events: tuple[Any, Any] | None = None  # (start, end) on our stream, if any
         # product: what the device is (e.g. atlas-a2); cases of other products are skipped
         self.products = _products(options)
         self.sync_timeout = _sync_timeout(options)
@@ -440,11 +482,24 @@ class AclnnBackend(Backend):
                 f"aclnn: unknown product {bad[0]!r} (known: {', '.join(known)})"
             )
         _sync_timeout(options)
+        _count(options, "warmup", 0, 0)
+        _count(options, "time_repeat", 1, 1)
         mode = options.get("overflow_mode")
         if mode is not None and mode not in OVERFLOW_MODES:
             raise BackendOptionError(
                 f"aclnn: overflow_mode {mode!r}: one of {', '.join(OVERFLOW_MODES)}"
             )
+
+    @classmethod
+    def on_device(cls, options: dict[str, Any], device: int) -> dict[str, Any] | None:
+        return {**options, "device_id": int(device)}
+
+    @classmethod
+    def device_of(cls, options: dict[str, Any]) -> int | None:
+        try:
+            return int(options.get("device_id", 0))
+        except (TypeError, ValueError):
+            return None
 
     @classmethod
     def availability(cls, lib_dir: str | None = None, **_: Any) -> tuple[bool, str]:
@@ -591,7 +646,25 @@ class AclnnBackend(Backend):
             if prev is not None and lib.aclrtSetCurrentContext is not None:
                 lib.aclrtSetCurrentContext(prev)
         self.stream, self._ctx = stream, ctx
+        self._events = self._make_events()
         return stream
+
+    def _make_events(self) -> tuple[Any, Any] | None:
+        """Two events for timing phase 2 on the device, or None (a library without events, or
+        one that refuses them: phase 2 is then timed on the host). The device is current."""
+        lib, made = self.lib, []
+        if None in (lib.aclrtCreateEvent, lib.aclrtRecordEvent, lib.aclrtEventElapsedTime):
+            return None
+        with self._on_device():
+            for _ in range(2):
+                ev = C.c_void_p()
+                if lib.aclrtCreateEvent(C.byref(ev)) != 0:
+                    lib.recent_error()  # (dropped: the host clock times phase 2 instead)
+                    for e in made:
+                        lib.aclrtDestroyEvent(e)
+                    return None
+                made.append(ev)
+        return made[0], made[1]
 
     def _release(self) -> None:
         if self._holds_acl:
@@ -604,9 +677,11 @@ class AclnnBackend(Backend):
         lib = self.lib
         if self.stream is not None:
             with contextlib.suppress(AclError), self._on_device():
+                for ev in self._events or ():
+                    lib.aclrtDestroyEvent(ev)
                 lib.aclrtDestroyStream(self.stream)
             lib.aclrtResetDevice(self.device_id)
-        self.stream, self._ctx = None, None
+        self.stream, self._ctx, self._events = None, None, None
         if not keep_acl:
             self._release()
 
@@ -643,7 +718,30 @@ class AclnnBackend(Backend):
         stream = self._start()
         phase1, phase2 = self._functions(spec.op, spec.params)
         with self._on_device():
-            return self._call(spec, call, stream, phase1, phase2)
+            # warm-up calls first, then the judged call, then the other timed calls: the extra
+            # calls run on copies, so that an in-place op sees the case's inputs every time
+            for _ in range(self.warmup):
+                self._call(spec, copy.deepcopy(call), stream, phase1, phase2)
+            runs = [self._call(spec, call, stream, phase1, phase2)]
+            for _ in range(self.time_repeat - 1):
+                runs.append(self._call(spec, copy.deepcopy(call), stream, phase1, phase2))
+        outcome = runs[0]
+        one = [r.timings.get("phase1_us") for r in runs]
+        two = [r.timings.get("phase2_us") for r in runs if "phase2_us" in r.timings]
+        timings: dict[str, Any] = {
+            "phase1_us": _median(one),
+            "timed_runs": len(runs),
+            "warmup_runs": self.warmup,
+            "phase1_samples_us": one,
+        }
+        if two:
+            timings.update(
+                phase2_us=_median(two),
+                phase2_clock=runs[0].timings["phase2_clock"],
+                phase2_samples_us=two,
+            )
+        outcome.timings = timings
+        return outcome
 
     def _call(self, spec, call: Call, stream: Any, phase1: Any, phase2: Any) -> Outcome:
         lib = self.lib
@@ -658,7 +756,9 @@ class AclnnBackend(Backend):
                 for p in spec.params
             ]
             size, executor = C.c_uint64(0), C.c_void_p()
+            t0 = time.perf_counter()
             status = phase1(*args, C.byref(size), C.byref(executor))
+            timings: dict[str, Any] = {"phase1_us": round((time.perf_counter() - t0) * 1e6, 3)}
             outputs = {
                 p.name: call.tensor(p.name).storage.copy()
                 for p in spec.outputs
@@ -667,7 +767,7 @@ class AclnnBackend(Backend):
             if status == ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND:
                 raise BackendError(self._no_opp(spec.op, lib.recent_error()))
             if status != 0:
-                return Outcome(int(status), outputs, lib.recent_error())
+                return Outcome(int(status), outputs, lib.recent_error(), timings=timings)
             workspace = None
             if size.value > 0:
                 try:
@@ -676,11 +776,20 @@ class AclnnBackend(Backend):
                     if lib.aclDestroyAclOpExecutor is not None and executor.value:
                         lib.aclDestroyAclOpExecutor(executor)
                     raise
+            events = self._events
+            t0 = time.perf_counter()
+            if events is not None:
+                lib.check(lib.aclrtRecordEvent(events[0], stream), "aclrtRecordEvent")
             status = phase2(workspace, size.value, executor, stream)
             message = lib.recent_error() if status != 0 else ""
+            if events is not None:
+                lib.check(lib.aclrtRecordEvent(events[1], stream), "aclrtRecordEvent")
             fault = self._sync(stream)
+            host_us = (time.perf_counter() - t0) * 1e6
             if fault is not None:
                 raise fault
+            if status == 0:
+                timings.update(self._phase2_time(events, host_us))
             for name, host in outputs.items():
                 outputs[name] = self._fetch(name, devmem, host)
             for p in spec.params:  # inputs too: an op that writes one must not go unnoticed
@@ -689,7 +798,7 @@ class AclnnBackend(Backend):
                     back = self._fetch(p.name, devmem, a.storage)
                     if not np.array_equal(back.view(np.uint8), a.storage.view(np.uint8)):
                         a.storage = back
-            return Outcome(int(status), outputs, message)
+            return Outcome(int(status), outputs, message, timings=timings)
         finally:
             for t in tensors:
                 lib.aclDestroyTensor(t)
@@ -699,6 +808,15 @@ class AclnnBackend(Backend):
                 lib.aclrtFree(b)
             if fault is not None:  # the context may be broken: start afresh next time
                 self._teardown(keep_acl=True)
+
+    def _phase2_time(self, events: tuple[Any, Any] | None, host_us: float) -> dict[str, Any]:
+        """Phase 2's time: the events' elapsed time when they could be read, else the host's."""
+        if events is not None:
+            ms = C.c_float(0)
+            if self.lib.aclrtEventElapsedTime(C.byref(ms), events[0], events[1]) == 0:
+                return {"phase2_us": round(float(ms.value) * 1000, 3), "phase2_clock": "event"}
+            self.lib.recent_error()  # (dropped: the host time stands in)
+        return {"phase2_us": round(host_us, 3), "phase2_clock": "host"}
 
     def _sync(self, stream: Any) -> Exception | None:
         """None when the stream finished; else the case's crash or timeout (a device fault)."""

@@ -369,6 +369,16 @@ class TorchNpuBackend(TorchBackend):
         self._pid = os.getpid()
         self._fault: str | None = None
 
+    @classmethod
+    def on_device(cls, options: dict[str, Any], device: int) -> dict[str, Any] | None:
+        return {**options, "device": f"npu:{int(device)}"}
+
+    @classmethod
+    def device_of(cls, options: dict[str, Any]) -> int | None:
+        """The index of option device (npu:3 -> 3; npu -> 0, torch_npu's current device)."""
+        _, _, index = str(options.get("device", cls.default_device)).partition(":")
+        return int(index) if index.isdigit() else 0
+
     def _ready(self) -> None:
         if os.getpid() != self._pid:
             raise BackendError(
