@@ -22,6 +22,7 @@ from ..acl import dtypes as dt
 from ..acl.call import Call, Outcome, TensorArg
 from ..acl.views import FlatView, ranges
 from ..cases.generate import Case
+from ..cases.golden import StoredGolden, policy_dict, policy_from
 from ..judge import deviations as dv
 from ..judge.accumulate import Accumulator
 from ..judge.result import Result
@@ -149,12 +150,15 @@ def judge(
     oracle_name: str = DEFAULT_ORACLE,
     timeout: float | None = None,
     deviations: bool = False,
+    stored: StoredGolden | None = None,
 ) -> Judged:
     """The verdict of one case; `timeout` (seconds) bounds the whole case: the oracle, the
     backend (stopped where it can be, else ruled `timeout` when it returns late) and the
     comparison, each checked between chunks; over it is `timeout`, never `error`. With
     `deviations`, a failure of exactly the kind a spec deviation naming the backend records is
-    the verdict `deviation` (conformance/judge/deviations.py); a crash, timeout or error never is."""
+    the verdict `deviation` (conformance/judge/deviations.py); a crash, timeout or error never is.
+    With `stored` (a case directory's golden.json), the oracle is not evaluated: the stored
+    outcome is what the case expects, and its stored policies judge the outputs."""
     rec = base_record(spec, case, backend, oracle_name)
     devs = dv.gating(spec, backend.name) if deviations else []
     rec.durations = {}
@@ -174,14 +178,15 @@ def judge(
     clock = Clock(None if timeout is None else time.monotonic() + timeout)
     own = case.call if oracle.capabilities.reads_inputs_only else copy.deepcopy(case.call)
     try:
-        want = oracle.expect(own, clock.at)
+        want = stored.outcome if stored is not None else oracle.expect(own, clock.at)
     except (OracleTimeout, BackendTimeout):
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     except Exception as exc:  # an oracle that cannot run the case: the case is in error
         return done("error", f"oracle {oracle_name} failed: {type(exc).__name__}: {exc}")
     rec.durations["oracle"] = time.perf_counter() - t0
     rec.oracle_status = want.status
-    if want.status != case.expected_status and oracle.capabilities.implements_specs:
+    checks_status = stored is not None or oracle.capabilities.implements_specs
+    if want.status != case.expected_status and checks_status:
         return done(
             "error",
             f"the oracle {oracle_name} returned {want.status} but the case expects "
@@ -239,7 +244,8 @@ def judge(
         return done("fail", status_reason(got, want, mode))
     t0 = time.perf_counter()
     try:
-        verdict, failed = _judge_outputs(spec, case, want, got, rec, clock)
+        policies = stored.policies if stored is not None else None
+        verdict, failed = _judge_outputs(spec, case, want, got, rec, clock, policies)
         if verdict[0] == "fail" and failed:
             rec.differs = _differs(failed, want, got, clock)
             if devs:
@@ -402,10 +408,11 @@ def status_reason(got: Outcome, want: Outcome, mode: str) -> str:
 
 
 def _judge_outputs(
-    spec, case, want: Outcome, got: Outcome, rec, clock: Clock
+    spec, case, want: Outcome, got: Outcome, rec, clock: Clock, policies: dict | None = None
 ) -> tuple[tuple[str, str], list[_Failed]]:
     """The verdict of the outputs, and the outputs whose values failed (none when the failure
-    is of another kind: no storage, a write where nothing may be written, outside the view)."""
+    is of another kind: no storage, a write where nothing may be written, outside the view).
+    `policies`: the stored policy of each output (--golden stored), else the spec's."""
     reasons: list[str] = []
     failed: list[_Failed] = []
     for p in spec.outputs:
@@ -431,18 +438,19 @@ def _judge_outputs(
             q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
             for q in spec.tensor_inputs
         }
-        tol = tolerance_dtype(spec, case.call, t.dtype)
+        if policies is not None and p.name in policies:
+            tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])
+        else:
+            tol = tolerance_dtype(spec, case.call, t.dtype)
+            policy = policy_for(tol, spec.tolerance)
         rec.tolerance_dtype = tol
-        policy = policy_for(tol, spec.tolerance)
         cmp = _stream_compare(t, out, want, p.name, policy, inputs, clock)
         rec.comparisons = rec.comparisons or {}
         rec.comparisons[p.name] = cmp.to_dict()
         # what judged it, so that a report needs no spec to explain the figures
+        shown = policy_dict(tol, policy)
         rec.comparisons[p.name]["policy"] = {
-            "dtype": tol,
-            **{
-                k: getattr(policy, k) for k in ("rel", "max_ratio", "small_threshold", "small_atol")
-            },
+            k: shown[k] for k in ("dtype", "rel", "max_ratio", "small_threshold", "small_atol")
         }
         rec.stats = cmp.stats.to_dict()
         rec.worst = [w.to_dict() for w in cmp.worst]

@@ -24,6 +24,7 @@ from ..acl import dtypes as dt
 from ..acl.call import Outcome, TensorArg
 from ..cases.casedir import CaseFileError, find_cases, read_case, read_meta
 from ..cases.generate import CasePlan, build, plan_suite, select
+from ..cases.golden import read_golden
 from ..files import safeio
 from ..judge.result import Result
 from ..judge.results import Stream
@@ -81,6 +82,7 @@ class RunConfig:
     deviations: bool = False  # spec deviations naming the backend decide `deviation` verdicts
     # (before `replay`, after the case id) of each case's replay line (conformance.run.session)
     replay_args: tuple[str, str] | None = None
+    golden: str = "oracle"  # stored: each case directory's golden.json, no oracle evaluated
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -245,6 +247,10 @@ def _init_worker(cfg: RunConfig, parent: int | None = None) -> None:
 def make_oracle(cfg: RunConfig, registry: Registry, backend: Backend) -> Backend:
     """The oracle: the backend under test itself when it is judged by itself (with no options
     of its own), else the oracle backend with its options."""
+    if cfg.golden == "stored":
+        from .golden import StoredOracle
+
+        return StoredOracle(registry)
     if cfg.oracle == cfg.backend and not cfg.backend_options:
         return backend
     return load_backend(cfg.oracle, registry, **oracle_options(cfg))
@@ -311,9 +317,26 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
         if item.plan is not None:  # judged again by replay with the same budget
             rec.replay = replay_command(rec, cfg)
         return rec
-    got = None
+    got = stored = None
+    if cfg.golden == "stored":
+        try:
+            stored = read_golden(Path(str(item.path)), case.call.args, cfg.max_case_bytes)
+        except CaseFileError as exc:
+            return Result(
+                id=item.id,
+                op=spec.name,
+                product=case.product,
+                verdict="error",
+                reason=str(exc),
+                backend=backend.name,
+                clauses=list(case.clauses),
+                dtypes={},
+            )
     try:
-        judged = judge(spec, case, backend, oracle, cfg.oracle, cfg.timeout, cfg.deviations)
+        oracle_name = oracle.name if stored is not None else cfg.oracle
+        judged = judge(
+            spec, case, backend, oracle, oracle_name, cfg.timeout, cfg.deviations, stored
+        )
         rec, got = judged.record, judged.outcome
     except BackendError:
         raise
@@ -329,6 +352,8 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
     rec.id = item.id if item.path else rec.id
     rec.backend_version = backend.version()
     rec.oracle_version = oracle.version()
+    if stored is not None:
+        rec.oracle_version = f"{stored.oracle} {stored.oracle_version} (stored)".strip()
     rec.spec_sha256 = spec.sha256
     rec.tool_version = TOOL_VERSION
     rec.durations = {**(rec.durations or {}), "total": time.perf_counter() - t0}

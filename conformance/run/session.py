@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..cases.golden import has_golden
 from ..judge import expectations
 from ..judge.result import Result
 from ..spec.registry import Registry
@@ -83,6 +84,9 @@ OPTIONS: tuple[Option, ...] = (
            show_default=True, commands=_JUDGE, replay=True),
     Option("cases_dir", "--cases", "Run the case directories under DIR instead of generating "
            "cases.", type="dir"),
+    Option("golden", "--golden", "With --cases: oracle evaluates the oracle; stored judges each "
+           "case by the golden.json beside it (cases export --golden), evaluating nothing.",
+           "oracle", type="choice", choices=("oracle", "stored"), show_default=True),
     Option("results", "--results", "JSONL file results are written to (its meta beside it: "
            "FILE.meta.json).", Path("results.jsonl"), type="path", show_default=True),
     Option("resume", "--resume", "Skip cases already recorded in --results (same backend, "
@@ -303,6 +307,11 @@ class Session:
                 f"{f('profile')} chooses generated cases; it does not "
                 f"apply with {f('cases_dir')} DIR"
             )
+        if v["golden"] == "stored" and v["cases_dir"] is None:
+            raise config.ConfigError(
+                f"{f('golden')} stored judges case directories by their stored golden: give "
+                f"{f('cases_dir')} DIR (written by 'aclnn-conform cases export --golden')"
+            )
         named = {
             "device": v["device"],
             "lib_dir": v["lib_dir"],
@@ -393,6 +402,7 @@ class Session:
             max_memory=self.max_memory,
             deviations=self.expect is not None,
             replay_args=(before, after),
+            golden=str(v["golden"]),
         )
 
     # -- items ------------------------------------------------------------------------------
@@ -413,6 +423,16 @@ class Session:
                 raise config.ConfigError(f"{f('cases_dir')} {root}: no such directory")
             items = directory_items(root, self.selection, self.registry, warn)
             source = f"{f('cases_dir')} {root}"
+            if (
+                v["golden"] == "stored"
+                and items
+                and not any(has_golden(Path(str(it.path))) for it in items)
+            ):
+                raise config.ConfigError(
+                    f"{f('golden')} stored: no case under {root} has a stored golden "
+                    f"(golden.json); write them with 'aclnn-conform cases export --golden "
+                    f"{root}', or run without {f('golden')} stored"
+                )
         else:
             planned: list[Any] = []
             items = generated_items(self.registry, self.selection, int(v["seed"]), planned)
