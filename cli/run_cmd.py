@@ -127,7 +127,7 @@ def run(**values):
 
     \b
     Exit codes: 0 everything passed (or failed as the expectations say);
-    1 conformance failures (fail, error, crash, timeout; xpass under --strict);
+    1 conformance failures (fail, nondeterministic, error, crash, timeout; xpass under --strict);
     2 usage or setup error (another run writing --results included);
     3 infrastructure failure (backend missing, worker not starting, results not writable);
     130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the results so far are kept, with

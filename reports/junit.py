@@ -1,7 +1,7 @@
 """JUnit XML in the Jenkins / Ant format that CI systems read (GitLab, Jenkins, GitHub actions).
 
 One <testsuite> per op, one <testcase> per case: classname `op.product.dtypes`, name the case id.
-fail -> <failure>; error, crash, timeout -> <error>; skip -> <skipped>; xfail -> <skipped> with
+fail, nondeterministic -> <failure>; error, crash, timeout -> <error>; skip -> <skipped>; xfail -> <skipped> with
 the expectation's reason; deviation -> <skipped message="deviation <op>/<id>: reason"> (a failure
 the spec documents as a deviation of the library: no failure of the run); xpass -> <failure> (it
 was expected to fail). Failure texts carry the statistics, the worst elements and the replay
@@ -32,6 +32,8 @@ from .run import (
     worst_elements,
 )
 from .ulpnote import small_value_notes
+
+FAILURES = ("fail", "nondeterministic", "xpass")  # <failure>: the case ran and was wrong
 
 # Characters XML 1.0 does not allow (control characters other than tab, LF, CR; lone surrogates)
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -100,7 +102,7 @@ def _message(rec: dict[str, Any]) -> str:
     if st["max_ulp"] is not None:
         tail = f" [max_ulp {fmt(st['max_ulp'])}, max_rel {fmt(st['max_rel'])}]"
     text = f"{v}: {reason}" if reason else v
-    return (text[:400] + tail) if v in ("fail", "xpass") else text[:400]
+    return (text[:400] + tail) if v in FAILURES else text[:400]
 
 
 def testcase(rec: dict[str, Any]) -> ET.Element:
@@ -114,7 +116,7 @@ def testcase(rec: dict[str, Any]) -> ET.Element:
     }
     tc = ET.Element("testcase", attrs)
     v = rec.get("verdict", "error")
-    if v in ("fail", "xpass"):
+    if v in FAILURES:
         el = ET.SubElement(tc, "failure", {"message": xml_text(_message(rec)), "type": v})
         el.text = xml_text(details(rec))
     elif v in ERRORS:
@@ -248,7 +250,7 @@ class JUnitSpill:
 def _counts(v: Counter) -> dict[str, int]:
     return {
         "tests": sum(v.values()),
-        "failures": v["fail"] + v["xpass"],
+        "failures": sum(v[x] for x in FAILURES),
         "errors": sum(v[x] for x in ERRORS),
         "skipped": v["skip"] + sum(v[x] for x in EXPLAINED),
     }

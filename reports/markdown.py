@@ -25,7 +25,7 @@ from .run import EXPLAINED, FAILING, NEGATIVE, clip, column_order, fmt, fmt_seco
 from .ulpnote import fmt_ulp, small_value_notes
 
 ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "crash": "💥", "timeout": "⏱️", "skip": "⏭️",
-        "xfail": "🔕", "xpass": "❗", "deviation": "📘"}  # fmt: skip
+        "xfail": "🔕", "xpass": "❗", "deviation": "📘", "nondeterministic": "🎲"}  # fmt: skip
 
 
 def cell_text(c: Counter | None) -> str:

@@ -18,7 +18,18 @@ from ..conformance.judge.results import MAX_META_BYTES, ResultsFileError, Stream
 from ..conformance.judge.verdicts import BROKEN, ERRORS, EXPLAINED, FAILING, VERDICTS  # noqa: F401
 
 # Most severe first: the order of tables, legends and sorting.
-ORDER = ("crash", "timeout", "error", "fail", "xpass", "xfail", "deviation", "skip", "pass")
+ORDER = (
+    "crash",
+    "timeout",
+    "error",
+    "nondeterministic",
+    "fail",
+    "xpass",
+    "xfail",
+    "deviation",
+    "skip",
+    "pass",
+)
 # The verdict groups (imported above, for the renderers) are defined in conformance/judge/verdicts.py;
 # EXPLAINED ones (xfail, deviation) are left out of pass rates, like skips.
 HELP = {  # one line per verdict, for legends and tooltips
@@ -27,6 +38,8 @@ HELP = {  # one line per verdict, for legends and tooltips
     "error": "the case could not be run or judged (the backend or the harness raised)",
     "crash": "the backend process died (a signal)",
     "timeout": "the case ran past its time limit",
+    "nondeterministic": "the same call run again (--repeat N) gave other output bits or "
+    "another status",
     "xpass": "expected to fail (an expectations entry) but passed",
     "xfail": "failed as an expectations entry says it does (not a failure of the run)",
     "deviation": "failed in a way the spec documents as a deviation of the real library from its "

@@ -51,6 +51,7 @@ SAMPLES: dict[str, list[str]] = {
     "timeout": ["--timeout", "12.5"],
     "max_memory": ["--max-memory", "3G"],
     "profile": ["--profile", "large"],
+    "repeat": ["--repeat", "2"],
 }
 # options this machine cannot run end to end (no NPU library; model-scale cases take minutes)
 NOT_RUN_HERE = {"lib_dir", "device_id", "exec_cmd", "profile"}

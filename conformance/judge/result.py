@@ -57,6 +57,7 @@ class Result:
     stats: dict[str, Any] | None = None  # the last output's statistics
     worst: list[dict[str, Any]] | None = None  # the last output's worst elements
     durations: dict[str, float] | None = None  # oracle, backend, compare, total (seconds)
+    repeat: int | None = None  # --repeat N: the backend ran the case N times
     # how the expectations decided it
     verdict_before_expectation: str | None = None
     expectation: dict[str, Any] | None = None  # match, kind, reason, deviation, where, ...

@@ -151,6 +151,7 @@ def judge(
     timeout: float | None = None,
     deviations: bool = False,
     stored: StoredGolden | None = None,
+    repeat: int = 1,
 ) -> Judged:
     """The verdict of one case; `timeout` (seconds) bounds the whole case: the oracle, the
     backend (stopped where it can be, else ruled `timeout` when it returns late) and the
@@ -158,7 +159,9 @@ def judge(
     `deviations`, a failure of exactly the kind a spec deviation naming the backend records is
     the verdict `deviation` (conformance/judge/deviations.py); a crash, timeout or error never is.
     With `stored` (a case directory's golden.json), the oracle is not evaluated: the stored
-    outcome is what the case expects, and its stored policies judge the outputs."""
+    outcome is what the case expects, and its stored policies judge the outputs. With `repeat`
+    N > 1 the backend runs the call N times, each on a fresh copy: another status or other
+    output bits on any run is the verdict `nondeterministic` (--repeat)."""
     rec = base_record(spec, case, backend, oracle_name)
     devs = dv.gating(spec, backend.name) if deviations else []
     rec.durations = {}
@@ -229,6 +232,16 @@ def judge(
         modified = isinstance(a, TensorArg) and not spec.param(name).is_output
         if modified and not same_bytes(call.args[name].storage, a.storage):
             return done("fail", f"input {name} was modified by the call", status_match=None)
+    if repeat > 1:
+        try:
+            why = _repeat(spec, case, backend, got, repeat, clock)
+        except BackendCrash as exc:
+            return done("crash", str(exc))
+        except (BackendTimeout, OracleTimeout) as exc:
+            return done("timeout", str(exc) or f"the repeated runs passed --timeout {timeout:g} s")
+        rec.set("repeat", repeat)
+        if why:
+            return done("nondeterministic", why)
     if mode == "none" and want.status != 0:
         return done("skip", f"{backend.name} does no parameter checking (expected {want.status})")
     match = (
@@ -257,6 +270,44 @@ def judge(
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     rec.durations["compare"] = time.perf_counter() - t0
     return done(*verdict)
+
+
+def _said(o: Outcome) -> str:
+    return "raised" if o.raised else f"status {o.status}"
+
+
+def _repeat(
+    spec: OpSpec, case: Case, backend: Backend, first: Outcome, n: int, clock: Clock
+) -> str:
+    """Run the call n - 1 more times on fresh copies; '' when every run gave the first run's
+    status and output bits, else what differed on the first run that differed."""
+    for k in range(2, n + 1):
+        if clock.passed():
+            raise BackendTimeout(f"--timeout passed before run {k} of {n} (--repeat)")
+        call = backend_call(spec, case.call, backend)
+        try:
+            got = backend.execute_by(call, clock.at)
+        except (BackendCrash, BackendTimeout, OracleTimeout, BackendError):
+            raise
+        except Exception as exc:
+            if first.raised:
+                continue
+            return f"run {k} of {n} raised {type(exc).__name__}: {first_line(str(exc))}; run 1 gave {_said(first)}"
+        if (got.raised, got.status) != (first.raised, first.status):
+            return f"run 1 gave {_said(first)}, run {k} of {n} {_said(got)} (--repeat)"
+        for name, a in first.outputs.items():
+            b = got.outputs.get(name)
+            if b is None or b.shape != a.shape or b.dtype != a.dtype:
+                return f"{name}: run {k} of {n} returned no storage like run 1's (--repeat)"
+            if not same_bytes(a, b):
+                x = a.reshape(-1).view(np.uint8).reshape(a.size, -1)
+                y = b.reshape(-1).view(np.uint8).reshape(b.size, -1)
+                elems = int(np.count_nonzero((x != y).any(axis=1)))
+                return (
+                    f"{name}: run {k} of {n} differs from run 1 in {elems} of {a.size} storage "
+                    f"elements ({changed_bytes(a, b)} bytes) (--repeat)"
+                )
+    return ""
 
 
 @dataclass

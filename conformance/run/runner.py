@@ -82,6 +82,7 @@ class RunConfig:
     deviations: bool = False  # spec deviations naming the backend decide `deviation` verdicts
     # (before `replay`, after the case id) of each case's replay line (conformance.run.session)
     replay_args: tuple[str, str] | None = None
+    repeat: int = 1  # runs of each case by the backend: differing bits are `nondeterministic`
     golden: str = "oracle"  # stored: each case directory's golden.json, no oracle evaluated
 
 
@@ -335,7 +336,15 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
     try:
         oracle_name = oracle.name if stored is not None else cfg.oracle
         judged = judge(
-            spec, case, backend, oracle, oracle_name, cfg.timeout, cfg.deviations, stored
+            spec,
+            case,
+            backend,
+            oracle,
+            oracle_name,
+            cfg.timeout,
+            cfg.deviations,
+            stored,
+            cfg.repeat,
         )
         rec, got = judged.record, judged.outcome
     except BackendError:

@@ -125,6 +125,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("exact", "--exact", "The reference's DOUBLE outputs correctly rounded (mpmath for "
            "every element: slow) instead of faithful (within 1 ulp, float64 speed). Recorded in "
            "the results and reports.", False, is_flag=True, commands=_JUDGE, replay=True),
+    Option("repeat", "--repeat", "Run each case N times on the backend (fresh copies): another "
+           "status or other output bits on any run is the verdict nondeterministic.", 1,
+           type="count", show_default=True, commands=_JUDGE, replay=True),
     Option("oracle_opts", "--oracle-opt", "Option for the --oracle backend (repeatable), e.g. "
            "cmd=./harness for --oracle exec. An oracle that is the backend under test gets the "
            "backend's options.", (), multiple=True, metavar="KEY=VALUE", commands=_JUDGE,
@@ -280,7 +283,7 @@ class Session:
                 "(e.g. reference, torch, jax; 'aclnn-conform backends' "
                 "lists them)"
             )
-        for name in ("seed", "jobs", "max_cases"):
+        for name in ("seed", "jobs", "max_cases", "repeat"):
             least = 0 if BY_NAME[name].type == "natural" else 1
             if v[name] is not None and int(v[name]) < least:
                 raise config.ConfigError(f"{f(name)} {v[name]}: must be >= {least}")
@@ -403,6 +406,7 @@ class Session:
             deviations=self.expect is not None,
             replay_args=(before, after),
             golden=str(v["golden"]),
+            repeat=int(v["repeat"]),
         )
 
     # -- items ------------------------------------------------------------------------------

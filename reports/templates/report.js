@@ -9,7 +9,7 @@
   var F = {};
   D.fields.forEach(function (name, i) { F[name] = i; });
   var C = D.cases, V = D.verdicts;
-  var FAILING = ['fail', 'error', 'crash', 'timeout', 'xpass'];
+  var FAILING = ['fail', 'nondeterministic', 'error', 'crash', 'timeout', 'xpass'];
   var PAGE = 50;
   var ULP_MEANING = holder.getAttribute('data-ulp-meaning') || '';
   var state = {
