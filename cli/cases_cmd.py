@@ -17,6 +17,7 @@ from ..conformance.run.runner import generated_items
 from .atk_cmd import import_atk
 from .errors import UserError
 from .options import build_selection, registry, selection_options
+from .ttk_cmd import import_ttk
 
 
 @click.group("cases")
@@ -109,3 +110,4 @@ def export(
 
 
 cases.add_command(import_atk)
+cases.add_command(import_ttk)
