@@ -19,9 +19,10 @@ from ..conformance.judge import expectations, provenance
 from ..conformance.judge import results as res
 from ..conformance.judge.result import Result
 from ..conformance.judge.verdicts import BROKEN
-from ..conformance.run.backend import BackendError, load_backend
+from ..conformance.run.backend import BackendError
 from ..conformance.run.progress import Progress
 from ..conformance.run.runner import TOOL_VERSION, ResultsWriteError, ResultsWriter
+from ..conformance.run.session import Session, backend_version
 from ..reports.output import write_atomic
 from .console import heading, style
 from .errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
@@ -29,20 +30,17 @@ from .options import registry, session, table_options
 from .paths import check_outputs, results_family, same_file
 
 
-def backend_version(name: str, options: dict, reg, facts: dict | None = None) -> str:
-    """The version string of the backend, which is started once for it: a backend that cannot
-    start stops the run here, before a results file is touched (exit code 3). With `facts`,
-    the backend's host facts (CANN version, device, ASCEND_OPP_PATH, ...) are added to it."""
+def _version(s: Session, facts: dict | None = None, oracle: bool = False) -> str:
+    """The backend's (or the oracle's) version, started once for it: a backend that cannot start
+    stops the run here, before a results file is touched (exit code 3). With `facts`, its host
+    facts (CANN version, device, ASCEND_OPP_PATH, ...) are added."""
     try:
-        b = load_backend(name, reg, **options)
+        return backend_version(s, facts, oracle)
     except BackendError as exc:
-        raise InfrastructureError(f"--backend {name}: {exc}") from None
-    try:
-        if facts is not None:
-            facts.update(b.host_facts())
-        return b.version()
-    finally:
-        b.close()
+        flag, name = (
+            ("--oracle", s.values["oracle"]) if oracle else ("--backend", s.values["backend"])
+        )
+        raise InfrastructureError(f"{flag} {name}: {exc}") from None
 
 
 def totals_line(summary: res.Summary, backend: str, seconds: float) -> str:
@@ -50,15 +48,15 @@ def totals_line(summary: res.Summary, backend: str, seconds: float) -> str:
     return f"{backend}: {summary.total} cases in {seconds:.1f} s: {counts or 'nothing ran'}"
 
 
-def failure_line(rec: dict, width: int = 200) -> str:
+def failure_line(rec: Result, width: int = 200) -> str:
     """A failing case's verdict, id and reason, with the backend's own words when it spoke."""
-    reason = one_line(res.safe_text(rec["reason"])) if rec.get("reason") else ""
-    said = one_line(res.safe_text(rec["message"])) if rec.get("message") else ""
+    reason = one_line(res.safe_text(rec.reason)) if rec.reason else ""
+    said = one_line(res.safe_text(rec.message)) if rec.message else ""
     if said and said not in reason:
         reason = f"{reason} (backend said: {said})" if reason else f"backend said: {said}"
     if len(reason) > width:
         reason = reason[: width - 3] + "..."
-    return f"  {res.safe_text(rec['verdict'])}: {res.safe_text(rec['id'])}: {reason}"
+    return f"  {res.safe_text(rec.verdict)}: {res.safe_text(rec.id)}: {reason}"
 
 
 def print_summary(s: res.Summary, backend: str, seconds: float, limit: int = 20) -> None:
@@ -85,8 +83,8 @@ def print_summary(s: res.Summary, backend: str, seconds: float, limit: int = 20)
         click.echo(heading(f"\nfirst {min(limit, len(s.failures))} of {s.failed} failures"))
         for rec in s.failures[:limit]:
             click.echo(failure_line(rec))
-            if rec.get("replay"):
-                click.echo(f"    {res.safe_text(rec['replay'])}")
+            if rec.replay:
+                click.echo(f"    {res.safe_text(rec.replay)}")
 
 
 EXIT_TERMINATED = 143  # SIGTERM, as shells report it
@@ -167,12 +165,10 @@ def run(**values):
         check_outputs(reports, [("--expectations", expect.path)])
     items = s.items(warn=lambda m: click.echo(f"warning: {m}", err=True))
     host: dict = {}
-    version = backend_version(backend, s.backend_options, reg, host)
+    version = _version(s, host)
     if host.get("diagnosis"):  # recorded in the meta; a missing ASCEND_OPP_PATH stops the run
         click.echo(f"warning: {backend}: {host['diagnosis']}", err=True)  # at its first 561107
-    oracle_version = (
-        version if oracle == backend else backend_version(oracle, s.oracle_options, reg)
-    )
+    oracle_version = version if oracle == backend else _version(s, oracle=True)
     meta = {
         "backend": backend,
         "backend_version": version,
@@ -217,7 +213,7 @@ def run(**values):
         if results.exists():  # read under the lock: the records this run continues
             earlier = res.Stream(results)
             summary = earlier.fold(res.Summary)
-            done = {str(r["id"]) for r in earlier}
+            done = {str(r.id) for r in earlier}
     else:
         for stale in (results, meta_path):
             if stale.exists():
@@ -238,7 +234,7 @@ def run(**values):
         record(rec)
         state["ran"] += 1
         progress.update(rec)
-        if fail_fast and rec.get("verdict") in res.FAILING:
+        if fail_fast and rec.verdict in res.FAILING:
             state["stop"] = True
             return False
         return True
@@ -329,9 +325,7 @@ def run(**values):
         for path in written:
             click.echo(f"report: {res.safe_text(path)}")
     if update_expectations and expect is not None:
-        records = [
-            r for r in writer.records() if r.get("verdict") in (*res.FAILING, "xfail", "skip")
-        ]
+        records = [r for r in writer.records() if r.verdict in (*res.FAILING, "xfail", "skip")]
         entries = expectations.updated(expect, records, backend, version)
         expectations.write(expectations_file, entries, backend)
         click.echo(f"expectations: wrote {len(entries)} entries to {expectations_file}")

@@ -95,6 +95,7 @@ def _run(tmp_path: Path, args: list[str]) -> dict:
     return rec
 
 
+@pytest.mark.gates  # a whole run and a replay per option: the CLI gates tier
 @pytest.mark.parametrize("name", sorted(set(SAMPLES) - NOT_RUN_HERE))
 def test_a_run_with_the_option_prints_a_replay_line_that_judges_alike(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -130,7 +131,7 @@ entries:
 """
 OUTCOME = {"pass": "passed", "skip": "skipped", "xfail": "xfailed", "deviation": "xfailed",
            "fail": "failed", "error": "failed", "crash": "failed", "timeout": "failed",
-           "xpass": "failed"}  # fmt: skip
+           "xpass": "failed", "nondeterministic": "failed"}  # fmt: skip
 
 
 @pytest.mark.gates

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing.util
 import os
 import signal
 import time
@@ -26,6 +27,7 @@ from ..cases.casedir import CaseFileError, find_cases, read_case, read_meta
 from ..cases.generate import CasePlan, build, plan_suite, select
 from ..cases.golden import read_golden
 from ..files import safeio
+from ..judge.expectations import CaseFacts
 from ..judge.result import Result
 from ..judge.results import Stream
 from ..spec.bindings import binding_id
@@ -161,11 +163,11 @@ def directory_items(
     return _shard(items, sel.shard)
 
 
-def item_facts(item: Item, registry: Registry, family: str | None) -> dict[str, Any]:
+def item_facts(item: Item, registry: Registry, family: str | None) -> CaseFacts:
     """What is known of an item before it runs, for the expectations' skip entries: its id, and
     its binding, dtypes and output names (from the plan, or from a case directory's case.json);
     only the id when the case file cannot be read (the run then reports it)."""
-    facts: dict[str, Any] = {"id": item.id}
+    facts = CaseFacts(item.id)
     try:
         if item.plan is not None:
             spec = registry.get(item.op)
@@ -180,10 +182,10 @@ def item_facts(item: Item, registry: Registry, family: str | None) -> dict[str, 
             }
     except Exception:  # CaseFileError, a field of the wrong type, ...: the run reports the case
         return facts
-    facts.update(dtypes=dtypes, outputs=[p.name for p in spec.outputs])
+    facts.dtypes, facts.outputs = dtypes, [p.name for p in spec.outputs]
     binding = binding_id(spec, family)
     if binding:
-        facts["binding"] = binding
+        facts.binding = binding
     return facts
 
 
@@ -198,7 +200,7 @@ def finished_ids(results: Path) -> set[str]:
     """Ids already recorded in a results file (a torn last line is ignored)."""
     if not results.exists():
         return set()
-    return {str(r["id"]) for r in Stream(results)}
+    return {str(r.id) for r in Stream(results)}
 
 
 # -- execution (runs in the parent or in worker processes) ------------------------------------
@@ -243,6 +245,9 @@ def _init_worker(cfg: RunConfig, parent: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork
     _init(cfg)
+    # a pool worker ends through multiprocessing's exit (atexit does not run there): close its
+    # backends then, so their worker processes and scratch folders go with it
+    multiprocessing.util.Finalize(None, _close_state, exitpriority=10)
 
 
 def make_oracle(cfg: RunConfig, registry: Registry, backend: Backend) -> Backend:
@@ -255,6 +260,12 @@ def make_oracle(cfg: RunConfig, registry: Registry, backend: Backend) -> Backend
     if cfg.oracle == cfg.backend and not cfg.backend_options:
         return backend
     return load_backend(cfg.oracle, registry, **oracle_options(cfg))
+
+
+def _close_state() -> None:
+    """Close this process's backend and oracle (each once: the oracle may be the backend)."""
+    for b in {id(b): b for b in (_STATE.get("backend"), _STATE.get("oracle")) if b}.values():
+        b.close()
 
 
 def _init(cfg: RunConfig) -> None:
@@ -427,12 +438,12 @@ def _keep(root: str, case_id: str, got: Outcome | None, rec: Result) -> None:
     from ..cases.casedir import make_case_dir, save_array
 
     d = make_case_dir(Path(root), case_id)
-    result: dict[str, Any] = {"status": None, "message": rec.get("reason", "")}
+    result: dict[str, Any] = {"status": None, "message": rec.reason or ""}
     if got is not None:
         for name, arr in got.outputs.items():
             save_array(d / f"{name}.npy", arr)
         result = {"status": got.status, "message": got.message}
-    result["verdict"] = rec.get("verdict")
+    result["verdict"] = rec.verdict
     text = (json.dumps(result, indent=1) + "\n").encode("utf-8")
     safeio.write_file(d / "result.json", lambda f: f.write(text))
 
@@ -463,7 +474,7 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[Result], bool]) -
                 if not sink(run_item(it)):
                     return
         finally:
-            _STATE["backend"].close()
+            _close_state()
         return
     jobs = min(cfg.jobs, len(items))
     with ProcessPoolExecutor(
