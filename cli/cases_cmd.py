@@ -17,7 +17,7 @@ from ..conformance.run.runner import generated_items
 from .atk_cmd import import_atk
 from .errors import UserError
 from .options import build_selection, registry, selection_options
-from .ttk_cmd import import_ttk
+from .ttk_cmd import export_ttk_cmd, import_ttk
 
 
 @click.group("cases")
@@ -111,3 +111,4 @@ def export(
 
 cases.add_command(import_atk)
 cases.add_command(import_ttk)
+cases.add_command(export_ttk_cmd)
