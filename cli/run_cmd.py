@@ -147,7 +147,7 @@ def run(**values):
     check_outputs(
         reports,
         [*results_family("--results", results), ("--expectations", expectations_file)],
-        output_dirs=[("--keep-outputs", v["keep_outputs"])],
+        output_dirs=[("--keep-outputs", v["keep_outputs"]), ("--dump-on-fail", v["dump_on_fail"])],
         input_dirs=[("--cases", cases_dir)],
     )
     if expectations_file is not None and same_file(expectations_file, results):

@@ -10,7 +10,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..conformance.judge.result import Result, as_result
-from .run import ORDER, STAT_KEYS, clip, column, dtype_tag, fmt, num, or_, short, sort_key, stats_of
+from .run import (
+    ORDER,
+    STAT_KEYS,
+    clip,
+    column,
+    cross_text,
+    dtype_tag,
+    fmt,
+    num,
+    or_,
+    short,
+    sort_key,
+    stats_of,
+)
 from .ulpnote import policy_of, small_value_notes
 
 WORST_LIMIT = 10  # worst elements kept per output
@@ -128,7 +141,13 @@ class CaseTable:
         verdict = rec.verdict
         long_reason = len(str(rec.reason or "")) > REASON_LIMIT
         detail = None
-        if verdict != "pass" or rec.expectation or long_reason or small_value_notes(rec):
+        if (
+            verdict != "pass"
+            or rec.expectation
+            or long_reason
+            or rec.cross
+            or small_value_notes(rec)
+        ):
             detail = _detail(rec)
         row = [
             cid,
@@ -195,7 +214,8 @@ def _detail(rec: Result) -> dict[str, Any]:
     """What the drill-down of a case that did not pass shows beyond its row (compact keys:
     st statuses, r full reason when the row's is cut, m backend message, c per output
     [statistics in STAT_KEYS order, worst elements in WORST_FIELDS order], d durations,
-    x expectation, b verdict before the expectation, u per output: why its max ULP means
+    x expectation, b verdict before the expectation, k the --cross ratio verdict, p the
+    --dump-on-fail folder, u per output: why its max ULP means
     nothing, where it comes from the small-value domain). A comparison's third item is its
     policy's [small_threshold, small_atol, dtype], so the page can mark small-value elements."""
     comps = {}
@@ -218,6 +238,10 @@ def _detail(rec: Result) -> dict[str, Any]:
         out["x"] = rec.expectation
     if rec.verdict_before_expectation:
         out["b"] = rec.verdict_before_expectation
+    if rec.cross:  # run --cross B: the ratio verdict beside the absolute one
+        out["k"] = cross_text(rec)
+    if rec.dump:  # run --dump-on-fail DIR: where the case's data was written
+        out["p"] = clip(rec.dump, 1000)
     notes = small_value_notes(rec)
     if notes:
         out["u"] = {n.output: n.long() for n in notes}

@@ -25,6 +25,7 @@ from .run import (
     ERRORS,
     EXPLAINED,
     InfoTally,
+    cross_text,
     deviation_id,
     dtype_tag,
     fmt,
@@ -91,6 +92,10 @@ def details(rec: Result) -> str:
         e = rec.expectation
         dev = f" (deviation {e['deviation']})" if e.get("deviation") else ""
         lines.append(f"expectation: {e.get('kind')} {e.get('match')!r}{dev}: {e.get('reason')}")
+    if rec.cross:
+        lines.append(cross_text(rec))
+    if rec.dump:
+        lines.append(f"dump: {rec.dump}")
     if rec.replay:
         lines.append(f"replay: {rec.replay}")
     return "\n".join(lines)

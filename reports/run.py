@@ -364,3 +364,20 @@ def deviation_id(rec: Result) -> str:
 def sort_key(rec: Result) -> tuple[int, str]:
     v = rec.verdict
     return (ORDER.index(v) if v in ORDER else 0, str(rec.id))
+
+
+def cross_text(rec: Result) -> str:
+    """The ratio verdict of `run --cross B` in one line: `cross torch L1: fail (MARE 16, MERE
+    16, RMSE 21.4): level L1: out: ...`; '' when the case was not cross-checked."""
+    c = rec.cross
+    if not isinstance(c, dict):
+        return ""
+    figs = []
+    for o in (c.get("outputs") or {}).values():
+        if isinstance(o, dict):
+            shown = [f"{k.upper()} {fmt(o.get(k))}" for k in ("mare", "mere", "rmse")]
+            figs.append(", ".join(shown))
+    head = f"cross {c.get('backend', '?')} {c.get('level', '?')}: {c.get('verdict', '?')}"
+    head += f" ({'; '.join(figs)})" if figs else ""
+    why = str(c.get("reason") or "")
+    return f"{head}: {clip(why, 300)}" if why else head

@@ -58,6 +58,10 @@ class Result:
     worst: list[dict[str, Any]] | None = None  # the last output's worst elements
     durations: dict[str, float] | None = None  # oracle, backend, compare, total (seconds)
     repeat: int | None = None  # --repeat N: the backend ran the case N times
+    # --cross B: the ratio verdict of TTK's cross-check beside the absolute one: backend, level,
+    # verdict (pass | fail | n/a | error), reason, per output its ratios and limits
+    cross: dict[str, Any] | None = None
+    dump: str | None = None  # --dump-on-fail DIR: the folder of this failing case, or why none
     # how the expectations decided it
     verdict_before_expectation: str | None = None
     expectation: dict[str, Any] | None = None  # match, kind, reason, deviation, where, ...

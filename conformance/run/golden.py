@@ -22,7 +22,24 @@ STORED = "stored"  # the oracle name a record carries when its golden was read f
 def compute_golden(spec: OpSpec, case: Case, oracle: Backend) -> StoredGolden:
     """The oracle's outcome of `case`, its streamed goldens materialised (float64, the view's
     elements in C order), and each output's comparison policy."""
-    want = oracle.expect(case.call)
+    return golden_of(spec, case, oracle.expect(case.call), oracle.name, oracle.version())
+
+
+def golden_values(want: Outcome, name: str) -> np.ndarray | None:
+    """Output `name`'s float64 golden (the view's elements in C order), streamed or whole;
+    None when the oracle gives expected storage (exact outputs) instead."""
+    g = want.golden.get(name)
+    if hasattr(g, "chunks"):
+        g.prepare()
+        parts = [np.asarray(c, dtype=np.float64) for _, _, c in g.chunks()]
+        return np.concatenate(parts) if parts else np.empty(0)
+    if g is not None:
+        return np.asarray(g, dtype=np.float64).reshape(-1)
+    return None
+
+
+def golden_of(spec: OpSpec, case: Case, want: Outcome, oracle: str, version: str) -> StoredGolden:
+    """An outcome the oracle gave, as a stored golden (materialised goldens, the policies)."""
     goldens: dict[str, np.ndarray] = {}
     outputs: dict[str, np.ndarray] = {}
     policies: dict[str, dict[str, Any]] = {}
@@ -34,19 +51,15 @@ def compute_golden(spec: OpSpec, case: Case, oracle: Backend) -> StoredGolden:
         policies[p.name] = policy_dict(tol, policy_for(tol, spec.tolerance))
         if want.status != 0 or t.is_empty or want.nothing_written:
             continue
-        g = want.golden.get(p.name)
-        if hasattr(g, "chunks"):
-            g.prepare()
-            parts = [np.asarray(c, dtype=np.float64) for _, _, c in g.chunks()]
-            goldens[p.name] = np.concatenate(parts) if parts else np.empty(0)
-        elif g is not None:
-            goldens[p.name] = np.asarray(g, dtype=np.float64).reshape(-1)
+        g = golden_values(want, p.name)
+        if g is not None:
+            goldens[p.name] = g
         elif p.name in want.outputs:
             outputs[p.name] = want.outputs[p.name]
     outcome = Outcome(
         want.status, outputs, want.message, want.clause, want.nothing_written, goldens
     )
-    return StoredGolden(outcome, policies, oracle.name, oracle.version())
+    return StoredGolden(outcome, policies, oracle, version)
 
 
 class StoredOracle(Backend):

@@ -58,6 +58,7 @@ class Judged:
     reason: str
     record: Result
     outcome: Outcome | None = None  # what the backend returned, when it ran
+    want: Outcome | None = None  # what the oracle (or the stored golden) expects, when known
 
 
 def backend_call(spec: OpSpec, case_call: Call, backend: Backend) -> Call:
@@ -167,10 +168,11 @@ def judge(
     rec.durations = {}
 
     ran: list[Outcome] = []
+    wanted: list[Outcome] = []
 
     def done(verdict: str, reason: str, **extra: Any) -> Judged:
         rec.update(extra, verdict=verdict, reason=reason)
-        return Judged(verdict, reason, rec, ran[0] if ran else None)
+        return Judged(verdict, reason, rec, ran[0] if ran else None, wanted[0] if wanted else None)
 
     why = backend.supports(case.call)
     if why:
@@ -187,6 +189,7 @@ def judge(
     except Exception as exc:  # an oracle that cannot run the case: the case is in error
         return done("error", f"oracle {oracle_name} failed: {type(exc).__name__}: {exc}")
     rec.durations["oracle"] = time.perf_counter() - t0
+    wanted.append(want)
     rec.oracle_status = want.status
     checks_status = stored is not None or oracle.capabilities.implements_specs
     if want.status != case.expected_status and checks_status:

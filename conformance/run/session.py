@@ -128,6 +128,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("repeat", "--repeat", "Run each case N times on the backend (fresh copies): another "
            "status or other output bits on any run is the verdict nondeterministic.", 1,
            type="count", show_default=True, commands=_JUDGE, replay=True),
+    Option("dump_on_fail", "--dump-on-fail", "Write each failing case (fail, nondeterministic, "
+           "error, crash, timeout) under DIR/<case-id>/: its inputs (a case directory), the "
+           "golden (golden.json) and the backend's outputs (actual_<param>.npy); at most 100 "
+           "cases a run and 256 MiB a case.", type="dir", commands=_JUDGE),
+    Option("cross", "--cross", "A second backend run on each judged case: TTK's cross-check "
+           "ratio verdict (MARE/MERE/RMSE of the backend's error over the second's, against "
+           "the same golden) is recorded beside the absolute verdict.", metavar="BACKEND",
+           commands=_JUDGE, replay=True),
+    Option("cross_opts", "--cross-opt", "Option for the --cross backend (repeatable), e.g. "
+           "cmd=./harness for --cross exec.", (), multiple=True, metavar="KEY=VALUE",
+           commands=_JUDGE, replay=True),
+    Option("cross_level", "--cross-level", "TTK's cross-check level: L0 loose, L1 default, L2 "
+           "strict.", "L1", type="choice", choices=("L0", "L1", "L2"), show_default=True,
+           commands=_JUDGE, replay=True),
     Option("oracle_opts", "--oracle-opt", "Option for the --oracle backend (repeatable), e.g. "
            "cmd=./harness for --oracle exec. An oracle that is the backend under test gets the "
            "backend's options.", (), multiple=True, metavar="KEY=VALUE", commands=_JUDGE,
@@ -237,6 +251,7 @@ class Session:
     selection: Selection = field(default_factory=Selection)
     backend_options: dict[str, Any] = field(default_factory=dict)
     oracle_options: dict[str, Any] = field(default_factory=dict)
+    cross_options: dict[str, Any] = field(default_factory=dict)  # --cross-opt
     expect: expectations.Expectations | None = None
     expect_sha: str = "none"
     jobs: int = 1
@@ -327,6 +342,20 @@ class Session:
             options = config.exact_options(v["backend"], v["oracle"], options)
         self.backend_options = options
         self.oracle_options = self._oracle_options()
+        if v["dump_on_fail"] is not None and not str(v["dump_on_fail"]).strip():
+            raise config.ConfigError(
+                f"{f('dump_on_fail')} '': give the folder to write failing cases to"
+            )
+        if v["cross"] is not None:
+            if v["cross"] == v["backend"]:
+                raise config.ConfigError(
+                    f"{f('cross')} {v['cross']}: the backend under test itself; give another "
+                    "implementation (e.g. torch, jax, reference)"
+                )
+            self.cross_options = config.parse_backend_options(v["cross_opts"], {}, f("cross_opts"))
+            config.check_backend(v["cross"], self.cross_options, f("cross"), f("cross_opts"))
+        elif v["cross_opts"]:
+            raise config.ConfigError(f"{f('cross_opts')}: only with {f('cross')} BACKEND")
         if v["keep_outputs"] is not None and not str(v["keep_outputs"]).strip():
             raise config.ConfigError(
                 f"{f('keep_outputs')} '': give the folder to write the outputs to"
@@ -407,6 +436,10 @@ class Session:
             replay_args=(before, after),
             golden=str(v["golden"]),
             repeat=int(v["repeat"]),
+            dump_on_fail=None if v["dump_on_fail"] is None else str(v["dump_on_fail"]),
+            cross=v["cross"],
+            cross_options=dict(self.cross_options),
+            cross_level=str(v["cross_level"]),
         )
 
     # -- items ------------------------------------------------------------------------------

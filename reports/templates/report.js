@@ -170,10 +170,12 @@
     }
     h.push('<div><h4>' + badge(v) + ' case</h4>' + head + '</dl></div>');
     var reason = d && d.r ? d.r : c[F.reason];
-    if (reason || (d && (d.m || d.x))) {
+    if (reason || (d && (d.m || d.x || d.k || d.p))) {
       var msg = '';
       if (reason) msg += '<div class="msg v-' + v + '">' + esc(reason) + '</div>';
       if (d && d.m) msg += '<div class="msg" style="margin-top:6px">backend: ' + esc(d.m) + '</div>';
+      if (d && d.k) msg += '<div class="msg cross" style="margin-top:6px">' + esc(d.k) + '</div>';
+      if (d && d.p) msg += '<div class="msg dump" style="margin-top:6px">dump: ' + esc(d.p) + '</div>';
       if (d && d.x) {
         var xk = d.x.kind === 'deviation' ? 'deviation' : 'xfail';
         msg += '<div class="msg v-' + xk + ' expectation" style="margin-top:6px">' +
