@@ -20,7 +20,6 @@ from tests.support.runcli import REPO, assert_clean, assert_one_line_error, conf
 
 NOISY = REPO / "tests" / "data" / "exec_harness" / "noisy_harness.py"
 SEL = ["--op", "leaky_relu_backward", "--product", "atlas-a2", "--dtype", "f32"]
-pytest.importorskip("torch")
 
 
 # -- the criterion, against hand calculations --------------------------------------------------
@@ -72,6 +71,7 @@ def test_the_denominator_floor_and_the_special_values():
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory) -> Path:
+    pytest.importorskip("torch")  # the second backend
     root = tmp_path_factory.mktemp("cross") / "c"
     assert_clean(conform("cases", "export", root, *SEL, "-k", "values=", "--max-cases", "4"), 0)
     return root
@@ -86,6 +86,7 @@ def _run(tmp: Path, cases: Path, rel: float, *extra):
     return proc, read_jsonl(res)
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_a_backend_16_times_worse_than_the_second_fails_the_ratio_verdict(tmp_path, cases):
     # error 2^-10 against torch's (<= 2^-24, floored at 2^-14): MARE and MERE ratios 16
     proc, recs = _run(tmp_path, cases, 2.0**-10, "--cross", "torch")
@@ -105,6 +106,7 @@ def test_a_backend_16_times_worse_than_the_second_fails_the_ratio_verdict(tmp_pa
     assert "cross torch L1: fail" in (tmp_path / "j.xml").read_text()
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_a_backend_below_the_noise_floor_passes_the_ratio_verdict(tmp_path, cases):
     # relative error 2^-20: MARE and MERE ratios 2^-20 / 2^-14 = 1/64 at any level; the
     # absolute verdict passes too. RMSE is an absolute error (TTK does not scale it): with
@@ -125,6 +127,7 @@ def test_a_backend_below_the_noise_floor_passes_the_ratio_verdict(tmp_path, case
     assert verdicts["large"] == "fail"
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_the_cross_backend_is_checked_before_anything_runs(tmp_path, cases):
     base = ["run", "--cases", cases, "--results", tmp_path / "r.jsonl"]
     assert_one_line_error(conform(*base, "--backend", "torch", "--cross", "nosuch"), "--cross")
@@ -137,6 +140,7 @@ def test_the_cross_backend_is_checked_before_anything_runs(tmp_path, cases):
 # -- dump on failure -----------------------------------------------------------------------------
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_failing_cases_are_dumped_and_judge_again_from_the_dump(tmp_path, cases):
     dump = tmp_path / "dump"
     proc, recs = _run(tmp_path, cases, 2.0**-4, "--dump-on-fail", dump)
@@ -165,6 +169,7 @@ def test_failing_cases_are_dumped_and_judge_again_from_the_dump(tmp_path, cases)
     assert {r["verdict"] for r in read_jsonl(again)} == {"pass"}
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_the_dump_is_bounded_in_cases(tmp_path, cases):
     dump = tmp_path / "dump"
     (dump / ".slots").mkdir(parents=True)

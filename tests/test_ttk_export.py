@@ -45,6 +45,7 @@ def _ids(stdout: str, word: str) -> list[str]:
     return [line.split()[1].rstrip(":") for line in stdout.splitlines() if line.startswith(word)]
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_the_round_trip_gives_the_same_cases(exported):
     src, out, back, stdout, imp = exported
     ids = _ids(stdout, "exported")
@@ -63,6 +64,7 @@ def test_the_round_trip_gives_the_same_cases(exported):
     assert {"FLOAT", "FLOAT16", "BF16"} <= dtypes
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_cases_a_ttk_row_cannot_hold_are_skipped_with_their_reason(exported):
     src, _, _, stdout, _ = exported
     skipped = [line for line in stdout.splitlines() if line.startswith("skipped")]
@@ -88,6 +90,7 @@ def _contiguous(shape):
     return list(reversed(out))
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_folders_and_files_follow_ttk_naming(exported):
     _, out, _, stdout, _ = exported
     rows = (out / "cases.csv").read_text().splitlines()
@@ -105,6 +108,7 @@ def test_folders_and_files_follow_ttk_naming(exported):
     assert all(p.is_dir() for p in (out / "manual_data").iterdir())
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_the_golden_is_the_expected_value_rounded_to_the_output_dtype(exported):
     src, out, _, stdout, _ = exported
     checked = 0
@@ -137,6 +141,7 @@ def test_ttk_folder_names():
     assert data_file_name("input", 2, None) == "input_2_none.bin"
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_a_hostile_case_id_stays_inside_the_output(tmp_path):
     src, out = tmp_path / "src", tmp_path / "out"
     assert_clean(conform("cases", "export", src, "--op", "leaky_relu_backward", "--product",
@@ -157,6 +162,7 @@ def test_a_hostile_case_id_stays_inside_the_output(tmp_path):
     assert not (tmp_path / "back").exists() or not any((tmp_path / "back").rglob("case.json"))
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_an_output_that_is_not_a_new_folder_is_one_clear_error(tmp_path):
     src = tmp_path / "src"
     assert_clean(conform("cases", "export", src, "--op", "relu", "--max-cases", "1"), 0)
@@ -169,6 +175,7 @@ def test_an_output_that_is_not_a_new_folder_is_one_clear_error(tmp_path):
     assert_one_line_error(conform("cases", "export-ttk", src, "-o", f), "not a folder")
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_manual_data_that_does_not_fit_the_row_refuses_it(exported, tmp_path):
     _, out, _, stdout, _ = exported
     cid = _ids(stdout, "exported")[0]
@@ -193,3 +200,36 @@ def test_manual_data_that_does_not_fit_the_row_refuses_it(exported, tmp_path):
     assert line.startswith("refused") and "is not whole" in line
     others = [x for x in proc.stdout.splitlines() if x.startswith("refused") and cid not in x]
     assert all("no manual data folder" in x for x in others)
+
+
+def test_the_round_trip_in_process(tmp_path):
+    """The fast tier's guard of the round trip (the CLI in-process, a few cases)."""
+    from aclnn_conformance.cli.main import main
+    from click.testing import CliRunner
+
+    src, out, back = tmp_path / "src", tmp_path / "out", tmp_path / "back"
+    sel = [
+        "--op",
+        "leaky_relu_backward",
+        "--product",
+        "atlas-a2",
+        "-k",
+        "values=",
+        "--max-cases",
+        "6",
+    ]
+    for argv in (
+        ["cases", "export", str(src), *sel],
+        ["cases", "export-ttk", str(src), "-o", str(out)],
+        ["cases", "import-ttk", str(out / "cases.csv"), "-o", str(back), "--manual-data-dirs",
+         str(out / "manual_data")],
+    ):  # fmt: skip
+        res = CliRunner().invoke(main, argv)
+        assert res.exit_code == 0, res.output
+    metas = sorted(src.rglob("case.json"))
+    assert len(metas) == 6
+    for m in metas:
+        rel = m.parent.relative_to(src)
+        assert json.loads(m.read_text()) == json.loads((back / rel / "case.json").read_text())
+        for npy in m.parent.glob("*.npy"):
+            assert npy.read_bytes() == (back / rel / npy.name).read_bytes()

@@ -103,6 +103,7 @@ def _xlsx_of(csv_path: Path, xlsx_path: Path) -> None:
     book.save(xlsx_path)
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_an_xlsx_sheet_imports_as_its_csv_does(tmp_path):
     xlsx = tmp_path / "rows.xlsx"
     _xlsx_of(ROWS, xlsx)
@@ -127,6 +128,7 @@ def test_without_openpyxl_an_xlsx_file_says_what_to_install(tmp_path, monkeypatc
         read_rows(xlsx)
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_a_damaged_xlsx_file_is_one_clear_error(tmp_path):
     pytest.importorskip("openpyxl")
     bad = tmp_path / "bad.xlsx"
@@ -139,6 +141,7 @@ def test_a_damaged_xlsx_file_is_one_clear_error(tmp_path):
 HEAD = "testcase_name,api_name,tensor_view_shapes,tensor_dtypes\n"
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_a_huge_cell_refuses_its_row_and_a_cell_past_csvs_limit_the_file(tmp_path):
     big = tmp_path / "big.csv"
     big.write_text(
@@ -165,6 +168,7 @@ def test_a_huge_cell_refuses_its_row_and_a_cell_past_csvs_limit_the_file(tmp_pat
     assert "refused   nul.csv:2 n" in proc.stdout and "not a Python literal" in proc.stdout
 
 
+@pytest.mark.gates  # the CLI in subprocesses
 def test_a_deeply_nested_cell_refuses_its_row(tmp_path):
     deep = tmp_path / "deep.csv"
     deep.write_text(HEAD + 'd,aclnnLeakyReluBackward,"' + "(" * 5000 + ")" * 5000 + '",x\n')
