@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.judge.result import Result
 from aclnn_conformance.reports import write_reports
 from aclnn_conformance.reports.casetable import PASS_ROWS
 from aclnn_conformance.reports.run import read_run
@@ -113,7 +115,7 @@ def test_mixed_report_matrix_drill_down_filters_and_screenshot(browser, tmp_path
     assert page.locator("#errors svg.hist").count() >= 4
     # default list: the 6 failing cases
     assert sorted(p.rows()) == sorted(
-        i for i, v in ((r["id"], r["verdict"]) for r in run.records)
+        i for i, v in ((r.id, r.verdict) for r in run.records)
         if v in ("fail", "error", "crash", "timeout", "xpass")
     )  # fmt: skip
     # click the failing cell: its three cases
@@ -161,16 +163,16 @@ def test_mixed_report_matrix_drill_down_filters_and_screenshot(browser, tmp_path
     p.close()
 
 
-def _big_run(n: int) -> list[dict]:
+def _big_run(n: int) -> list[Result]:
     """n cases: copies of the sample's records, one in seven cycling through all of them (so
     every verdict occurs, about 4 % of the cases failing with details), the others copies of a
     passing record."""
     base = read_run(MIXED).records
-    passing = [r for r in base if r["verdict"] == "pass"]
+    passing = [r for r in base if r.verdict == "pass"]
     out = []
     for i in range(n):
         src = base[(i // 7) % len(base)] if i % 7 == 0 else passing[i % len(passing)]
-        out.append(dict(src, id=f"{src['id']}/copy={i}"))
+        out.append(replace(src, id=f"{src.id}/copy={i}"))
     return out
 
 
@@ -178,9 +180,9 @@ def test_fifty_thousand_cases_render_in_bounded_time(browser, tmp_path):
     """50,000 cases: every case that did not pass is listed, passes up to PASS_ROWS; the page
     says so, and its counts still count all 50,000."""
     records = _big_run(50_000)
-    passes = sum(r["verdict"] == "pass" for r in records)
-    others = [r["id"] for r in records if r["verdict"] != "pass"]
-    assert passes > PASS_ROWS and len(set(r["verdict"] for r in records)) == 8
+    passes = sum(r.verdict == "pass" for r in records)
+    others = [r.id for r in records if r.verdict != "pass"]
+    assert passes > PASS_ROWS and len(set(r.verdict for r in records)) == 8
     listed = len(others) + PASS_ROWS
     t0 = time.perf_counter()
     (html,) = write_reports(records, {"backend": "npu-test"}, html=tmp_path / "big.html")
@@ -251,7 +253,7 @@ def test_ids_wrap_only_at_slashes_and_reasons_are_not_clipped(browser, tmp_path,
     page = p.page
     page.click('#chips .chip[data-preset="all"]')
     ids = page.evaluate(ID_LAYOUT)
-    assert sorted(i["text"] for i in ids) == sorted(r["id"] for r in records)
+    assert sorted(i["text"] for i in ids) == sorted(r.id for r in records)
     for i in ids:
         assert (
             "".join(i["segments"]) == i["text"] and len(i["segments"]) == i["text"].count("/") + 1
@@ -271,7 +273,7 @@ def test_ids_wrap_only_at_slashes_and_reasons_are_not_clipped(browser, tmp_path,
     assert cut["text"].endswith("(the full reason is in the details)")
     page.locator("#case-rows tr.row", has_text=LONG).click()
     msg = page.locator("#case-rows tr.detail .msg").first
-    full = next(r["reason"] for r in records if r["id"] == LONG)
+    full = next(r.reason for r in records if r.id == LONG)
     assert msg.inner_text() == full and full.endswith("END-OF-REASON")
     box, cell = msg.bounding_box(), page.locator("#case-rows tr.detail > td").bounding_box()
     assert box["x"] + box["width"] <= cell["x"] + cell["width"] + 0.5  # wrapped, within the row
