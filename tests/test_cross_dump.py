@@ -180,3 +180,23 @@ def test_the_dump_is_bounded_in_cases(tmp_path, cases):
     failed = [r for r in recs if r["verdict"] == "fail"]
     assert failed and all("100 failing cases were dumped already" in r["dump"] for r in failed)
     assert [p.name for p in dump.iterdir()] == [".slots"]
+
+
+def test_the_reports_show_the_ratio_verdict_and_the_dump():
+    from aclnn_conformance.conformance.judge.result import Result
+    from aclnn_conformance.reports.casetable import _detail
+    from aclnn_conformance.reports.junit import details
+    from aclnn_conformance.reports.markdown import render_markdown
+
+    cross = {"backend": "torch", "level": "L2", "verdict": "fail", "reason": "level L2: out: mere",
+             "outputs": {"out": {"mare": 3.0, "mere": 1.5, "rmse": 1.0}}}  # fmt: skip
+    bad = Result("op/a2/f32/x", "fail", op="op", product="a2", reason="r", cross=cross, dump="/d/x")
+    # a case that passes absolutely but fails the ratio verdict is listed too
+    odd = Result("op/a2/f32/y", "pass", op="op", product="a2", reason="", cross=cross)
+    ok = Result("op/a2/f32/z", "pass", op="op", product="a2", cross={**cross, "verdict": "pass"})
+    md = render_markdown([bad, odd, ok])
+    assert "### Cross-check" in md and "fail **2** · pass **1**" in md
+    assert "cross torch L2: fail (MARE 3, MERE 1.5, RMSE 1): level L2: out: mere" in md
+    assert "`op/a2/f32/y` (pass)" in md and "dump: `/d/x`" in md
+    assert "cross torch L2: fail" in details(bad) and "dump: /d/x" in details(bad)
+    assert _detail(odd)["k"].startswith("cross torch L2: fail") and _detail(bad)["p"] == "/d/x"
