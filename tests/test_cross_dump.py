@@ -128,6 +128,16 @@ def test_a_backend_below_the_noise_floor_passes_the_ratio_verdict(tmp_path, case
 
 
 @pytest.mark.gates  # the CLI in subprocesses
+def test_a_second_backend_that_fails_is_its_ratio_verdicts_error_never_the_cases(tmp_path, cases):
+    broken = f"python {REPO / 'tests' / 'data' / 'exec_harness' / 'flaky_harness.py'}"  # no args
+    proc, recs = _run(tmp_path, cases, 2.0**-20, "--cross", "exec", "--cross-opt", f"cmd={broken}")
+    assert_clean(proc, 0)  # the absolute verdicts pass: the run passes
+    judged = [r for r in recs if r["verdict"] != "skip"]
+    assert judged and all(r["verdict"] == "pass" for r in judged)
+    assert all(r["cross"]["verdict"] == "error" and r["cross"]["reason"] for r in judged)
+
+
+@pytest.mark.gates  # the CLI in subprocesses
 def test_the_cross_backend_is_checked_before_anything_runs(tmp_path, cases):
     base = ["run", "--cases", cases, "--results", tmp_path / "r.jsonl"]
     assert_one_line_error(conform(*base, "--backend", "torch", "--cross", "nosuch"), "--cross")

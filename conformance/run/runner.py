@@ -369,8 +369,12 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
         rec, got = judged.record, judged.outcome
         checked = rec.verdict not in ("skip", "error", "crash", "timeout")
         if cfg.cross and got is not None and judged.want is not None and checked:
-            second = _second(cfg, reg)
-            rec.cross = cross_check(spec, case, judged.want, got, second, cfg.cross_level)
+            second = _second(cfg, reg)  # one that cannot start stops the run (exit 3)
+            try:
+                rec.cross = cross_check(spec, case, judged.want, got, second, cfg.cross_level)
+            except Exception as exc:  # never the case's verdict: the ratio verdict's error
+                rec.cross = {"backend": second.name, "level": cfg.cross_level, "outputs": {},
+                             "verdict": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]}  # fmt: skip
         if cfg.dump_on_fail and rec.verdict in BROKEN:
             rec.dump = dump_case(Path(cfg.dump_on_fail), spec, case, judged, stored, oracle)
     except BackendError:

@@ -347,12 +347,12 @@ class Session:
                 f"{f('dump_on_fail')} '': give the folder to write failing cases to"
             )
         if v["cross"] is not None:
-            if v["cross"] == v["backend"]:
+            self.cross_options = config.parse_backend_options(v["cross_opts"], {}, f("cross_opts"))
+            if v["cross"] == v["backend"] and self.cross_options == self.backend_options:
                 raise config.ConfigError(
                     f"{f('cross')} {v['cross']}: the backend under test itself; give another "
-                    "implementation (e.g. torch, jax, reference)"
+                    f"implementation (e.g. torch, jax, reference) or other {f('cross_opts')}"
                 )
-            self.cross_options = config.parse_backend_options(v["cross_opts"], {}, f("cross_opts"))
             config.check_backend(v["cross"], self.cross_options, f("cross"), f("cross_opts"))
         elif v["cross_opts"]:
             raise config.ConfigError(f"{f('cross_opts')}: only with {f('cross')} BACKEND")
