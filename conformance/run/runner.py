@@ -477,7 +477,7 @@ def _second(cfg: RunConfig, reg: Registry) -> Backend:
     return _SECONDS[key]
 
 
-DUMP_MAX_CASES = 100  # --dump-on-fail: cases dumped per run, over every worker
+DUMP_MAX_CASES = 100  # --dump-on-fail: cases dumped into one DIR, over every worker and run
 DUMP_MAX_BYTES = 256 << 20  # and the storages of one case (inputs, outputs, golden)
 _SLOTS = ".slots"
 
@@ -493,8 +493,8 @@ def dump_case(
     """--dump-on-fail: a failing case as root/<case-id>/: its case directory (the inputs as
     the call got them), golden.json (what the oracle expected, when it answered) and
     `actual_<output>.npy` (the backend's output storages, when it returned), so that
-    `run --cases ROOT --golden stored` judges it again. Bounded: DUMP_MAX_CASES cases a run
-    (a slot claimed atomically under root/.slots, so workers share the count) and
+    `run --cases ROOT --golden stored` judges it again. Bounded: DUMP_MAX_CASES cases per
+    root (a slot claimed atomically under root/.slots, so workers and later runs share the count) and
     DUMP_MAX_BYTES a case. Returns the folder, or why nothing was written."""
     size = sum(
         int(getattr(a.storage, "nbytes", 0)) * 2

@@ -131,7 +131,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("dump_on_fail", "--dump-on-fail", "Write each failing case (fail, nondeterministic, "
            "error, crash, timeout) under DIR/<case-id>/: its inputs (a case directory), the "
            "golden (golden.json) and the backend's outputs (actual_<param>.npy); at most 100 "
-           "cases a run and 256 MiB a case.", type="dir", commands=_JUDGE),
+           "cases per DIR and 256 MiB a case.", type="dir", commands=_JUDGE),
     Option("cross", "--cross", "A second backend run on each judged case: TTK's cross-check "
            "ratio verdict (MARE/MERE/RMSE of the backend's error over the second's, against "
            "the same golden) is recorded beside the absolute verdict.", metavar="BACKEND",
