@@ -125,7 +125,7 @@ def run(**values):
 
     \b
     Exit codes: 0 everything passed (or failed as the expectations say);
-    1 conformance failures (fail, error, crash, timeout; xpass under --strict);
+    1 conformance failures (fail, nondeterministic, error, crash, timeout; xpass under --strict);
     2 usage or setup error (another run writing --results included);
     3 infrastructure failure (backend missing, worker not starting, results not writable);
     130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the results so far are kept, with
@@ -147,7 +147,7 @@ def run(**values):
     check_outputs(
         reports,
         [*results_family("--results", results), ("--expectations", expectations_file)],
-        output_dirs=[("--keep-outputs", v["keep_outputs"])],
+        output_dirs=[("--keep-outputs", v["keep_outputs"]), ("--dump-on-fail", v["dump_on_fail"])],
         input_dirs=[("--cases", cases_dir)],
     )
     if expectations_file is not None and same_file(expectations_file, results):

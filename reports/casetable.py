@@ -10,7 +10,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..conformance.judge.result import Result, as_result
-from .run import ORDER, STAT_KEYS, clip, column, dtype_tag, fmt, num, or_, short, sort_key, stats_of
+from .run import (
+    ORDER,
+    STAT_KEYS,
+    clip,
+    column,
+    cross_text,
+    dtype_tag,
+    fmt,
+    num,
+    or_,
+    short,
+    sort_key,
+    stats_of,
+)
 from .ulpnote import policy_of, small_value_notes
 
 WORST_LIMIT = 10  # worst elements kept per output
@@ -130,7 +143,14 @@ class CaseTable:
         long_reason = len(str(rec.reason or "")) > REASON_LIMIT
         detail = None
         timed = rec.timed_runs is not None and rec.timed_runs > 1
-        if verdict != "pass" or rec.expectation or long_reason or small_value_notes(rec) or timed:
+        if (
+            verdict != "pass"
+            or rec.expectation
+            or long_reason
+            or rec.cross
+            or small_value_notes(rec)
+            or timed
+        ):
             detail = _detail(rec)
         row = [
             cid,
@@ -200,9 +220,10 @@ def _detail(rec: Result) -> dict[str, Any]:
     """What the drill-down of a case that did not pass shows beyond its row (compact keys:
     st statuses, r full reason when the row's is cut, m backend message, c per output
     [statistics in STAT_KEYS order, worst elements in WORST_FIELDS order], d durations,
-    x expectation, b verdict before the expectation, u per output: why its max ULP means
-    nothing, where it comes from the small-value domain, tm the device timing's clock, timed
-    runs and warm-up calls, mv the device it first ran on when that device was given up). A comparison's third item is its
+    x expectation, b verdict before the expectation, k the --cross ratio verdict, p the
+    --dump-on-fail folder, u per output: why its max ULP means nothing, where it comes from the
+    small-value domain, tm the device timing's clock, timed runs and warm-up calls, mv the device
+    it first ran on when that device was given up). A comparison's third item is its
     policy's [small_threshold, small_atol, dtype], so the page can mark small-value elements."""
     comps = {}
     for name, c in (rec.comparisons or {}).items():
@@ -228,6 +249,10 @@ def _detail(rec: Result) -> dict[str, Any]:
         out["tm"] = [rec.phase2_clock, rec.timed_runs, rec.warmup_runs]
     if rec.moved:
         out["mv"] = rec.moved
+    if rec.cross:  # run --cross B: the ratio verdict beside the absolute one
+        out["k"] = cross_text(rec)
+    if rec.dump:  # run --dump-on-fail DIR: where the case's data was written
+        out["p"] = clip(rec.dump, 1000)
     notes = small_value_notes(rec)
     if notes:
         out["u"] = {n.output: n.long() for n in notes}

@@ -22,10 +22,22 @@ from ..conformance.judge.results import safe
 from .casetable import PASS_ROWS, CaseTable
 from .coverage import Coverage, CoverageTally
 from .plots import Panel, PanelTally
-from .run import FAILING, InfoTally, column, deviation_id, dtype_tag, or_, sort_key
 from .timings import TimingTally
+from .run import (
+    FAILING,
+    InfoTally,
+    column,
+    cross_text,
+    deviation_id,
+    dtype_tag,
+    or_,
+    sort_key,
+)
 
 DEVIATION_IDS = 50  # case ids listed per deviation (the first in id order)
+
+
+CROSS_ROWS = 50  # cases listed whose --cross ratio verdict is not pass
 
 
 class Digest:
@@ -54,6 +66,10 @@ class Digest:
         self.failing_clauses: Counter = Counter()
         self._failures: list[tuple[tuple[int, str], str]] = []  # (sort key, compact JSON)
         self.deviations: dict[str, dict[str, Any]] = {}
+        # run --cross B: ratio verdicts counted, and the first CROSS_ROWS cases (by id) whose
+        # ratio verdict is not pass, as (id, absolute verdict, cross_text line)
+        self.cross: Counter = Counter()
+        self.cross_rows: list[tuple[str, str, str]] = []
         self.info = InfoTally()
         self.panels = PanelTally()
         self.timings = TimingTally()
@@ -80,6 +96,12 @@ class Digest:
                 self.failing_clauses[str(c)] += 1
         elif v == "deviation":
             self._deviation(rec)
+        if isinstance(rec.cross, dict):
+            cv = str(rec.cross.get("verdict", "?"))
+            self.cross[cv] += 1
+            if cv != "pass":
+                bisect.insort(self.cross_rows, (str(rec.id), v, cross_text(rec)))
+                del self.cross_rows[CROSS_ROWS:]
         self.info.add(rec)
         self.panels.add(rec)
         self.timings.add(rec)

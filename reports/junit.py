@@ -1,7 +1,7 @@
 """JUnit XML in the Jenkins / Ant format that CI systems read (GitLab, Jenkins, GitHub actions).
 
 One <testsuite> per op, one <testcase> per case: classname `op.product.dtypes`, name the case id.
-fail -> <failure>; error, crash, timeout -> <error>; skip -> <skipped>; xfail -> <skipped> with
+fail, nondeterministic -> <failure>; error, crash, timeout -> <error>; skip -> <skipped>; xfail -> <skipped> with
 the expectation's reason; deviation -> <skipped message="deviation <op>/<id>: reason"> (a failure
 the spec documents as a deviation of the library: no failure of the run); xpass -> <failure> (it
 was expected to fail). Failure texts carry the statistics, the worst elements and the replay
@@ -25,6 +25,7 @@ from .run import (
     ERRORS,
     EXPLAINED,
     InfoTally,
+    cross_text,
     deviation_id,
     dtype_tag,
     fmt,
@@ -35,6 +36,8 @@ from .run import (
 )
 from .timings import timing_of
 from .ulpnote import small_value_notes
+
+FAILURES = ("fail", "nondeterministic", "xpass")  # <failure>: the case ran and was wrong
 
 # Characters XML 1.0 does not allow (control characters other than tab, LF, CR; lone surrogates)
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -90,6 +93,10 @@ def details(rec: Result) -> str:
         e = rec.expectation
         dev = f" (deviation {e['deviation']})" if e.get("deviation") else ""
         lines.append(f"expectation: {e.get('kind')} {e.get('match')!r}{dev}: {e.get('reason')}")
+    if rec.cross:
+        lines.append(cross_text(rec))
+    if rec.dump:
+        lines.append(f"dump: {rec.dump}")
     if rec.replay:
         lines.append(f"replay: {rec.replay}")
     return "\n".join(lines)
@@ -103,7 +110,7 @@ def _message(rec: Result) -> str:
     if st["max_ulp"] is not None:
         tail = f" [max_ulp {fmt(st['max_ulp'])}, max_rel {fmt(st['max_rel'])}]"
     text = f"{v}: {reason}" if reason else v
-    return (text[:400] + tail) if v in ("fail", "xpass") else text[:400]
+    return (text[:400] + tail) if v in FAILURES else text[:400]
 
 
 def testcase(rec: Result) -> ET.Element:
@@ -122,7 +129,7 @@ def testcase(rec: Result) -> ET.Element:
         for key, value in timing.items():
             ET.SubElement(props, "property", {"name": key, "value": xml_text(value)})
     v = rec.verdict
-    if v in ("fail", "xpass"):
+    if v in FAILURES:
         el = ET.SubElement(tc, "failure", {"message": xml_text(_message(rec)), "type": v})
         el.text = xml_text(details(rec))
     elif v in ERRORS:
@@ -257,7 +264,7 @@ class JUnitSpill:
 def _counts(v: Counter) -> dict[str, int]:
     return {
         "tests": sum(v.values()),
-        "failures": v["fail"] + v["xpass"],
+        "failures": sum(v[x] for x in FAILURES),
         "errors": sum(v[x] for x in ERRORS),
         "skipped": v["skip"] + sum(v[x] for x in EXPLAINED),
     }

@@ -22,11 +22,21 @@ from ..conformance.judge.results import safe_text
 from ..conformance.judge.verdicts import VERDICTS
 from .digest import Digest, digest_of
 from .output import write_atomic
-from .run import EXPLAINED, FAILING, NEGATIVE, clip, column_order, fmt, fmt_seconds, stats_of
+from .run import (
+    EXPLAINED,
+    FAILING,
+    NEGATIVE,
+    clip,
+    column_order,
+    cross_text,
+    fmt,
+    fmt_seconds,
+    stats_of,
+)
 from .ulpnote import fmt_ulp, small_value_notes
 
 ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "crash": "💥", "timeout": "⏱️", "skip": "⏭️",
-        "xfail": "🔕", "xpass": "❗", "deviation": "📘"}  # fmt: skip
+        "xfail": "🔕", "xpass": "❗", "deviation": "📘", "nondeterministic": "🎲"}  # fmt: skip
 
 
 def cell_text(c: Counter | None) -> str:
@@ -130,6 +140,7 @@ def render_markdown(records: Any, meta: dict[str, Any] | None = None, *, limit: 
         if len(failing_clauses) > limit:
             out.append(f"- … and {len(failing_clauses) - limit} more")
     out += deviations_list(d, limit)
+    out += cross_list(d)
     if failures:
         shown = failures[:limit]
         title = (
@@ -187,9 +198,30 @@ def failure_item(rec: Result) -> list[str]:
     lines = [f"- {ICON.get(v, '')} **{esc(v)}** {code(rec.id)}{stats}"]
     if reason:
         lines.append(f"  {esc(reason)}")
+    if rec.cross:
+        lines.append(f"  {esc(cross_text(rec))}")
+    if rec.dump:
+        lines.append(f"  dump: {code(rec.dump)}")
     if rec.replay:
         lines += fenced([str(rec.replay)], "sh", "  ")
     return lines
+
+
+def cross_list(records: Any) -> list[str]:
+    """`### Cross-check`: the ratio verdicts of `run --cross B` (TTK's three-party check)
+    counted, and the cases whose ratio verdict is not pass."""
+    d = digest_of(records, cases=False, coverage=False)
+    if not d.cross:
+        return []
+    counts = " · ".join(f"{v} **{n}**" for v, n in sorted(d.cross.items()))
+    out = ["", "### Cross-check (ratio verdict beside the absolute one)", "", counts, ""]
+    for cid, v, line in d.cross_rows:
+        out.append(f"- {code(cid)} ({esc(v)}): {esc(line)}")
+    shown = len(d.cross_rows)
+    rest = sum(n for v, n in d.cross.items() if v != "pass") - shown
+    if rest > 0:
+        out.append(f"- … and {rest} more")
+    return out
 
 
 def deviations_list(records: Any, limit: int = 20) -> list[str]:

@@ -19,7 +19,18 @@ from ..conformance.judge.results import MAX_META_BYTES, ResultsFileError, Stream
 from ..conformance.judge.verdicts import BROKEN, ERRORS, EXPLAINED, FAILING, VERDICTS  # noqa: F401
 
 # Most severe first: the order of tables, legends and sorting.
-ORDER = ("crash", "timeout", "error", "fail", "xpass", "xfail", "deviation", "skip", "pass")
+ORDER = (
+    "crash",
+    "timeout",
+    "error",
+    "nondeterministic",
+    "fail",
+    "xpass",
+    "xfail",
+    "deviation",
+    "skip",
+    "pass",
+)
 # The verdict groups (imported above, for the renderers) are defined in conformance/judge/verdicts.py;
 # EXPLAINED ones (xfail, deviation) are left out of pass rates, like skips.
 HELP = {  # one line per verdict, for legends and tooltips
@@ -28,6 +39,8 @@ HELP = {  # one line per verdict, for legends and tooltips
     "error": "the case could not be run or judged (the backend or the harness raised)",
     "crash": "the backend process died (a signal)",
     "timeout": "the case ran past its time limit",
+    "nondeterministic": "the same call run again (--repeat N) gave other output bits or "
+    "another status",
     "xpass": "expected to fail (an expectations entry) but passed",
     "xfail": "failed as an expectations entry says it does (not a failure of the run)",
     "deviation": "failed in a way the spec documents as a deviation of the real library from its "
@@ -351,3 +364,20 @@ def deviation_id(rec: Result) -> str:
 def sort_key(rec: Result) -> tuple[int, str]:
     v = rec.verdict
     return (ORDER.index(v) if v in ORDER else 0, str(rec.id))
+
+
+def cross_text(rec: Result) -> str:
+    """The ratio verdict of `run --cross B` in one line: `cross torch L1: fail (MARE 16, MERE
+    16, RMSE 21.4): level L1: out: ...`; '' when the case was not cross-checked."""
+    c = rec.cross
+    if not isinstance(c, dict):
+        return ""
+    figs = []
+    for o in (c.get("outputs") or {}).values():
+        if isinstance(o, dict):
+            shown = [f"{k.upper()} {fmt(o.get(k))}" for k in ("mare", "mere", "rmse")]
+            figs.append(", ".join(shown))
+    head = f"cross {c.get('backend', '?')} {c.get('level', '?')}: {c.get('verdict', '?')}"
+    head += f" ({'; '.join(figs)})" if figs else ""
+    why = str(c.get("reason") or "")
+    return f"{head}: {clip(why, 300)}" if why else head

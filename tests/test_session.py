@@ -51,9 +51,13 @@ SAMPLES: dict[str, list[str]] = {
     "timeout": ["--timeout", "12.5"],
     "max_memory": ["--max-memory", "3G"],
     "profile": ["--profile", "large"],
+    "repeat": ["--repeat", "2"],
+    "cross": ["--backend", "torch", "--cross", "reference"],
+    "cross_level": ["--backend", "torch", "--cross", "reference", "--cross-level", "L2"],
+    "cross_opts": ["--backend", "torch", "--cross", "exec", "--cross-opt", "cmd=./harness 'a b'"],
 }
 # options this machine cannot run end to end (no NPU library; model-scale cases take minutes)
-NOT_RUN_HERE = {"lib_dir", "device_id", "exec_cmd", "profile"}
+NOT_RUN_HERE = {"lib_dir", "device_id", "exec_cmd", "profile", "cross_opts"}
 EXPECT_YAML = f"""format: 1
 backend: reference
 entries:
@@ -130,7 +134,7 @@ entries:
 """
 OUTCOME = {"pass": "passed", "skip": "skipped", "xfail": "xfailed", "deviation": "xfailed",
            "fail": "failed", "error": "failed", "crash": "failed", "timeout": "failed",
-           "xpass": "failed"}  # fmt: skip
+           "xpass": "failed", "nondeterministic": "failed"}  # fmt: skip
 
 
 @pytest.mark.gates

@@ -68,6 +68,11 @@ class Result:
     warmup_runs: int | None = None  # calls made before them, not timed (--warmup)
     phase1_samples_us: list[float] | None = None  # each timed run's phase 1
     phase2_samples_us: list[float] | None = None  # each timed run's phase 2
+    repeat: int | None = None  # --repeat N: the backend ran the case N times
+    # --cross B: the ratio verdict of TTK's cross-check beside the absolute one: backend, level,
+    # verdict (pass | fail | n/a | error), reason, per output its ratios and limits
+    cross: dict[str, Any] | None = None
+    dump: str | None = None  # --dump-on-fail DIR: the folder of this failing case, or why none
     # how the expectations decided it
     verdict_before_expectation: str | None = None
     expectation: dict[str, Any] | None = None  # match, kind, reason, deviation, where, ...

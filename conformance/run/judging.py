@@ -22,6 +22,7 @@ from ..acl import dtypes as dt
 from ..acl.call import Call, Outcome, TensorArg
 from ..acl.views import FlatView, ranges
 from ..cases.generate import Case
+from ..cases.golden import StoredGolden, policy_dict, policy_from
 from ..judge import deviations as dv
 from ..judge.accumulate import Accumulator
 from ..judge.result import Result
@@ -57,6 +58,7 @@ class Judged:
     reason: str
     record: Result
     outcome: Outcome | None = None  # what the backend returned, when it ran
+    want: Outcome | None = None  # what the oracle (or the stored golden) expects, when known
 
 
 def backend_call(spec: OpSpec, case_call: Call, backend: Backend) -> Call:
@@ -149,21 +151,28 @@ def judge(
     oracle_name: str = DEFAULT_ORACLE,
     timeout: float | None = None,
     deviations: bool = False,
+    stored: StoredGolden | None = None,
+    repeat: int = 1,
 ) -> Judged:
     """The verdict of one case; `timeout` (seconds) bounds the whole case: the oracle, the
     backend (stopped where it can be, else ruled `timeout` when it returns late) and the
     comparison, each checked between chunks; over it is `timeout`, never `error`. With
     `deviations`, a failure of exactly the kind a spec deviation naming the backend records is
-    the verdict `deviation` (conformance/judge/deviations.py); a crash, timeout or error never is."""
+    the verdict `deviation` (conformance/judge/deviations.py); a crash, timeout or error never is.
+    With `stored` (a case directory's golden.json), the oracle is not evaluated: the stored
+    outcome is what the case expects, and its stored policies judge the outputs. With `repeat`
+    N > 1 the backend runs the call N times, each on a fresh copy: another status or other
+    output bits on any run is the verdict `nondeterministic` (--repeat)."""
     rec = base_record(spec, case, backend, oracle_name)
     devs = dv.gating(spec, backend.name) if deviations else []
     rec.durations = {}
 
     ran: list[Outcome] = []
+    wanted: list[Outcome] = []
 
     def done(verdict: str, reason: str, **extra: Any) -> Judged:
         rec.update(extra, verdict=verdict, reason=reason)
-        return Judged(verdict, reason, rec, ran[0] if ran else None)
+        return Judged(verdict, reason, rec, ran[0] if ran else None, wanted[0] if wanted else None)
 
     why = backend.supports(case.call)
     if why:
@@ -174,14 +183,16 @@ def judge(
     clock = Clock(None if timeout is None else time.monotonic() + timeout)
     own = case.call if oracle.capabilities.reads_inputs_only else copy.deepcopy(case.call)
     try:
-        want = oracle.expect(own, clock.at)
+        want = stored.outcome if stored is not None else oracle.expect(own, clock.at)
     except (OracleTimeout, BackendTimeout):
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     except Exception as exc:  # an oracle that cannot run the case: the case is in error
         return done("error", f"oracle {oracle_name} failed: {type(exc).__name__}: {exc}")
     rec.durations["oracle"] = time.perf_counter() - t0
+    wanted.append(want)
     rec.oracle_status = want.status
-    if want.status != case.expected_status and oracle.capabilities.implements_specs:
+    checks_status = stored is not None or oracle.capabilities.implements_specs
+    if want.status != case.expected_status and checks_status:
         return done(
             "error",
             f"the oracle {oracle_name} returned {want.status} but the case expects "
@@ -227,6 +238,16 @@ def judge(
         modified = isinstance(a, TensorArg) and not spec.param(name).is_output
         if modified and not same_bytes(call.args[name].storage, a.storage):
             return done("fail", f"input {name} was modified by the call", status_match=None)
+    if repeat > 1:
+        try:
+            why = _repeat(spec, case, backend, got, repeat, clock)
+        except BackendCrash as exc:
+            return done("crash", str(exc))
+        except (BackendTimeout, OracleTimeout) as exc:
+            return done("timeout", str(exc) or f"the repeated runs passed --timeout {timeout:g} s")
+        rec.set("repeat", repeat)
+        if why:
+            return done("nondeterministic", why)
     if mode == "none" and want.status != 0:
         return done("skip", f"{backend.name} does no parameter checking (expected {want.status})")
     match = (
@@ -242,7 +263,8 @@ def judge(
         return done("fail", status_reason(got, want, mode))
     t0 = time.perf_counter()
     try:
-        verdict, failed = _judge_outputs(spec, case, want, got, rec, clock)
+        policies = stored.policies if stored is not None else None
+        verdict, failed = _judge_outputs(spec, case, want, got, rec, clock, policies)
         if verdict[0] == "fail" and failed:
             rec.differs = _differs(failed, want, got, clock)
             if devs:
@@ -254,6 +276,44 @@ def judge(
         return done("timeout", f"oracle {oracle_name} did not finish within {timeout:g} s")
     rec.durations["compare"] = time.perf_counter() - t0
     return done(*verdict)
+
+
+def _said(o: Outcome) -> str:
+    return "raised" if o.raised else f"status {o.status}"
+
+
+def _repeat(
+    spec: OpSpec, case: Case, backend: Backend, first: Outcome, n: int, clock: Clock
+) -> str:
+    """Run the call n - 1 more times on fresh copies; '' when every run gave the first run's
+    status and output bits, else what differed on the first run that differed."""
+    for k in range(2, n + 1):
+        if clock.passed():
+            raise BackendTimeout(f"--timeout passed before run {k} of {n} (--repeat)")
+        call = backend_call(spec, case.call, backend)
+        try:
+            got = backend.execute_by(call, clock.at)
+        except (BackendCrash, BackendTimeout, OracleTimeout, BackendError):
+            raise
+        except Exception as exc:
+            if first.raised:
+                continue
+            return f"run {k} of {n} raised {type(exc).__name__}: {first_line(str(exc))}; run 1 gave {_said(first)}"
+        if (got.raised, got.status) != (first.raised, first.status):
+            return f"run 1 gave {_said(first)}, run {k} of {n} {_said(got)} (--repeat)"
+        for name, a in first.outputs.items():
+            b = got.outputs.get(name)
+            if b is None or b.shape != a.shape or b.dtype != a.dtype:
+                return f"{name}: run {k} of {n} returned no storage like run 1's (--repeat)"
+            if not same_bytes(a, b):
+                x = a.reshape(-1).view(np.uint8).reshape(a.size, -1)
+                y = b.reshape(-1).view(np.uint8).reshape(b.size, -1)
+                elems = int(np.count_nonzero((x != y).any(axis=1)))
+                return (
+                    f"{name}: run {k} of {n} differs from run 1 in {elems} of {a.size} storage "
+                    f"elements ({changed_bytes(a, b)} bytes) (--repeat)"
+                )
+    return ""
 
 
 @dataclass
@@ -405,10 +465,11 @@ def status_reason(got: Outcome, want: Outcome, mode: str) -> str:
 
 
 def _judge_outputs(
-    spec, case, want: Outcome, got: Outcome, rec, clock: Clock
+    spec, case, want: Outcome, got: Outcome, rec, clock: Clock, policies: dict | None = None
 ) -> tuple[tuple[str, str], list[_Failed]]:
     """The verdict of the outputs, and the outputs whose values failed (none when the failure
-    is of another kind: no storage, a write where nothing may be written, outside the view)."""
+    is of another kind: no storage, a write where nothing may be written, outside the view).
+    `policies`: the stored policy of each output (--golden stored), else the spec's."""
     reasons: list[str] = []
     failed: list[_Failed] = []
     for p in spec.outputs:
@@ -434,18 +495,19 @@ def _judge_outputs(
             q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
             for q in spec.tensor_inputs
         }
-        tol = tolerance_dtype(spec, case.call, t.dtype)
+        if policies is not None and p.name in policies:
+            tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])
+        else:
+            tol = tolerance_dtype(spec, case.call, t.dtype)
+            policy = policy_for(tol, spec.tolerance)
         rec.tolerance_dtype = tol
-        policy = policy_for(tol, spec.tolerance)
         cmp = _stream_compare(t, out, want, p.name, policy, inputs, clock)
         rec.comparisons = rec.comparisons or {}
         rec.comparisons[p.name] = cmp.to_dict()
         # what judged it, so that a report needs no spec to explain the figures
+        shown = policy_dict(tol, policy)
         rec.comparisons[p.name]["policy"] = {
-            "dtype": tol,
-            **{
-                k: getattr(policy, k) for k in ("rel", "max_ratio", "small_threshold", "small_atol")
-            },
+            k: shown[k] for k in ("dtype", "rel", "max_ratio", "small_threshold", "small_atol")
         }
         rec.stats = cmp.stats.to_dict()
         rec.worst = [w.to_dict() for w in cmp.worst]

@@ -21,18 +21,24 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..acl import dtypes as dt
 from ..acl.call import Outcome, TensorArg
-from ..cases.casedir import CaseFileError, find_cases, read_case, read_meta
+from ..cases.casedir import CaseFileError, find_cases, read_case, read_meta, save_array, write_case
 from ..cases.generate import CasePlan, build, plan_suite, select
+from ..cases.golden import StoredGolden, read_golden, write_golden
 from ..files import safeio
 from ..judge.expectations import CaseFacts
 from ..judge.result import Result
 from ..judge.results import Stream
+from ..judge.verdicts import BROKEN
 from ..spec.bindings import binding_id
 from ..spec.registry import Registry, UnknownOp, registry_for
 from . import limits
 from .backend import Backend, BackendError, backend_class, load_backend, takes_option
+from .cross import cross_check
+from .golden import golden_of
 from .judging import DEFAULT_ORACLE, judge
 
 TOOL_VERSION = "0.1.0"
@@ -95,6 +101,13 @@ class RunConfig:
     def fleet(self) -> bool:
         """Whether the run spreads its cases over devices (conformance.run.fleet)."""
         return len(self.devices) * self.procs_per_device > 1
+
+    repeat: int = 1  # runs of each case by the backend: differing bits are `nondeterministic`
+    dump_on_fail: str | None = None  # failing cases' inputs, outputs and golden under DIR
+    cross: str | None = None  # a second backend: TTK's ratio verdict beside the absolute one
+    cross_level: str = "L1"
+    cross_options: dict[str, Any] = field(default_factory=dict)
+    golden: str = "oracle"  # stored: each case directory's golden.json, no oracle evaluated
 
 
 def _clause_match(wanted: list[str], op: str, clauses: tuple[str, ...]) -> bool:
@@ -262,6 +275,10 @@ def _init_worker(cfg: RunConfig, parent: int | None = None) -> None:
 def make_oracle(cfg: RunConfig, registry: Registry, backend: Backend) -> Backend:
     """The oracle: the backend under test itself when it is judged by itself (with no options
     of its own), else the oracle backend with its options."""
+    if cfg.golden == "stored":
+        from .golden import StoredOracle
+
+        return StoredOracle(registry)
     if cfg.oracle == cfg.backend and not cfg.backend_options:
         return backend
     return load_backend(cfg.oracle, registry, **oracle_options(cfg))
@@ -334,10 +351,45 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
         if item.plan is not None:  # judged again by replay with the same budget
             rec.replay = replay_command(rec, cfg)
         return rec
-    got = None
+    got = stored = None
+    if cfg.golden == "stored":
+        try:
+            stored = read_golden(Path(str(item.path)), case.call.args, cfg.max_case_bytes)
+        except CaseFileError as exc:
+            return Result(
+                id=item.id,
+                op=spec.name,
+                product=case.product,
+                verdict="error",
+                reason=str(exc),
+                backend=backend.name,
+                clauses=list(case.clauses),
+                dtypes={},
+            )
     try:
-        judged = judge(spec, case, backend, oracle, cfg.oracle, cfg.timeout, cfg.deviations)
+        oracle_name = oracle.name if stored is not None else cfg.oracle
+        judged = judge(
+            spec,
+            case,
+            backend,
+            oracle,
+            oracle_name,
+            cfg.timeout,
+            cfg.deviations,
+            stored,
+            cfg.repeat,
+        )
         rec, got = judged.record, judged.outcome
+        checked = rec.verdict not in ("skip", "error", "crash", "timeout")
+        if cfg.cross and got is not None and judged.want is not None and checked:
+            second = _second(cfg, reg)  # one that cannot start stops the run (exit 3)
+            try:
+                rec.cross = cross_check(spec, case, judged.want, got, second, cfg.cross_level)
+            except Exception as exc:  # never the case's verdict: the ratio verdict's error
+                rec.cross = {"backend": second.name, "level": cfg.cross_level, "outputs": {},
+                             "verdict": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]}  # fmt: skip
+        if cfg.dump_on_fail and rec.verdict in BROKEN:
+            rec.dump = dump_case(Path(cfg.dump_on_fail), spec, case, judged, stored, oracle)
     except BackendError:
         raise
     except Exception as exc:  # a bug in a backend adapter must not end the run
@@ -354,6 +406,8 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
         rec.device = cfg.device
     rec.backend_version = backend.version()
     rec.oracle_version = oracle.version()
+    if stored is not None:
+        rec.oracle_version = f"{stored.oracle} {stored.oracle_version} (stored)".strip()
     rec.spec_sha256 = spec.sha256
     rec.tool_version = TOOL_VERSION
     rec.durations = {**(rec.durations or {}), "total": time.perf_counter() - t0}
@@ -426,6 +480,67 @@ def _keep(root: str, case_id: str, got: Outcome | None, rec: Result) -> None:
     result["verdict"] = rec.verdict
     text = (json.dumps(result, indent=1) + "\n").encode("utf-8")
     safeio.write_file(d / "result.json", lambda f: f.write(text))
+
+
+_SECONDS: dict[tuple[int, str], Backend] = {}  # --cross: one second backend per process
+
+
+def _second(cfg: RunConfig, reg: Registry) -> Backend:
+    key = (os.getpid(), str(cfg.cross))
+    if key not in _SECONDS:
+        _SECONDS[key] = load_backend(str(cfg.cross), reg, **cfg.cross_options)
+    return _SECONDS[key]
+
+
+DUMP_MAX_CASES = 100  # --dump-on-fail: cases dumped into one DIR, over every worker and run
+DUMP_MAX_BYTES = 256 << 20  # and the storages of one case (inputs, outputs, golden)
+_SLOTS = ".slots"
+
+
+def dump_case(
+    root: Path,
+    spec: Any,
+    case: Any,
+    judged: Any,
+    stored: StoredGolden | None,
+    oracle: Backend,
+) -> str:
+    """--dump-on-fail: a failing case as root/<case-id>/: its case directory (the inputs as
+    the call got them), golden.json (what the oracle expected, when it answered) and
+    `actual_<output>.npy` (the backend's output storages, when it returned), so that
+    `run --cases ROOT --golden stored` judges it again. Bounded: DUMP_MAX_CASES cases per
+    root (a slot claimed atomically under root/.slots, so workers and later runs share the count) and
+    DUMP_MAX_BYTES a case. Returns the folder, or why nothing was written."""
+    size = sum(
+        int(getattr(a.storage, "nbytes", 0)) * 2
+        for a in case.call.args.values()
+        if isinstance(a, TensorArg)
+    )
+    if size > DUMP_MAX_BYTES:
+        return f"not dumped: {size} bytes, over the {DUMP_MAX_BYTES >> 20} MiB bound of a case"
+    try:
+        slots = safeio.make_dirs(root, [_SLOTS])
+        for n in range(DUMP_MAX_CASES):
+            try:
+                fd = os.open(slots / str(n), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                continue
+            os.close(fd)
+            break
+        else:
+            return f"not dumped: {DUMP_MAX_CASES} failing cases were dumped already"
+        d = write_case(root, case, spec.sha256)
+        want, got = judged.want, judged.outcome
+        if stored is not None:
+            write_golden(d, stored)
+        elif want is not None and want.status == case.expected_status:
+            write_golden(d, golden_of(spec, case, want, oracle.name, oracle.version()))
+        if got is not None:
+            for name, arr in got.outputs.items():
+                save_array(d / f"actual_{name}.npy", np.asarray(arr))
+        return str(d)
+    except (OSError, ValueError) as exc:
+        return f"not dumped: {exc}"
 
 
 def replay_command(rec: Result, cfg: RunConfig) -> str:

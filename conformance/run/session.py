@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..cases.golden import has_golden
 from ..judge import expectations
 from ..judge.result import Result
 from ..spec.registry import Registry
@@ -85,6 +86,9 @@ OPTIONS: tuple[Option, ...] = (
            show_default=True, commands=_JUDGE, replay=True),
     Option("cases_dir", "--cases", "Run the case directories under DIR instead of generating "
            "cases.", type="dir"),
+    Option("golden", "--golden", "With --cases: oracle evaluates the oracle; stored judges each "
+           "case by the golden.json beside it (cases export --golden), evaluating nothing.",
+           "oracle", type="choice", choices=("oracle", "stored"), show_default=True),
     Option("results", "--results", "JSONL file results are written to (its meta beside it: "
            "FILE.meta.json).", Path("results.jsonl"), type="path", show_default=True),
     Option("resume", "--resume", "Skip cases already recorded in --results (same backend, "
@@ -123,6 +127,23 @@ OPTIONS: tuple[Option, ...] = (
     Option("exact", "--exact", "The reference's DOUBLE outputs correctly rounded (mpmath for "
            "every element: slow) instead of faithful (within 1 ulp, float64 speed). Recorded in "
            "the results and reports.", False, is_flag=True, commands=_JUDGE, replay=True),
+    Option("repeat", "--repeat", "Run each case N times on the backend (fresh copies): another "
+           "status or other output bits on any run is the verdict nondeterministic.", 1,
+           type="count", show_default=True, commands=_JUDGE, replay=True),
+    Option("dump_on_fail", "--dump-on-fail", "Write each failing case (fail, nondeterministic, "
+           "error, crash, timeout) under DIR/<case-id>/: its inputs (a case directory), the "
+           "golden (golden.json) and the backend's outputs (actual_<param>.npy); at most 100 "
+           "cases per DIR and 256 MiB a case.", type="dir", commands=_JUDGE),
+    Option("cross", "--cross", "A second backend run on each judged case: TTK's cross-check "
+           "ratio verdict (MARE/MERE/RMSE of the backend's error over the second's, against "
+           "the same golden) is recorded beside the absolute verdict.", metavar="BACKEND",
+           commands=_JUDGE, replay=True),
+    Option("cross_opts", "--cross-opt", "Option for the --cross backend (repeatable), e.g. "
+           "cmd=./harness for --cross exec.", (), multiple=True, metavar="KEY=VALUE",
+           commands=_JUDGE, replay=True),
+    Option("cross_level", "--cross-level", "TTK's cross-check level: L0 loose, L1 default, L2 "
+           "strict.", "L1", type="choice", choices=("L0", "L1", "L2"), show_default=True,
+           commands=_JUDGE, replay=True),
     Option("oracle_opts", "--oracle-opt", "Option for the --oracle backend (repeatable), e.g. "
            "cmd=./harness for --oracle exec. An oracle that is the backend under test gets the "
            "backend's options.", (), multiple=True, metavar="KEY=VALUE", commands=_JUDGE,
@@ -245,6 +266,7 @@ class Session:
     selection: Selection = field(default_factory=Selection)
     backend_options: dict[str, Any] = field(default_factory=dict)
     oracle_options: dict[str, Any] = field(default_factory=dict)
+    cross_options: dict[str, Any] = field(default_factory=dict)  # --cross-opt
     expect: expectations.Expectations | None = None
     expect_sha: str = "none"
     jobs: int = 1
@@ -301,6 +323,7 @@ class Session:
             "device_failures",
             "warmup",
             "time_repeat",
+            "repeat",
         ):
             least = 0 if BY_NAME[name].type == "natural" else 1
             if v[name] is not None and int(v[name]) < least:
@@ -328,6 +351,11 @@ class Session:
                 f"{f('profile')} chooses generated cases; it does not "
                 f"apply with {f('cases_dir')} DIR"
             )
+        if v["golden"] == "stored" and v["cases_dir"] is None:
+            raise config.ConfigError(
+                f"{f('golden')} stored judges case directories by their stored golden: give "
+                f"{f('cases_dir')} DIR (written by 'aclnn-conform cases export --golden')"
+            )
         named = {
             "device": v["device"],
             "lib_dir": v["lib_dir"],
@@ -351,6 +379,20 @@ class Session:
             options = config.exact_options(v["backend"], v["oracle"], options)
         self.backend_options = options
         self.oracle_options = self._oracle_options()
+        if v["dump_on_fail"] is not None and not str(v["dump_on_fail"]).strip():
+            raise config.ConfigError(
+                f"{f('dump_on_fail')} '': give the folder to write failing cases to"
+            )
+        if v["cross"] is not None:
+            self.cross_options = config.parse_backend_options(v["cross_opts"], {}, f("cross_opts"))
+            if v["cross"] == v["backend"] and self.cross_options == self.backend_options:
+                raise config.ConfigError(
+                    f"{f('cross')} {v['cross']}: the backend under test itself; give another "
+                    f"implementation (e.g. torch, jax, reference) or other {f('cross_opts')}"
+                )
+            config.check_backend(v["cross"], self.cross_options, f("cross"), f("cross_opts"))
+        elif v["cross_opts"]:
+            raise config.ConfigError(f"{f('cross_opts')}: only with {f('cross')} BACKEND")
         if v["keep_outputs"] is not None and not str(v["keep_outputs"]).strip():
             raise config.ConfigError(
                 f"{f('keep_outputs')} '': give the folder to write the outputs to"
@@ -459,6 +501,12 @@ class Session:
             device=backend_class(v["backend"]).device_of(self.backend_options),
             procs_per_device=int(v["procs_per_device"]),
             device_failures=int(v["device_failures"]),
+            golden=str(v["golden"]),
+            repeat=int(v["repeat"]),
+            dump_on_fail=None if v["dump_on_fail"] is None else str(v["dump_on_fail"]),
+            cross=v["cross"],
+            cross_options=dict(self.cross_options),
+            cross_level=str(v["cross_level"]),
         )
 
     # -- items ------------------------------------------------------------------------------
@@ -479,6 +527,16 @@ class Session:
                 raise config.ConfigError(f"{f('cases_dir')} {root}: no such directory")
             items = directory_items(root, self.selection, self.registry, warn)
             source = f"{f('cases_dir')} {root}"
+            if (
+                v["golden"] == "stored"
+                and items
+                and not any(has_golden(Path(str(it.path))) for it in items)
+            ):
+                raise config.ConfigError(
+                    f"{f('golden')} stored: no case under {root} has a stored golden "
+                    f"(golden.json); write them with 'aclnn-conform cases export --golden "
+                    f"{root}', or run without {f('golden')} stored"
+                )
         else:
             planned: list[Any] = []
             items = generated_items(self.registry, self.selection, int(v["seed"]), planned)

@@ -9,7 +9,7 @@
   var F = {};
   D.fields.forEach(function (name, i) { F[name] = i; });
   var C = D.cases, V = D.verdicts;
-  var FAILING = ['fail', 'error', 'crash', 'timeout', 'xpass'];
+  var FAILING = ['fail', 'nondeterministic', 'error', 'crash', 'timeout', 'xpass'];
   var PAGE = 50;
   var ULP_MEANING = holder.getAttribute('data-ulp-meaning') || '';
   var state = {
@@ -186,10 +186,12 @@
     if (c[F.p1] !== null && c[F.p1] !== undefined) head += '<dt>device time</dt><dd>' + esc(deviceTime(c, d)) + '</dd>';
     h.push('<div><h4>' + badge(v) + ' case</h4>' + head + '</dl></div>');
     var reason = d && d.r ? d.r : c[F.reason];
-    if (reason || (d && (d.m || d.x))) {
+    if (reason || (d && (d.m || d.x || d.k || d.p))) {
       var msg = '';
       if (reason) msg += '<div class="msg v-' + v + '">' + esc(reason) + '</div>';
       if (d && d.m) msg += '<div class="msg" style="margin-top:6px">backend: ' + esc(d.m) + '</div>';
+      if (d && d.k) msg += '<div class="msg cross" style="margin-top:6px">' + esc(d.k) + '</div>';
+      if (d && d.p) msg += '<div class="msg dump" style="margin-top:6px">dump: ' + esc(d.p) + '</div>';
       if (d && d.x) {
         var xk = d.x.kind === 'deviation' ? 'deviation' : 'xfail';
         msg += '<div class="msg v-' + xk + ' expectation" style="margin-top:6px">' +
