@@ -22,7 +22,6 @@ from ..conformance.judge.results import safe
 from .casetable import PASS_ROWS, CaseTable
 from .coverage import Coverage, CoverageTally
 from .plots import Panel, PanelTally
-from .timings import TimingTally
 from .run import (
     FAILING,
     InfoTally,
@@ -33,6 +32,7 @@ from .run import (
     or_,
     sort_key,
 )
+from .timings import TimingTally
 
 DEVIATION_IDS = 50  # case ids listed per deviation (the first in id order)
 
