@@ -25,15 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..conformance import compiled
 from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
         "abs": "abs", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
-# FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of reference/vecmath.py
+# FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of conformance/compiled/vecmath.py
 APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+COMPILED = Path(compiled.__file__).parent  # the compiled functions the kernels import
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
@@ -44,15 +46,15 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from aclnn_conformance.conformance.judge.measure import _round
-from aclnn_conformance.reference.vecmath import _bits
-from aclnn_conformance.reference.vecmath import half_to_double as _h2d
-from aclnn_conformance.reference.vecmath import verfc as _verfc
-from aclnn_conformance.reference.vecmath import verfinv as _verfinv
-from aclnn_conformance.reference.vecmath import vexp as _vexp
-from aclnn_conformance.reference.vecmath import vexpm1 as _vexpm1
-from aclnn_conformance.reference.vecmath import vlog1p as _vlog1p
-from aclnn_conformance.reference.vecmath import vtanh as _vtanh
+from aclnn_conformance.conformance.compiled.intrinsics import as_bits as _bits
+from aclnn_conformance.conformance.compiled.measure import narrow_bits as _narrow
+from aclnn_conformance.conformance.compiled.vecmath import half_to_double as _h2d
+from aclnn_conformance.conformance.compiled.vecmath import verfc as _verfc
+from aclnn_conformance.conformance.compiled.vecmath import verfinv as _verfinv
+from aclnn_conformance.conformance.compiled.vecmath import vexp as _vexp
+from aclnn_conformance.conformance.compiled.vecmath import vexpm1 as _vexpm1
+from aclnn_conformance.conformance.compiled.vecmath import vlog1p as _vlog1p
+from aclnn_conformance.conformance.compiled.vecmath import vtanh as _vtanh
 
 _INF = math.inf
 _NAN = math.nan
@@ -83,20 +85,6 @@ def _flag(r, drop, guard, emin):
     tie = near & (low == 0)
     return (np.uint8(near) | (np.uint8((e < emin) & (b != 0)) << np.uint8(1))
             | (np.uint8(tie) << np.uint8(2)))
-
-
-@njit(inline="always")
-def _narrow(r, p, emin, all_ones, nbits):
-    b = _bits(r)
-    mag = b & 0x7FFFFFFFFFFFFFFF
-    sign = (b >> 63) & 1
-    if mag > 0x7FF0000000000000:  # NaN: the quiet NaN
-        m = (all_ones << p) | (1 << (p - 1))
-    elif mag == 0x7FF0000000000000:
-        m = all_ones << p
-    else:
-        m = _round(mag, p, emin, all_ones)
-    return np.uint16((sign << (nbits - 1)) | m)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -168,11 +156,11 @@ def near_midpoint(yb, flags, drop, guard, emin):
 """
 
 
-# numba's cache follows the kernel file only: vecmath's own text (and its intrinsics') is part
+# numba's cache follows the kernel file only: vecmath's own text (and its intrinsics' and the
+# narrow rounding's) is part
 # of every kernel's key
 _VECMATH = hashlib.sha256(
-    Path(__file__).with_name("vecmath.py").read_bytes()
-    + (Path(__file__).parents[1] / "conformance" / "judge" / "intrinsics.py").read_bytes()
+    b"".join((COMPILED / f).read_bytes() for f in ("vecmath.py", "intrinsics.py", "measure.py"))
 ).hexdigest()[:16]
 
 

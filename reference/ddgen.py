@@ -1,4 +1,4 @@
-"""A spec's formula as a fused, parallel loop in double-double (reference/ddmath.py) for DOUBLE.
+"""A spec's formula as a fused, parallel loop in double-double (conformance/compiled/ddmath.py) for DOUBLE.
 
 Like codegen.py (same whitelist, same generated names, strings decided at generation, no spec
 text in the source), but every value is a (hi, lo) pair and the branches are selects: every
@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from pathlib import Path
 from typing import Any
 
 from ..conformance.spec.model import OpSpec
-from .codegen import _VECMATH, CONSTANTS, Source, Unsupported, _number, string_test
+from .codegen import _VECMATH, COMPILED, CONSTANTS, Source, Unsupported, _number, string_test
 
 FUNCTIONS = {
     "exp": "dexp",
@@ -34,8 +33,7 @@ FUNCTIONS = {
 }
 _BIN = {ast.Add: "dadd", ast.Sub: "dsub", ast.Mult: "dmul", ast.Div: "ddiv"}
 _DIGEST = hashlib.sha256(
-    b"".join(Path(__file__).with_name(f).read_bytes() for f in ("ddmath.py", "exactmath.py"))
-    + _VECMATH.encode()
+    b"".join((COMPILED / f).read_bytes() for f in ("ddmath.py", "exactmath.py")) + _VECMATH.encode()
 ).hexdigest()[:16]
 
 HEADER = """\
@@ -43,8 +41,8 @@ HEADER = """\
 import numpy as np
 from numba import njit, prange
 
-from aclnn_conformance.reference.{module} import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p
-from aclnn_conformance.reference.{module} import dlt, dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
+from aclnn_conformance.conformance.compiled.{module} import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p
+from aclnn_conformance.conformance.compiled.{module} import dlt, dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
 
 _NAN = np.nan
 _INF = np.inf

@@ -192,7 +192,7 @@ def chunks(
     once = out_dtype.name == "DOUBLE" and roundings.correctly_rounded(spec)
     refine_all = precise.needs_all(scalars, out_dtype.name, exact and not once)
     faithful = out_dtype.name == "DOUBLE" and not refine_all and not once
-    fmt = precise.FORMATS.get(out_dtype.name)
+    fmt = precise.narrow_format(out_dtype.name)
     mode = 2 if refine_all and precise.is_float_output(out_dtype.name) else (1 if fmt else 0)
     wide = any(
         dt.get(d).category == "int" and dt.get(d).np.itemsize == 8 for d in in_dtypes.values()
@@ -211,18 +211,15 @@ def chunks(
         and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values())
     )
     direct = writable and into.storage.dtype in (np.float32, np.float64)  # type: ignore[union-attr]
-    narrow = None  # FLOAT16 / BF16 written as bits by the fused kernel, straight into the output
-    if (
+    # FLOAT16 / BF16 written as bits by the fused kernel, straight into the output
+    narrow = (
         writable
         and k is not None
         and fused
         and into.storage.dtype.itemsize == 2  # type: ignore[union-attr]
-        and into.storage.dtype.kind in "fV"
-    ):  # type: ignore[union-attr]
-        from ..conformance.judge.measure import FORMATS as NARROW  # numba's: k exists
-
-        narrow = NARROW.get(out_dtype.name)
-    short = direct or narrow is not None  # no float64 copy of the chunk is kept
+        and into.storage.dtype.kind in "fV"  # type: ignore[union-attr]
+    )
+    short = direct or narrow  # no float64 copy of the chunk is kept
     size = chunk or _settings["chunk"] or (KERNEL_CHUNK if k or kdd else CHUNK)
     check = _deadline_check(deadline)
 
@@ -258,7 +255,7 @@ def chunks(
             buf = buf.view(np.uint16) if narrow else buf
             flags = np.empty(n, np.uint8)
             try:
-                listed = k.run_fused(raw, env, buf, flags, fmt, narrow)  # type: ignore[arg-type]
+                listed = k.run_fused(raw, env, buf, flags, fmt)  # type: ignore[arg-type]
             except Exception as exc:  # numba cannot type these arguments: numpy from now on
                 k.fail(exc)
                 k = target = None

@@ -38,8 +38,11 @@ from ..conformance.spec.model import OpSpec
 GUARD = 2.0**-20  # in units of the output dtype's ulp
 PRECISION = 128  # bits of the first mpmath evaluation
 MAX_PRECISION = 4096  # enough for any term of a float64 input (2**-1074 next to 1)
-# mantissa bits (with the implicit one) and the smallest normal exponent of each float output
-FORMATS = {"FLOAT": (24, -126), "FLOAT16": (11, -14), "BF16": (8, -126)}
+
+
+def narrow_format(out_dtype: str) -> dt.FloatFormat | None:
+    """The format of a float output float64 rounds correctly (FLOAT, FLOAT16, BF16), else None."""
+    return dt.float_format(out_dtype) if out_dtype in dt.NARROW_FLOATS else None
 
 
 def needs_all(scalars: dict[str, Any], out_dtype: str, exact: bool) -> bool:
@@ -57,10 +60,10 @@ def near_midpoint(y: np.ndarray, out_dtype: str) -> np.ndarray:
     Where y is a normal number of the output format, the test is on float64's bits: the
     53 - p fraction bits the output drops are, as an integer, within GUARD * 2**(53 - p) of
     their half-way value. The output's subnormal range keeps the arithmetic test."""
-    fmt = FORMATS.get(out_dtype)
+    fmt = narrow_format(out_dtype)
     if fmt is None:
         return np.zeros(y.shape, dtype=bool)
-    p, emin = fmt
+    p, emin = fmt.p, fmt.emin
     drop = 53 - p
     bits = np.abs(np.asarray(y, dtype=np.float64)).view(np.int64)
     low = bits & ((1 << drop) - 1)
@@ -277,7 +280,7 @@ def refine_integers(
 
 
 def is_float_output(out_dtype: str) -> bool:
-    return out_dtype in FORMATS or out_dtype == "DOUBLE"
+    return out_dtype in dt.NARROW_FLOATS or out_dtype == "DOUBLE"
 
 
 def exact_values(arr: np.ndarray, dtype: str) -> np.ndarray:

@@ -21,10 +21,10 @@ import mpmath
 import numpy as np
 from numba import njit
 
-from ..conformance.judge.intrinsics import as_bits as _bits
-from ..conformance.judge.intrinsics import as_double as _double
-from ..conformance.judge.intrinsics import fma as _fma
-from ..conformance.judge.intrinsics import select as _sel
+from .intrinsics import as_bits as _bits
+from .intrinsics import as_double as _double
+from .intrinsics import fma as _fma
+from .intrinsics import select as _sel
 from .vecmath import _K, _XMAX
 
 BIG = 2.0**995  # beyond it an operation's intermediate may overflow
