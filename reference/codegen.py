@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conformance import compiled
+from ..conformance.spec.expr.language import CONSTANTS
 from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
@@ -34,7 +35,6 @@ MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": 
 # FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of conformance/compiled/vecmath.py
 APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip
-CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 COMPILED = Path(compiled.__file__).parent  # the compiled functions the kernels import
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}

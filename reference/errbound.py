@@ -26,6 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ..conformance.compiled.ranges import BIG as _BIG
+from ..conformance.compiled.ranges import TINY as _TINY
+from ..conformance.spec.expr.language import CONSTANTS as _CONSTANTS
 from ..conformance.spec.expr.language import FUNCTIONS
 from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
@@ -270,8 +273,6 @@ def exact_mask(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
 
 
 _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitter for float64
-_BIG = 2.0**995  # beyond it the split overflows
-_TINY = 2.0**-969  # below it a product's error may underflow
 
 
 def _safe(x: Any) -> Any:
@@ -303,7 +304,6 @@ def _sum_err(a: Any, b: Any, s: Any) -> Any:
     return np.where(np.isfinite(s), e, np.abs(s) * U)
 
 
-_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 _COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
             ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}  # fmt: skip
 # |derivative| of each function as a function of (argument, value)

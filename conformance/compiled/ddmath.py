@@ -25,10 +25,9 @@ from .intrinsics import as_bits as _bits
 from .intrinsics import as_double as _double
 from .intrinsics import fma as _fma
 from .intrinsics import select as _sel
+from .ranges import BIG, TINY
 from .vecmath import _K, _XMAX
 
-BIG = 2.0**995  # beyond it an operation's intermediate may overflow
-TINY = 2.0**-969  # below it a product's error term may underflow
 _NAN = math.nan
 
 

@@ -13,13 +13,11 @@ for instance, then cannot put 0 * inf = NaN into a gradient.
 from __future__ import annotations
 
 import ast
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from .language import Expr
+from .language import CONSTANTS, Expr
 
-CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 FUNCTIONS = ("exp", "expm1", "log1p", "log", "erf", "erfc", "erfinv", "tanh", "sqrt", "abs", "minimum",
              "maximum", "conj")  # fmt: skip
 BINARY = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide",
