@@ -19,9 +19,10 @@ from ..conformance.judge import expectations, provenance
 from ..conformance.judge import results as res
 from ..conformance.judge.result import Result
 from ..conformance.judge.verdicts import BROKEN
-from ..conformance.run.backend import BackendError, load_backend
+from ..conformance.run.backend import BackendError
 from ..conformance.run.progress import Progress
 from ..conformance.run.runner import TOOL_VERSION, ResultsWriteError, ResultsWriter
+from ..conformance.run.session import Session, backend_version
 from ..reports.output import write_atomic
 from .console import heading, style
 from .errors import EXIT_INTERRUPTED, EXIT_PROBLEMS, InfrastructureError, UserError, one_line
@@ -29,20 +30,17 @@ from .options import registry, session, table_options
 from .paths import check_outputs, results_family, same_file
 
 
-def backend_version(name: str, options: dict, reg, facts: dict | None = None) -> str:
-    """The version string of the backend, which is started once for it: a backend that cannot
-    start stops the run here, before a results file is touched (exit code 3). With `facts`,
-    the backend's host facts (CANN version, device, ASCEND_OPP_PATH, ...) are added to it."""
+def _version(s: Session, facts: dict | None = None, oracle: bool = False) -> str:
+    """The backend's (or the oracle's) version, started once for it: a backend that cannot start
+    stops the run here, before a results file is touched (exit code 3). With `facts`, its host
+    facts (CANN version, device, ASCEND_OPP_PATH, ...) are added."""
     try:
-        b = load_backend(name, reg, **options)
+        return backend_version(s, facts, oracle)
     except BackendError as exc:
-        raise InfrastructureError(f"--backend {name}: {exc}") from None
-    try:
-        if facts is not None:
-            facts.update(b.host_facts())
-        return b.version()
-    finally:
-        b.close()
+        flag, name = (
+            ("--oracle", s.values["oracle"]) if oracle else ("--backend", s.values["backend"])
+        )
+        raise InfrastructureError(f"{flag} {name}: {exc}") from None
 
 
 def totals_line(summary: res.Summary, backend: str, seconds: float) -> str:
@@ -167,12 +165,10 @@ def run(**values):
         check_outputs(reports, [("--expectations", expect.path)])
     items = s.items(warn=lambda m: click.echo(f"warning: {m}", err=True))
     host: dict = {}
-    version = backend_version(backend, s.backend_options, reg, host)
+    version = _version(s, host)
     if host.get("diagnosis"):  # recorded in the meta; a missing ASCEND_OPP_PATH stops the run
         click.echo(f"warning: {backend}: {host['diagnosis']}", err=True)  # at its first 561107
-    oracle_version = (
-        version if oracle == backend else backend_version(oracle, s.oracle_options, reg)
-    )
+    oracle_version = version if oracle == backend else _version(s, oracle=True)
     meta = {
         "backend": backend,
         "backend_version": version,

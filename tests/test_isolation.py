@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -89,3 +90,19 @@ def test_a_backend_that_cannot_start_is_an_infrastructure_error(tmp_path):
                  "--results", str(tmp_path / "r.jsonl"), "-q"], env)  # fmt: skip
     assert p.returncode == 3, p.stderr
     assert "device busy" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.gates
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_isolated_run_leaves_no_worker_folder_behind(tmp_path, jobs):
+    """Every isolated backend and oracle is closed at the end of a run, in the pool's worker
+    processes too, so no worker's scratch folder stays in the temporary directory."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    results = tmp_path / "r.jsonl"
+    args = ["run", "--backend", "reference", "--isolate", "-j", jobs, "--op", "relu",
+            "--max-cases", "6", "--results", str(results), "-q"]  # fmt: skip
+    p = run_cli(args, {**os.environ, "TMPDIR": str(tmp)})
+    assert p.returncode == 0, p.stderr
+    assert len(results.read_text().splitlines()) == 6
+    assert sorted(x.name for x in tmp.iterdir()) == []

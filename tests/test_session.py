@@ -94,6 +94,7 @@ def _run(tmp_path: Path, args: list[str]) -> dict:
     return rec
 
 
+@pytest.mark.gates  # a whole run and a replay per option: the CLI gates tier
 @pytest.mark.parametrize("name", sorted(set(SAMPLES) - NOT_RUN_HERE))
 def test_a_run_with_the_option_prints_a_replay_line_that_judges_alike(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

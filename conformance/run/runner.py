@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing.util
 import os
 import signal
 import time
@@ -240,6 +241,9 @@ def _init_worker(cfg: RunConfig, parent: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork
     _init(cfg)
+    # a pool worker ends through multiprocessing's exit (atexit does not run there): close its
+    # backends then, so their worker processes and scratch folders go with it
+    multiprocessing.util.Finalize(None, _close_state, exitpriority=10)
 
 
 def make_oracle(cfg: RunConfig, registry: Registry, backend: Backend) -> Backend:
@@ -248,6 +252,12 @@ def make_oracle(cfg: RunConfig, registry: Registry, backend: Backend) -> Backend
     if cfg.oracle == cfg.backend and not cfg.backend_options:
         return backend
     return load_backend(cfg.oracle, registry, **oracle_options(cfg))
+
+
+def _close_state() -> None:
+    """Close this process's backend and oracle (each once: the oracle may be the backend)."""
+    for b in {id(b): b for b in (_STATE.get("backend"), _STATE.get("oracle")) if b}.values():
+        b.close()
 
 
 def _init(cfg: RunConfig) -> None:
@@ -429,7 +439,7 @@ def execute(items: list[Item], cfg: RunConfig, sink: Callable[[Result], bool]) -
                 if not sink(run_item(it)):
                     return
         finally:
-            _STATE["backend"].close()
+            _close_state()
         return
     jobs = min(cfg.jobs, len(items))
     with ProcessPoolExecutor(
