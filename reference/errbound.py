@@ -29,7 +29,7 @@ import numpy as np
 from ..conformance.compiled.ranges import BIG as _BIG
 from ..conformance.compiled.ranges import TINY as _TINY
 from ..conformance.spec.expr.language import CONSTANTS as _CONSTANTS
-from ..conformance.spec.expr.language import FUNCTIONS
+from ..conformance.spec.expr.numpy_arith import NUMPY
 from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
 
@@ -254,7 +254,7 @@ class _Eval:
             return np.abs(a), ea
         if name == "conj":  # exact: the identity on real values
             return np.conj(a), ea
-        v = FUNCTIONS[name][1](a)  # the numpy evaluator's own function
+        v = NUMPY.function(name)(a)  # the numpy arithmetic's own function
         slope = _SLOPES[name]
         own = U if name == "sqrt" else FUNC_ULPS * U
         return v, np.abs(slope(a, v)) * ea + np.abs(v) * own
