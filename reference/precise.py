@@ -32,7 +32,8 @@ import numpy as np
 from mpmath.libmp import round_down, to_float
 
 from ..conformance.acl import dtypes as dt
-from ..conformance.spec.expr.mpeval import evaluate_mp
+from ..conformance.spec.expr.mpeval import mp_arithmetic
+from ..conformance.spec.expr.walk import Formula
 from ..conformance.spec.model import OpSpec
 
 GUARD = 2.0**-20  # in units of the output dtype's ulp
@@ -104,12 +105,7 @@ def _sticky(t: float) -> float:
 
 def _formula_at(spec: OpSpec, e: dict[str, Any], m: Any) -> Any:
     """The formula's value at one element bound in e, with the library m (None: no branch)."""
-    for let in spec.formula.lets:
-        e[let.name] = evaluate_mp(let.value, e, m)
-    for br in spec.formula.branches:
-        if br.when is None or evaluate_mp(br.when, e, m):
-            return evaluate_mp(br.value, e, m)
-    return None
+    return Formula.of(spec.formula).evaluate(e, mp_arithmetic(m))
 
 
 def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits: int) -> Any:
@@ -129,14 +125,14 @@ def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits:
 
 
 class _Rational:
-    """mpmath's interface to MpEval, over exact rationals (Fraction): for formulas of + - * /
+    """mpmath's interface to the mpmath arithmetic (MpArithmetic), over exact rationals (Fraction): for formulas of + - * /
     alone, one exact evaluation replaces mpmath's two or more at growing precision. A NaN or
     infinity (a division by zero) leaves the Fraction type, and the element goes to mpmath."""
 
     mpf = staticmethod(Fraction)
     nan, inf, pi, e = math.nan, math.inf, math.nan, math.nan
 
-    class mpc:  # noqa: N801 - MpEval's isinstance test; no value here is complex
+    class mpc:  # noqa: N801 - MpArithmetic's isinstance test; no value here is complex
         pass
 
     def __getattr__(self, name: str) -> Any:  # exp, erf, power, ...: never rational

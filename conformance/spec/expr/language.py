@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import ast
 import math
-import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,14 +75,6 @@ _CMPOPS: dict[type, str] = {
     ast.GtE: "ge",
     ast.Eq: "eq",
     ast.NotEq: "ne",
-}
-PY_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
 }
 
 Env = dict[str, Any]

@@ -49,6 +49,10 @@ class Arithmetic:
         that side), None to evaluate both sides and `where`."""
         return None
 
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        """Elementwise selection (scalar arithmetics: the one side `cond` names)."""
+        return a if cond else b
+
     def decide(self, cond: Any) -> bool | None:
         """A branch condition: True (every element takes it), False (none does), None (some)."""
         return bool(cond)
@@ -186,11 +190,16 @@ class Formula:
 
     @classmethod
     def of(cls, formula: Any) -> Formula:
-        """The walk of a model Formula (records with .lets: name/value, .branches: when/value)."""
-        return cls(
-            [(x.name, x.value) for x in formula.lets],
-            [(br.when, br.value) for br in formula.branches],
-        )
+        """The walk of a model Formula (records with .lets: name/value, .branches: when/value),
+        made once per formula object."""
+        hit = _WALKS.get(id(formula))
+        if hit is None or hit[0] is not formula:
+            walk = cls(
+                [(x.name, x.value) for x in formula.lets],
+                [(br.when, br.value) for br in formula.branches],
+            )
+            hit = _WALKS[id(formula)] = (formula, walk)
+        return hit[1]
 
     def bind(self, env: Env, names: Iterable[str], ar: Arithmetic) -> None:
         """Bind in `env` each let among `names` (and the lets they read) not bound yet."""
@@ -224,3 +233,6 @@ class Formula:
                 if d is None:
                     pending.append((cond, lambda val=val: value(val)))
             return ar.merge(base, pending[::-1], n)
+
+
+_WALKS: dict[int, tuple[Any, Formula]] = {}
