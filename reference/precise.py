@@ -21,8 +21,8 @@ semantics (inf * 0 = NaN), which is what every float implementation of these for
 
 from __future__ import annotations
 
-import ast
 import math
+import operator
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -32,8 +32,9 @@ import numpy as np
 from mpmath.libmp import round_down, to_float
 
 from ..conformance.acl import dtypes as dt
-from ..conformance.spec.expr.mpeval import mp_arithmetic
-from ..conformance.spec.expr.walk import Formula
+from ..conformance.spec.expr import ir
+from ..conformance.spec.expr.mpeval import MpArithmetic, mp_arithmetic
+from ..conformance.spec.expr.walk import Arithmetic, Formula, missing
 from ..conformance.spec.model import OpSpec
 
 GUARD = 2.0**-20  # in units of the output dtype's ulp
@@ -124,44 +125,68 @@ def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits:
         return value if m.isfinite(value) else None
 
 
-class _Rational:
-    """mpmath's interface to the mpmath arithmetic (MpArithmetic), over exact rationals (Fraction): for formulas of + - * /
-    alone, one exact evaluation replaces mpmath's two or more at growing precision. A NaN or
-    infinity (a division by zero) leaves the Fraction type, and the element goes to mpmath."""
+class RationalArithmetic(Arithmetic):
+    """Exact rationals (Fraction) as an arithmetic of the walker: for formulas of + - * / alone,
+    one exact evaluation replaces mpmath's two or more at growing precision. A division by zero
+    gives a float NaN or infinity (as the mpmath arithmetic does), which leaves the Fraction type,
+    and the element goes to mpmath; so does a power (never taken as rational)."""
 
-    mpf = staticmethod(Fraction)
-    nan, inf, pi, e = math.nan, math.inf, math.nan, math.nan
+    name = "rational"
 
-    class mpc:  # noqa: N801 - MpArithmetic's isinstance test; no value here is complex
-        pass
+    add = staticmethod(operator.add)
+    sub = staticmethod(operator.sub)
+    mul = staticmethod(operator.mul)
+    neg = staticmethod(operator.neg)
+    lt = staticmethod(operator.lt)
+    le = staticmethod(operator.le)
+    gt = staticmethod(operator.gt)
+    ge = staticmethod(operator.ge)
+    eq = staticmethod(operator.eq)
+    ne = staticmethod(operator.ne)
+    f_abs = staticmethod(abs)
+    not_ = staticmethod(MpArithmetic.not_)
+    and_ = staticmethod(MpArithmetic.and_)
+    or_ = staticmethod(MpArithmetic.or_)
+    choose = staticmethod(MpArithmetic.choose)
+    f_minimum = staticmethod(MpArithmetic.f_minimum)
+    f_maximum = staticmethod(MpArithmetic.f_maximum)
 
-    def __getattr__(self, name: str) -> Any:  # exp, erf, power, ...: never rational
-        def irrational(*args: Any) -> Any:
-            raise _NotRational(name)
+    def number(self, value: bool | int | float) -> Any:
+        return value if isinstance(value, bool) else Fraction(value)
 
-        return irrational
+    @staticmethod
+    def div(a: Any, b: Any) -> Any:
+        if b == 0:
+            if a != a or a == 0:
+                return math.nan
+            return -math.inf if a < 0 else math.inf
+        return a / b
+
+    @staticmethod
+    def pow(a: Any, b: Any) -> Any:
+        raise _NotRational("pow")
 
 
 class _NotRational(Exception):
     pass
 
 
-_RATIONAL = _Rational()
-_RATIONAL_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where", "conj"})
+RATIONAL = RationalArithmetic()
 
 
 def rational(spec: OpSpec) -> bool:
     """Whether every expression of spec's formula is rational: + - * /, comparisons, where,
-    abs, minimum and maximum over its inputs and literals (no power, function or pi/e)."""
+    abs, minimum and maximum over its inputs and literals (no power, function or pi/e): the
+    functions RationalArithmetic has."""
     exprs = [x.value for x in spec.formula.lets]
     exprs += [e for br in spec.formula.branches for e in (br.value, br.when) if e is not None]
     for e in exprs:
-        if not e.functions <= _RATIONAL_FUNCTIONS:
+        if missing(RATIONAL, e.functions - {"where"}):
             return False
-        for node in ast.walk(e._tree):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        for node in ir.walk(e.ir):
+            if isinstance(node, ir.Binary) and node.op == "pow":
                 return False
-            if isinstance(node, ast.Name) and node.id in ("pi", "e"):
+            if isinstance(node, ir.Const) and node.name in ("pi", "e"):
                 return False
     return True
 
@@ -178,7 +203,7 @@ def _value_rational(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any])
             return None
         e[name] = Fraction(v)
     try:
-        value = _formula_at(spec, e, _RATIONAL)
+        value = Formula.of(spec.formula).evaluate(e, RATIONAL)
     except (_NotRational, TypeError):
         return None
     return value if isinstance(value, Fraction) else None
