@@ -31,7 +31,7 @@ import numpy as np
 from ..conformance.compiled.ranges import BIG as _BIG
 from ..conformance.compiled.ranges import TINY as _TINY
 from ..conformance.spec.expr.numpy_arith import NUMPY
-from ..conformance.spec.expr.walk import Arithmetic, Formula
+from ..conformance.spec.expr.walk import Arithmetic, Formula, require
 from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
 
@@ -162,7 +162,7 @@ class ErrorBound(Arithmetic):
         (a, ea), (b, eb) = _p(a), _p(b)
         truth = True & op(a, b)
         und = (np.abs(a - b) <= ea + eb) & (ea + eb > 0)
-        self.state.undecided = self.state.undecided | und
+        self.state.undecided = getattr(self.state, "undecided", False) | und
         return truth, 0.0
 
     def lt(self, a: Pair, b: Pair) -> Pair:
@@ -335,4 +335,4 @@ _SLOPES = {
 
 for _name in _SLOPES:
     setattr(ErrorBound, "f_" + _name, staticmethod(_library(_name)))
-BOUNDED = ErrorBound()
+BOUNDED = require(ErrorBound())

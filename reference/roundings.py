@@ -15,7 +15,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from ..conformance.spec.expr.walk import Arithmetic, Formula
+from ..conformance.spec.expr.walk import Arithmetic, Formula, require
 from ..conformance.spec.model import OpSpec
 
 MANY = 2  # two or more roundings: not correctly rounded by construction
@@ -107,4 +107,4 @@ class RoundingCount(Arithmetic):
     f_exp = f_expm1 = f_log1p = f_log = f_erf = f_erfc = f_erfinv = f_tanh = _many
 
 
-COUNT = RoundingCount()
+COUNT = require(RoundingCount())

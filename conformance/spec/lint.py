@@ -25,6 +25,7 @@ from . import bindings, dtypecond
 from .atk_section import section_problems
 from .checks.kinds import CHECK_KINDS
 from .expr.language import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
+from .expr.walk import unsupported
 from .inplace import derive as derive_inplace
 from .model import (
     TERM_PROMOTE,
@@ -84,13 +85,16 @@ class Linter:
         if isinstance(text, int | float) and not isinstance(text, bool):
             text = self.doc.numbers.get(tuple(path), text)  # a number keeps its spelling: 6e-8
         try:
-            return compile_expr(text, known, strings)
+            e = compile_expr(text, known, strings)
         except ExprError as exc:
             # A literal block (`|`) starts on the line after its key and keeps its lines; other
             # multi-line styles fold into one line, so the key's line is the best we can say.
             offset = exc.line if self.doc.literal.get(tuple(path)) else 0
             self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
             return None
+        for arith, fns in unsupported(e.functions).items():
+            self.err(path, f"the {arith} arithmetic has no {', '.join(fns)} (expression {text!r})")
+        return e
 
     def dtype_name(self, path: tuple[Any, ...], name: Any) -> str | None:
         try:

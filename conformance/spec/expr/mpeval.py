@@ -10,7 +10,7 @@ from typing import Any
 
 import mpmath
 
-from .walk import Arithmetic, Env, Expression
+from .walk import Arithmetic, Env, Expression, require
 
 
 class MpArithmetic(Arithmetic):
@@ -112,6 +112,9 @@ def mp_arithmetic(m: Any) -> MpArithmetic:
     if ar is None or ar.m is not m:
         ar = _ARITHMETICS[id(m)] = MpArithmetic(m)
     return ar
+
+
+require(mp_arithmetic(mpmath.mp))
 
 
 def evaluate_mp(expr: Expression, env: Env, m: Any) -> Any:

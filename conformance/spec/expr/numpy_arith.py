@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .walk import Arithmetic
+from .walk import Arithmetic, require
 
 
 def _erfinv(x: Any) -> Any:
@@ -93,7 +93,7 @@ class NumpyArithmetic(Arithmetic):
         return np.errstate(all="ignore")
 
 
-NUMPY = NumpyArithmetic()  # float64
+NUMPY = require(NumpyArithmetic())  # float64
 _BY_DTYPE: dict[Any, NumpyArithmetic] = {np.dtype(np.float64): NUMPY}
 
 

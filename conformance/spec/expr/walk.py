@@ -74,9 +74,27 @@ class Arithmetic:
 
 
 def missing(arith: Arithmetic, functions: Iterable[str]) -> list[str]:
-    """The functions among `functions` that `arith` cannot evaluate (checked when a spec is
-    linted, so that a tier never meets an unknown function at run time)."""
-    return sorted(f for f in functions if not arith.supports(f))
+    """The functions among `functions` (where aside: the walker's own) that `arith` cannot
+    evaluate."""
+    return sorted(f for f in functions if f != "where" and not arith.supports(f))
+
+
+_FORMULA_ARITHMETICS: list[Arithmetic] = []
+
+
+def require(arith: Arithmetic) -> Arithmetic:
+    """Register `arith` as one every spec formula must be evaluable in (a tier of the reference:
+    numpy, mpmath, the error bound, the rounding count); returns it."""
+    _FORMULA_ARITHMETICS.append(arith)
+    return arith
+
+
+def unsupported(functions: Iterable[str]) -> dict[str, list[str]]:
+    """For each registered formula arithmetic lacking some of `functions`: its name -> those
+    functions (the spec linter reports them, so that no tier meets one at run time)."""
+    functions = set(functions)
+    out = {ar.name: missing(ar, functions) for ar in _FORMULA_ARITHMETICS}
+    return {name: fns for name, fns in out.items() if fns}
 
 
 def stage(node: Node, ar: Arithmetic) -> Fn:
