@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conformance import compiled
-from ..conformance.spec.expr.language import CONSTANTS
+from ..conformance.spec.expr.walk import Arithmetic, Expression
 from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
@@ -36,8 +36,6 @@ MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": 
 APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip
 COMPILED = Path(compiled.__file__).parent  # the compiled functions the kernels import
-_BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
-_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 HEADER = """\
 # vecmath {digest}
@@ -216,22 +214,22 @@ def _chain(gen: _Gen, lets: dict, branches: list, done: set[str], depth: int) ->
     if br.when is None or not rest:
         # the last branch, or an otherwise: a last guarded branch that is false leaves NaN
         out = _bind(gen, lets, br.value.names, done, pad)
-        value = f"{pad}r = float({gen.expr(br.value._tree)})"
+        value = f"{pad}r = float({gen.expr(br.value)})"
         if br.when is None:
             return [*out, value]
         out += _bind(gen, lets, br.when.names, set(done), pad)
         return [
             *out,
-            f"{pad}if {gen.cond(br.when._tree)}:",
+            f"{pad}if {gen.cond(br.when)}:",
             "    " + value,
             f"{pad}else:",
             f"{pad}    r = _NAN",
         ]
     out = _bind(gen, lets, br.when.names, done, pad)
-    out.append(f"{pad}if {gen.cond(br.when._tree)}:")
+    out.append(f"{pad}if {gen.cond(br.when)}:")
     inner = set(done)
     out += _bind(gen, lets, br.value.names, inner, pad + "    ")
-    out.append(f"{pad}    r = float({gen.expr(br.value._tree)})")
+    out.append(f"{pad}    r = float({gen.expr(br.value)})")
     out.append(f"{pad}else:")
     out += _chain(gen, lets, rest, set(done), depth + 1)
     return out
@@ -243,93 +241,146 @@ def _bind(gen: _Gen, lets: dict, names: frozenset[str], done: set[str], pad: str
         if name in lets and name not in done:
             out += _bind(gen, lets, lets[name].value.names, done, pad)
             done.add(name)
-            out.append(f"{pad}{gen.names[name]} = {gen.expr(lets[name].value._tree)}")
+            out.append(f"{pad}{gen.names[name]} = {gen.expr(lets[name].value)}")
     return out
 
 
+class _Names(dict):
+    """The walk's environment: each name's variable in the kernel, each string parameter's
+    value; any other name has no compiled form."""
+
+    def __missing__(self, name: str) -> Any:
+        raise Unsupported(f"unknown name {name}")
+
+
+class Code(str):
+    """Python source of a value, knowing whether it is a constant (no name in it) and an
+    irrational one (pi, e or a function call in it: sqrt(2 * pi))."""
+
+    const: bool = False
+    irrational: bool = False
+
+
+def _code(text: str, const: bool = False, irrational: bool = False) -> Code:
+    c = Code(text)
+    c.const, c.irrational = const, const and irrational
+    return c
+
+
+def _const(*xs: Any) -> bool:
+    return all(getattr(x, "const", False) for x in xs)
+
+
+def _irr(*xs: Any) -> bool:
+    return any(getattr(x, "irrational", False) for x in xs)
+
+
+class Emitter(Arithmetic):
+    """The walker's arithmetic whose values are the numba float64 source computing them (the
+    kernel's `r = float(...)` lines): an emitter that writes source from the same walk."""
+
+    def __init__(self, name: str, functions: dict[str, str]):
+        self.name = name
+        self.functions = functions
+        for fn, target in functions.items():
+            setattr(self, "f_" + fn, self._call(target))
+
+    def lacks(self, fn: str) -> Exception:
+        return Unsupported(f"no compiled form for {fn}()")
+
+    @staticmethod
+    def _call(target: str) -> Any:
+        def call(*args: Any) -> Code:
+            text = f"{target}(" + ", ".join(f"float({a})" for a in args) + ")"
+            return _code(text, _const(*args), True)
+
+        return call
+
+    def number(self, value: bool | int | float) -> Code:
+        if isinstance(value, bool):
+            return _code("True" if value else "False", True)
+        return _code(_number(float(value)), True)
+
+    def constant(self, name: str, value: float) -> Code:
+        return _code(_number(value), True, name in ("pi", "e"))
+
+    def _bin(self, op: str, a: Any, b: Any) -> Code:
+        return _code(f"({a} {op} {b})", _const(a, b), _irr(a, b))
+
+    def add(self, a: Any, b: Any) -> Code:
+        return self._bin("+", a, b)
+
+    def sub(self, a: Any, b: Any) -> Code:
+        return self._bin("-", a, b)
+
+    def mul(self, a: Any, b: Any) -> Code:
+        return self._bin("*", a, b)
+
+    def div(self, a: Any, b: Any) -> Code:
+        if self.functions is APPROX and getattr(b, "irrational", False):
+            # a product by the reciprocal (folded to one constant): within 1 ulp of the quotient,
+            # which is never exact anyway, and a division costs 4-8 products in a vector loop
+            return _code(f"({a} * (1.0 / {b}))", _const(a, b), True)
+        return self._bin("/", a, b)
+
+    def pow(self, a: Any, b: Any) -> Code:
+        return _code(f"_pow(float({a}), float({b}))", _const(a, b), _irr(a, b))
+
+    def lt(self, a: Any, b: Any) -> Code:
+        return self._bin("<", a, b)
+
+    def le(self, a: Any, b: Any) -> Code:
+        return self._bin("<=", a, b)
+
+    def gt(self, a: Any, b: Any) -> Code:
+        return self._bin(">", a, b)
+
+    def ge(self, a: Any, b: Any) -> Code:
+        return self._bin(">=", a, b)
+
+    def eq(self, a: Any, b: Any) -> Code:
+        return self._bin("==", a, b)
+
+    def ne(self, a: Any, b: Any) -> Code:
+        return self._bin("!=", a, b)
+
+    def neg(self, x: Any) -> Code:
+        return _code(f"(-{x})", _const(x), _irr(x))
+
+    def not_(self, x: Any) -> Code:
+        return _code(f"(not {x})", _const(x), _irr(x))
+
+    def chain(self, links: list[Any]) -> Code:
+        return _code("(" + " and ".join(links) + ")", _const(*links), _irr(*links))
+
+    def logic(self, op: str, parts: list[Any]) -> Code:
+        text = "(" + f" {op} ".join(f"bool({x})" for x in parts) + ")"
+        return _code(text, _const(*parts), _irr(*parts))
+
+    def where(self, cond: Any, a: Any, b: Any) -> Code:
+        text = f"(float({a}) if bool({cond}) else float({b}))"
+        return _code(text, _const(cond, a, b), True)
+
+
+EMIT_MATH = Emitter("numba float64", MATH)
+EMIT_APPROX = Emitter("numba float64 (vectorizable)", APPROX)
+
+
 class _Gen:
+    """One kernel's walk: the emitter and the environment naming its variables."""
+
     def __init__(self, names: dict[str, str], strings: dict[str, Any], functions: dict[str, str]):
         self.names = names
         self.strings = strings
-        self.functions = functions
+        self.emit = EMIT_APPROX if functions is APPROX else EMIT_MATH
+        self.env = _Names({n: _code(v) for n, v in names.items()})
+        self.env.update(strings)
 
-    def cond(self, node: ast.AST) -> str:
-        return f"bool({self.expr(node)})"
+    def cond(self, x: Expression) -> str:
+        return f"bool({self.expr(x)})"
 
-    def expr(self, node: ast.AST) -> str:
-        method = getattr(self, "_" + type(node).__name__, None)
-        if method is None:
-            raise Unsupported(f"no compiled form for {type(node).__name__}")
-        return method(node)
-
-    def _Constant(self, node: ast.Constant) -> str:
-        v = node.value
-        if isinstance(v, bool):
-            return "True" if v else "False"
-        return _number(float(v))
-
-    def _Name(self, node: ast.Name) -> str:
-        if node.id in self.names:
-            return self.names[node.id]
-        if node.id in CONSTANTS:
-            return _number(CONSTANTS[node.id])
-        raise Unsupported(f"unknown name {node.id}")
-
-    def _BinOp(self, node: ast.BinOp) -> str:
-        a, b = self.expr(node.left), self.expr(node.right)
-        if isinstance(node.op, ast.Pow):
-            return f"_pow(float({a}), float({b}))"
-        if isinstance(node.op, ast.Div) and self.functions is APPROX and _irrational(node.right):
-            # a product by the reciprocal (folded to one constant): within 1 ulp of the quotient,
-            # which is never exact anyway, and a division costs 4-8 products in a vector loop
-            return f"({a} * (1.0 / {b}))"
-        return f"({a} {_BIN[type(node.op)]} {b})"
-
-    def _UnaryOp(self, node: ast.UnaryOp) -> str:
-        x = self.expr(node.operand)
-        if isinstance(node.op, ast.USub):
-            return f"(-{x})"
-        if isinstance(node.op, ast.UAdd):
-            return x
-        return f"(not {x})"
-
-    def _BoolOp(self, node: ast.BoolOp) -> str:
-        op = " and " if isinstance(node.op, ast.And) else " or "
-        return "(" + op.join(f"bool({self.expr(v)})" for v in node.values) + ")"
-
-    def _Compare(self, node: ast.Compare) -> str:
-        left = node.left
-        if isinstance(left, ast.Name) and left.id in self.strings:
-            return "True" if self._string(node) else "False"
-        parts, prev = [], self.expr(left)
-        for op, comp in zip(node.ops, node.comparators, strict=True):
-            cur = self.expr(comp)
-            parts.append(f"({prev} {_CMP[type(op)]} {cur})")
-            prev = cur
-        return "(" + " and ".join(parts) + ")"
-
-    def _string(self, node: ast.Compare) -> bool:
-        return string_test(self.strings[node.left.id], node)  # type: ignore[attr-defined]
-
-    def _Call(self, node: ast.Call) -> str:
-        name = node.func.id  # type: ignore[attr-defined]
-        args = [self.expr(a) for a in node.args]
-        if name == "where":
-            return f"(float({args[1]}) if bool({args[0]}) else float({args[2]}))"
-        if name not in self.functions:
-            raise Unsupported(f"no compiled form for {name}()")
-        return f"{self.functions[name]}(" + ", ".join(f"float({a})" for a in args) + ")"
-
-
-def _irrational(node: ast.AST) -> bool:
-    """A constant expression with pi, e or a function call in it (sqrt(2 * pi)): its value is a
-    rounded irrational number. Rational constants (6, 3) keep their division, whose quotient
-    can be exact."""
-    names = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
-    funcs = {n.func for n in ast.walk(node) if isinstance(n, ast.Call)}
-    if any(n.id not in CONSTANTS for n in names if n not in funcs):
-        return False
-    return bool(funcs) or any(n.id in ("pi", "e") for n in names)
+    def expr(self, x: Expression) -> str:
+        return x.run(self.env, self.emit)
 
 
 def string_test(value: Any, node: ast.Compare) -> bool:

@@ -17,8 +17,9 @@ import ast
 import hashlib
 from typing import Any
 
+from ..conformance.spec.expr.language import CONSTANTS
 from ..conformance.spec.model import OpSpec
-from .codegen import _VECMATH, COMPILED, CONSTANTS, Source, Unsupported, _number, string_test
+from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number, string_test
 
 FUNCTIONS = {
     "exp": "dexp",

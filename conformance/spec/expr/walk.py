@@ -2,8 +2,9 @@
 spec's lets and branches. The semantics live here once; an *arithmetic* supplies the values.
 
 What the walker decides, for every arithmetic alike:
-- a comparison chain a < b <= c holds where every link holds (the links joined with `and_`);
-- `and`/`or` fold their parts left to right with `and_`/`or_`;
+- a comparison chain a < b <= c holds where every link holds (`chain`: the links joined with
+  `and_`);
+- `and`/`or` fold their parts left to right with `and_`/`or_` (`logic`);
 - `where(c, a, b)` evaluates only the side taken when the arithmetic says `c` is one value for
   every element (`choose`); otherwise both sides and the arithmetic's `where`;
 - a formula binds a `let` only when an expression it evaluates names it, takes its branches in
@@ -69,8 +70,27 @@ class Arithmetic:
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
 
+    def chain(self, links: list[Any]) -> Any:
+        """A comparison chain's value from its links (a < b, b < c): all of them, by `and_`."""
+        acc = links[0]
+        for link in links[1:]:
+            acc = self.and_(acc, link)
+        return acc
+
+    def logic(self, op: str, parts: list[Any]) -> Any:
+        """`and`/`or` of `parts`, folded left to right with `and_`/`or_`."""
+        f = self.and_ if op == "and" else self.or_
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = f(acc, p)
+        return acc
+
     def supports(self, fn: str) -> bool:
         return callable(getattr(self, "f_" + fn, None))
+
+    def lacks(self, fn: str) -> Exception:
+        """The error for a function this arithmetic has no method for (lint reports it first)."""
+        return ValueError(f"the {self.name} arithmetic has no function {fn!r}")
 
 
 def missing(arith: Arithmetic, functions: Iterable[str]) -> list[str]:
@@ -123,21 +143,14 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
         return _stage_compare(node, ar)
     if isinstance(node, Logic):
         parts = [stage(p, ar) for p in node.parts]
-        f = ar.and_ if node.op == "and" else ar.or_
-
-        def logic(env: Env) -> Any:
-            acc = parts[0](env)
-            for p in parts[1:]:
-                acc = f(acc, p(env))
-            return acc
-
-        return logic
+        op, logic = node.op, ar.logic
+        return lambda env: logic(op, [p(env) for p in parts])
     if isinstance(node, Where):
         return _stage_where(node, ar)
     if isinstance(node, Call):
         f = getattr(ar, "f_" + node.fn, None)
         if f is None:
-            raise ValueError(f"the {ar.name} arithmetic has no function {node.fn!r}")
+            raise ar.lacks(node.fn)
         args = [stage(a, ar) for a in node.args]
         if len(args) == 1:
             (a0,) = args
@@ -149,14 +162,11 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
 def _stage_compare(node: Compare, ar: Arithmetic) -> Fn:
     operands = [stage(o, ar) for o in node.operands]
     ops = [getattr(ar, op) for op in node.ops]
-    and_ = ar.and_
+    chain = ar.chain
 
     def compare(env: Env) -> Any:
         vals = [o(env) for o in operands]
-        acc = ops[0](vals[0], vals[1])
-        for i in range(1, len(ops)):
-            acc = and_(acc, ops[i](vals[i], vals[i + 1]))
-        return acc
+        return chain([op(vals[i], vals[i + 1]) for i, op in enumerate(ops)])
 
     return compare
 
