@@ -89,7 +89,7 @@ class Expr(Expression):
     names: frozenset[str]
     functions: frozenset[str]
     ir: Node = field(repr=False)
-    _tree: ast.AST | None = field(default=None, repr=False)  # for the emitters (codegen, ddgen)
+    _tree: ast.AST | None = field(default=None, repr=False)  # for ddgen (not yet on the walker)
 
     def evaluate(self, env: Env) -> Any:
         with np.errstate(all="ignore"):
