@@ -18,7 +18,6 @@ constant is a product by its reciprocal.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import math
 from dataclasses import dataclass
@@ -381,15 +380,6 @@ class _Gen:
 
     def expr(self, x: Expression) -> str:
         return x.run(self.env, self.emit)
-
-
-def string_test(value: Any, node: ast.Compare) -> bool:
-    """A comparison of a string parameter holding `value` with a literal or a tuple of them."""
-    op, comp = node.ops[0], node.comparators[0]
-    if isinstance(op, ast.Eq | ast.NotEq):
-        return (value == comp.value) == isinstance(op, ast.Eq)  # type: ignore[attr-defined]
-    choices = {e.value for e in comp.elts}  # type: ignore[attr-defined]
-    return (value in choices) == isinstance(op, ast.In)
 
 
 def _number(v: float) -> str:

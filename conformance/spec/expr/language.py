@@ -89,7 +89,6 @@ class Expr(Expression):
     names: frozenset[str]
     functions: frozenset[str]
     ir: Node = field(repr=False)
-    _tree: ast.AST | None = field(default=None, repr=False)  # for ddgen (not yet on the walker)
 
     def evaluate(self, env: Env) -> Any:
         with np.errstate(all="ignore"):
@@ -276,4 +275,4 @@ def compile_expr(source: Any, known: Iterable[str], strings: Iterable[str] = ())
         raise ExprError(f"expression has {count} syntax nodes (at most {MAX_NODES})")
     comp = _Compiler(known, strings)
     node = comp.compile(tree.body)
-    return Expr(text, frozenset(comp.names), frozenset(comp.funcs), node, tree.body)
+    return Expr(text, frozenset(comp.names), frozenset(comp.funcs), node)

@@ -70,6 +70,10 @@ class Arithmetic:
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
 
+    def operand(self, value: Any) -> Any:
+        """A value a comparison reads, as the comparison reads it (an emitter: a temporary)."""
+        return value
+
     def chain(self, links: list[Any]) -> Any:
         """A comparison chain's value from its links (a < b, b < c): all of them, by `and_`."""
         acc = links[0]
@@ -162,10 +166,10 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
 def _stage_compare(node: Compare, ar: Arithmetic) -> Fn:
     operands = [stage(o, ar) for o in node.operands]
     ops = [getattr(ar, op) for op in node.ops]
-    chain = ar.chain
+    chain, operand = ar.chain, ar.operand
 
     def compare(env: Env) -> Any:
-        vals = [o(env) for o in operands]
+        vals = [operand(o(env)) for o in operands]
         return chain([op(vals[i], vals[i + 1]) for i, op in enumerate(ops)])
 
     return compare
