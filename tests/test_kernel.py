@@ -164,6 +164,7 @@ sys.path.insert(0, {root!r})
 import numpy as np
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.conformance.spec.interpret import attribute_env
+from aclnn_conformance.conformance.acl import dtypes
 from aclnn_conformance.reference import kernel
 from tests.test_kernel import _call_any
 spec = default_registry().get("softplus_backward")
@@ -172,7 +173,7 @@ env = attribute_env(spec, call)
 k = kernel.get(spec, env)
 raw = {{p.name: call.tensor(p.name).storage for p in spec.tensor_inputs}}
 y, f = np.empty(4), np.empty(4, np.uint8)
-k.run(raw, env, y, f, 1, (24, -126))
+k.run(raw, env, y, f, 1, dtypes.float_format("FLOAT"))
 """
 
 
