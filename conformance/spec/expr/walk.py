@@ -148,6 +148,9 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
     if isinstance(node, Logic):
         parts = [stage(p, ar) for p in node.parts]
         op, logic = node.op, ar.logic
+        if len(parts) == 2 and type(ar).logic is Arithmetic.logic:  # the fold: one call
+            f, (p0, p1) = (ar.and_ if op == "and" else ar.or_), parts
+            return lambda env: f(p0(env), p1(env))
         return lambda env: logic(op, [p(env) for p in parts])
     if isinstance(node, Where):
         return _stage_where(node, ar)
@@ -167,6 +170,10 @@ def _stage_compare(node: Compare, ar: Arithmetic) -> Fn:
     operands = [stage(o, ar) for o in node.operands]
     ops = [getattr(ar, op) for op in node.ops]
     chain, operand = ar.chain, ar.operand
+    default = type(ar).operand is Arithmetic.operand and type(ar).chain is Arithmetic.chain
+    if len(ops) == 1 and default:  # one link, its operands read as they are
+        (f,), (a, b) = ops, operands
+        return lambda env: f(a(env), b(env))
 
     def compare(env: Env) -> Any:
         vals = [operand(o(env)) for o in operands]
