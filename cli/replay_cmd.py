@@ -68,12 +68,12 @@ def replay(case_id, as_json, **values):
             elif not isinstance(a, TensorArg):
                 click.echo(f"  {name}: {a!r}")
         click.echo(heading("status"))
-        actual = rec.get("actual_status")
-        if rec.get("raised"):
-            actual = f"none: the backend raised {first_line(rec.get('message', ''))}"
-        elif rec.get("message"):
-            actual = f"{actual} ({first_line(rec['message'])})"
-        click.echo(f"  expected {rec.get('oracle_status')}  actual {actual}")
+        actual = rec.actual_status
+        if rec.raised:
+            actual = f"none: the backend raised {first_line(rec.message or '')}"
+        elif rec.message:
+            actual = f"{actual} ({first_line(rec.message)})"
+        click.echo(f"  expected {rec.oracle_status}  actual {actual}")
         for name, cmp in (rec.comparisons or {}).items():
             click.echo(heading(f"output {name}"))
             for k, v in cmp["stats"].items():

@@ -48,15 +48,15 @@ def totals_line(summary: res.Summary, backend: str, seconds: float) -> str:
     return f"{backend}: {summary.total} cases in {seconds:.1f} s: {counts or 'nothing ran'}"
 
 
-def failure_line(rec: dict, width: int = 200) -> str:
+def failure_line(rec: Result, width: int = 200) -> str:
     """A failing case's verdict, id and reason, with the backend's own words when it spoke."""
-    reason = one_line(res.safe_text(rec["reason"])) if rec.get("reason") else ""
-    said = one_line(res.safe_text(rec["message"])) if rec.get("message") else ""
+    reason = one_line(res.safe_text(rec.reason)) if rec.reason else ""
+    said = one_line(res.safe_text(rec.message)) if rec.message else ""
     if said and said not in reason:
         reason = f"{reason} (backend said: {said})" if reason else f"backend said: {said}"
     if len(reason) > width:
         reason = reason[: width - 3] + "..."
-    return f"  {res.safe_text(rec['verdict'])}: {res.safe_text(rec['id'])}: {reason}"
+    return f"  {res.safe_text(rec.verdict)}: {res.safe_text(rec.id)}: {reason}"
 
 
 def print_summary(s: res.Summary, backend: str, seconds: float, limit: int = 20) -> None:
@@ -83,8 +83,8 @@ def print_summary(s: res.Summary, backend: str, seconds: float, limit: int = 20)
         click.echo(heading(f"\nfirst {min(limit, len(s.failures))} of {s.failed} failures"))
         for rec in s.failures[:limit]:
             click.echo(failure_line(rec))
-            if rec.get("replay"):
-                click.echo(f"    {res.safe_text(rec['replay'])}")
+            if rec.replay:
+                click.echo(f"    {res.safe_text(rec.replay)}")
 
 
 EXIT_TERMINATED = 143  # SIGTERM, as shells report it
@@ -213,7 +213,7 @@ def run(**values):
         if results.exists():  # read under the lock: the records this run continues
             earlier = res.Stream(results)
             summary = earlier.fold(res.Summary)
-            done = {str(r["id"]) for r in earlier}
+            done = {str(r.id) for r in earlier}
     else:
         for stale in (results, meta_path):
             if stale.exists():
@@ -234,7 +234,7 @@ def run(**values):
         record(rec)
         state["ran"] += 1
         progress.update(rec)
-        if fail_fast and rec.get("verdict") in res.FAILING:
+        if fail_fast and rec.verdict in res.FAILING:
             state["stop"] = True
             return False
         return True
@@ -325,9 +325,7 @@ def run(**values):
         for path in written:
             click.echo(f"report: {res.safe_text(path)}")
     if update_expectations and expect is not None:
-        records = [
-            r for r in writer.records() if r.get("verdict") in (*res.FAILING, "xfail", "skip")
-        ]
+        records = [r for r in writer.records() if r.verdict in (*res.FAILING, "xfail", "skip")]
         entries = expectations.updated(expect, records, backend, version)
         expectations.write(expectations_file, entries, backend)
         click.echo(f"expectations: wrote {len(entries)} entries to {expectations_file}")

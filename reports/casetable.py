@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from .run import ORDER, STAT_KEYS, clip, column, dtype_tag, fmt, num, short, sort_key, stats_of
+from ..conformance.judge.result import Result, as_result
+from .run import ORDER, STAT_KEYS, clip, column, dtype_tag, fmt, num, or_, short, sort_key, stats_of
 from .ulpnote import policy_of, small_value_notes
 
 WORST_LIMIT = 10  # worst elements kept per output
@@ -86,10 +87,11 @@ class CaseTable:
         self.aclnn: dict[str, str] = {}
         self._seq = 0
 
-    def add(self, rec: dict[str, Any]) -> None:
-        if rec.get("aclnn_op"):
-            self.aclnn.setdefault(str(rec.get("op", "?")), str(rec["aclnn_op"]))
-        verdict = rec.get("verdict", "error")
+    def add(self, rec: Result | dict[str, Any]) -> None:
+        rec = as_result(rec)
+        if rec.aclnn_op:
+            self.aclnn.setdefault(str(or_(rec.op, "?")), str(rec.aclnn_op))
+        verdict = rec.verdict
         if verdict not in self.BOUNDED:
             self.rows.append(self._row(rec))
             return
@@ -107,9 +109,9 @@ class CaseTable:
         else:
             heapq.heappush(heap, (*entry_key, *self._row(rec)))
 
-    def _row(self, rec: dict[str, Any]) -> tuple[tuple[int, str], list[Any], Any]:
-        cid = str(rec.get("id", ""))
-        layouts = rec.get("layouts") or {}
+    def _row(self, rec: Result) -> tuple[tuple[int, str], list[Any], Any]:
+        cid = str(rec.id)
+        layouts = rec.layouts or {}
         p = {
             name: [short(dtype)]
             + (
@@ -117,33 +119,33 @@ class CaseTable:
                 if (lay := layouts.get(name))
                 else []
             )
-            for name, dtype in (rec.get("dtypes") or {}).items()
+            for name, dtype in (rec.dtypes or {}).items()
         }
         st = stats_of(rec)
-        replay = str(rec.get("replay") or "")
+        replay = str(rec.replay or "")
         quoted = f"'{cid}'"
         template = replay.replace(quoted, "'{id}'", 1) if quoted in replay else replay
-        verdict = rec.get("verdict", "error")
-        long_reason = len(str(rec.get("reason") or "")) > REASON_LIMIT
+        verdict = rec.verdict
+        long_reason = len(str(rec.reason or "")) > REASON_LIMIT
         detail = None
-        if verdict != "pass" or rec.get("expectation") or long_reason or small_value_notes(rec):
+        if verdict != "pass" or rec.expectation or long_reason or small_value_notes(rec):
             detail = _detail(rec)
         row = [
             cid,
-            self.ops(rec.get("op", "?")),
-            self.products(rec.get("product", "?")),
+            self.ops(or_(rec.op, "?")),
+            self.products(or_(rec.product, "?")),
             self.cols(column(rec)),
             ORDER.index(verdict) if verdict in ORDER else 0,
-            1 if rec.get("kind") == "negative" else 0,
+            1 if rec.kind == "negative" else 0,
             self.tags(dtype_tag(rec)),
             self.params(p),
-            self.clause_sets([self.clause_names(c) for c in rec.get("clauses") or []]),
+            self.clause_sets([self.clause_names(c) for c in rec.clauses or []]),
             _round(st["max_ulp"]),
             _round(st["max_rel"]),
             _round(st["max_abs"]),
-            rec.get("expected_status"),
-            _round(num((rec.get("durations") or {}).get("total"))),
-            clip(rec.get("reason"), REASON_LIMIT),
+            rec.expected_status,
+            _round(num((rec.durations or {}).get("total"))),
+            clip(rec.reason, REASON_LIMIT),
             self.replays(template) if template else -1,
             -1,
         ]
@@ -178,7 +180,7 @@ class CaseTable:
         }
 
 
-def case_payload(records: Iterable[dict[str, Any]], keep: int = PASS_ROWS) -> dict[str, Any]:
+def case_payload(records: Iterable[Result], keep: int = PASS_ROWS) -> dict[str, Any]:
     """The compact case table of `records` (see CaseTable)."""
     table = CaseTable(keep)
     for rec in records:
@@ -189,7 +191,7 @@ def case_payload(records: Iterable[dict[str, Any]], keep: int = PASS_ROWS) -> di
 WORST_FIELDS = ("index", "expected", "actual", "abs_err", "rel_err", "ulp", "inputs")
 
 
-def _detail(rec: dict[str, Any]) -> dict[str, Any]:
+def _detail(rec: Result) -> dict[str, Any]:
     """What the drill-down of a case that did not pass shows beyond its row (compact keys:
     st statuses, r full reason when the row's is cut, m backend message, c per output
     [statistics in STAT_KEYS order, worst elements in WORST_FIELDS order], d durations,
@@ -197,25 +199,25 @@ def _detail(rec: dict[str, Any]) -> dict[str, Any]:
     nothing, where it comes from the small-value domain). A comparison's third item is its
     policy's [small_threshold, small_atol, dtype], so the page can mark small-value elements."""
     comps = {}
-    for name, c in (rec.get("comparisons") or {}).items():
+    for name, c in (rec.comparisons or {}).items():
         comps[name] = _comparison(c.get("stats") or {}, c.get("worst") or [])
         comps[name].append(list(pol[1:] + pol[:1]) if (pol := policy_of(rec, name)) else None)
-    if not comps and rec.get("stats"):
-        comps["output"] = _comparison(rec["stats"], rec.get("worst") or [])
+    if not comps and rec.stats:
+        comps["output"] = _comparison(rec.stats, rec.worst or [])
     out: dict[str, Any] = {
-        "st": [rec.get("expected_status"), rec.get("oracle_status"), rec.get("actual_status")],
+        "st": [rec.expected_status, rec.oracle_status, rec.actual_status],
         "c": comps,
-        "d": {k: _round(num(v)) for k, v in (rec.get("durations") or {}).items()},
+        "d": {k: _round(num(v)) for k, v in (rec.durations or {}).items()},
     }
-    reason = " ".join(str(rec.get("reason") or "").split())
+    reason = " ".join(str(rec.reason or "").split())
     if len(reason) > REASON_LIMIT:
         out["r"] = clip(reason, 4000)
-    if rec.get("message"):
-        out["m"] = clip(rec["message"], 4000)
-    if rec.get("expectation"):
-        out["x"] = rec["expectation"]
-    if rec.get("verdict_before_expectation"):
-        out["b"] = rec["verdict_before_expectation"]
+    if rec.message:
+        out["m"] = clip(rec.message, 4000)
+    if rec.expectation:
+        out["x"] = rec.expectation
+    if rec.verdict_before_expectation:
+        out["b"] = rec.verdict_before_expectation
     notes = small_value_notes(rec)
     if notes:
         out["u"] = {n.output: n.long() for n in notes}

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .run import BROKEN
+from ..conformance.judge.result import Result, as_result
+from .run import BROKEN, or_
 
 NO_CASE = "no-case"  # the suite generates no case for the clause
 NOT_RUN = "not-run"  # cases exist but none is in these results
@@ -163,14 +164,14 @@ class CoverageTally:
     def _ops(self) -> list[dict[str, Any]]:
         return list((self.universe or {}).get("ops") or [])
 
-    def add(self, rec: Any) -> None:
-        op = str(rec.get("op", ""))
+    def add(self, rec: Result) -> None:
+        op = str(or_(rec.op, ""))
         self.per_op[op] += 1
-        self.ops_seen.setdefault(op, str(rec.get("aclnn_op") or ""))
-        if rec.get("spec_sha256"):
-            self.hashes.setdefault(op, set()).add(str(rec["spec_sha256"]))
-        v = rec.get("verdict", "error")
-        for q in rec.get("clauses") or []:
+        self.ops_seen.setdefault(op, str(rec.aclnn_op or ""))
+        if rec.spec_sha256:
+            self.hashes.setdefault(op, set()).add(str(rec.spec_sha256))
+        v = rec.verdict
+        for q in rec.clauses or []:
             q = str(q)
             self.tallies.setdefault(q, Counter())[v] += 1
             if self.kinds.get(q) in DYNAMIC:
@@ -236,9 +237,10 @@ def clause_coverage(records: Iterable[Any], universe: dict[str, Any] | None = No
     """Coverage of every clause of `universe` (a run's meta["clauses"]; None: the clauses the
     records name). `records`: each case once (a list, or any iterable)."""
     tally = CoverageTally(universe)
-    by_id: dict[str, dict[str, Any]] = {}
-    for rec in records:  # a list may hold an id twice: its last record counts, as in a file
-        by_id[str(rec.get("id"))] = rec
+    by_id: dict[str, Result] = {}
+    # a list may hold an id twice: its last record counts, as in a file
+    for rec in map(as_result, records):
+        by_id[str(rec.id)] = rec
     for rec in by_id.values():
         tally.add(rec)
     return tally.result()

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..conformance.judge.result import Result, as_result
 from ..conformance.judge.results import safe_text
 from .markdown import code, esc, fenced
 from .output import write_atomic
-from .run import BROKEN, EXPLAINED, clip, dtype_tag, fmt, num, sort_key, stats_of
+from .run import BROKEN, EXPLAINED, clip, dtype_tag, fmt, num, or_, sort_key, stats_of
 
 WAS_OK = ("pass", "xpass", *EXPLAINED, "skip")  # did not fail the run
 PASSED = ("pass", "xpass")
@@ -117,32 +118,34 @@ def _s(items: list) -> str:
 Entry = tuple[str, float | None, float | None]  # verdict, max_ulp, max_rel
 
 
-def _entry(rec: dict[str, Any]) -> Entry:
+def _entry(rec: Result) -> Entry:
     st = stats_of(rec)
-    return (sys.intern(str(rec.get("verdict", ""))), st["max_ulp"], st["max_rel"])
+    return (sys.intern(str(rec.verdict)), st["max_ulp"], st["max_rel"])
 
 
-def _index(records: Iterable[dict[str, Any]]) -> dict[str, Entry]:
+def _index(records: Iterable[Result | dict[str, Any]]) -> dict[str, Entry]:
     """Each case's last verdict and compared statistics, by id as recorded: a small tuple a
     case (reasons and replay commands are read again only for the cases listed)."""
     out: dict[str, Entry] = {}
-    for rec in records:
-        out[str(rec.get("id"))] = _entry(rec)
+    for rec in map(as_result, records):
+        out[str(rec.id)] = _entry(rec)
     return out
 
 
-def _details(records: Iterable[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str, str]]:
+def _details(
+    records: Iterable[Result | dict[str, Any]], wanted: set[str]
+) -> dict[str, dict[str, str]]:
     """Display-safe id, op, dtype tag, reason and replay of the `wanted` cases."""
     out: dict[str, dict[str, str]] = {}
-    for rec in records:
-        cid = str(rec.get("id"))
+    for rec in map(as_result, records):
+        cid = str(rec.id)
         if cid in wanted:
             out[cid] = {
                 "id": safe_text(cid),
-                "op": safe_text(rec.get("op", "?")),
+                "op": safe_text(or_(rec.op, "?")),
                 "tag": safe_text(dtype_tag(rec)),
-                "reason": clip(safe_text(rec.get("reason") or ""), 300),
-                "replay": safe_text(rec.get("replay") or ""),
+                "reason": clip(safe_text(rec.reason or ""), 300),
+                "replay": safe_text(rec.replay or ""),
             }
     return out
 
@@ -159,9 +162,9 @@ def _change(cid: str, old: Entry | None, new: Entry | None, info: dict[str, str]
     )
 
 
-def moved_stats(old: dict[str, Any], new: dict[str, Any], threshold: float) -> list[StatMove]:
+def moved_stats(old: Result, new: Result, threshold: float) -> list[StatMove]:
     """max_ulp / max_rel of a case that moved by more than `threshold` between two records."""
-    return _moved(safe_text(new.get("id")), _entry(old), _entry(new), threshold)
+    return _moved(safe_text(new.id), _entry(old), _entry(new), threshold)
 
 
 def _moved(cid: str, old: Entry, new: Entry, threshold: float) -> list[StatMove]:
@@ -178,8 +181,8 @@ def _moved(cid: str, old: Entry, new: Entry, threshold: float) -> list[StatMove]
 
 
 def diff_runs(
-    old: Iterable[dict[str, Any]],
-    new: Iterable[dict[str, Any]],
+    old: Iterable[Result | dict[str, Any]],
+    new: Iterable[Result | dict[str, Any]],
     threshold: float = DEFAULT_THRESHOLD,
 ) -> Diff:
     """The difference of two runs' records: lists, or Streams (each read once, and again for
@@ -211,7 +214,7 @@ def diff_runs(
     info.update(_details(old, gone) if gone else {})
     for kind, cid in kinds:
         getattr(d, kind).append(_change(cid, before.get(cid), after.get(cid), info.get(cid, {})))
-    d.regressions.sort(key=lambda c: sort_key({"verdict": c.new, "id": c.id}))
+    d.regressions.sort(key=lambda c: sort_key(Result(c.id, c.new)))
     d.moved.sort(key=lambda m: (not m.grew, -m.size, m.id))
     return d
 

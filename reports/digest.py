@@ -17,11 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..conformance.judge.result import Result, as_result
 from ..conformance.judge.results import safe
 from .casetable import PASS_ROWS, CaseTable
 from .coverage import Coverage, CoverageTally
 from .plots import Panel, PanelTally
-from .run import FAILING, InfoTally, column, deviation_id, dtype_tag, sort_key
+from .run import FAILING, InfoTally, column, deviation_id, dtype_tag, or_, sort_key
 
 DEVIATION_IDS = 50  # case ids listed per deviation (the first in id order)
 
@@ -60,18 +61,20 @@ class Digest:
         self.sinks = list(sinks)
         self._sorted = True
 
-    def add(self, rec: dict[str, Any]) -> None:
+    def add(self, rec: Result | dict[str, Any]) -> None:
+        """Count one record (a Result, or its JSON object: records from memory)."""
+        rec = as_result(rec)
         if self.clean:
-            rec = safe(rec)
-        v = rec.get("verdict", "error")
+            rec = Result.from_json(safe(rec.to_dict()))
+        v = rec.verdict
         self.total += 1
         self.verdicts[v] += 1
-        key = (str(rec.get("op", "?")), str(rec.get("product", "?")), dtype_tag(rec), column(rec))
+        key = (str(or_(rec.op, "?")), str(or_(rec.product, "?")), dtype_tag(rec), column(rec))
         self.tag_grid.setdefault(key, Counter())[v] += 1
         if v in FAILING:
-            self._failures.append((sort_key(rec), json.dumps(rec, separators=(",", ":"))))
+            self._failures.append((sort_key(rec), json.dumps(rec.to_dict(), separators=(",", ":"))))
             self._sorted = False
-            for c in rec.get("clauses") or ["(no clause)"]:
+            for c in rec.clauses or ["(no clause)"]:
                 self.failing_clauses[str(c)] += 1
         elif v == "deviation":
             self._deviation(rec)
@@ -84,11 +87,11 @@ class Digest:
         for sink in self.sinks:
             sink.add(rec)
 
-    def _deviation(self, rec: dict[str, Any]) -> None:
+    def _deviation(self, rec: Result) -> None:
         """Count a deviation case; keep the first DEVIATION_IDS ids in id order and the reason
         of the first of them."""
-        cid = str(rec.get("id"))
-        why = str((rec.get("expectation") or {}).get("reason") or "")
+        cid = str(rec.id)
+        why = str((rec.expectation or {}).get("reason") or "")
         d = self.deviations.get(deviation_id(rec))
         if d is None:
             d = self.deviations[deviation_id(rec)] = {"cases": 0, "reason": why, "ids": []}
@@ -106,17 +109,17 @@ class Digest:
     def failed(self) -> int:
         return sum(self.verdicts[v] for v in FAILING)
 
-    def sorted_failures(self, limit: int | None = None) -> list[dict[str, Any]]:
+    def sorted_failures(self, limit: int | None = None) -> list[Result]:
         """The first `limit` failures (all when None), most severe first, then by id."""
         return list(self.iter_failures(limit))
 
-    def iter_failures(self, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    def iter_failures(self, limit: int | None = None) -> Iterator[Result]:
         """The failures' records, most severe first, then by id, parsed one at a time."""
         if not self._sorted:
             self._failures.sort(key=lambda f: f[0])
             self._sorted = True
         for _, text in self._failures[:limit]:
-            yield json.loads(text)
+            yield Result.from_json(text)
 
     def grid(self) -> dict[tuple[str, str, str], Counter]:
         """Verdict counts per (op, product, dtype column)."""

@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from ..conformance.judge.result import Result
 from . import plots
 from .casetable import FIELDS, PASS_ROWS, REASON_LIMIT, WORST_LIMIT, case_payload
 from .coverage import FLAGGED, Coverage
@@ -81,7 +82,7 @@ def script_json(obj: Any) -> str:
 # -- the page ---------------------------------------------------------------------------------
 
 
-def matrix_view(records: Iterable[dict[str, Any]] | dict) -> dict[str, Any]:
+def matrix_view(records: Iterable[Result] | dict) -> dict[str, Any]:
     """Rows (op, product) x dtype columns, each cell with counts, pass rate and a colour class.
     `records`: the records, or their grid (reports.run.grid)."""
     g = records if isinstance(records, dict) else grid(records)

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..conformance.judge.result import Result
 from ..conformance.judge.verdicts import VERDICTS
 from .coverage import Coverage
 from .digest import Digest, digest_of
@@ -98,9 +99,9 @@ def _head(
     ), d
 
 
-def failure(rec: dict[str, Any], worst_limit: int = 5) -> dict[str, Any]:
+def failure(rec: Result, worst_limit: int = 5) -> dict[str, Any]:
     out = {
-        k: rec.get(k)
+        k: getattr(rec, k)
         for k in (
             "id",
             "op",
@@ -118,11 +119,11 @@ def failure(rec: dict[str, Any], worst_limit: int = 5) -> dict[str, Any]:
     }
     out["dtype_tag"] = dtype_tag(rec)
     out["stats"] = stats_of(rec)
-    out["outputs"] = {name: c.get("stats") for name, c in (rec.get("comparisons") or {}).items()}
+    out["outputs"] = {name: c.get("stats") for name, c in (rec.comparisons or {}).items()}
     out["worst"] = worst_elements(rec, worst_limit)
     for key in ("message", "expectation", "verdict_before_expectation"):
-        if rec.get(key):
-            out[key] = rec[key]
+        if getattr(rec, key):
+            out[key] = getattr(rec, key)
     return out
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..conformance.judge.result import Result, as_result
 from .output import write_atomic
 from .run import (
     ERRORS,
@@ -28,6 +29,7 @@ from .run import (
     dtype_tag,
     fmt,
     num,
+    or_,
     stats_of,
     worst_elements,
 )
@@ -43,24 +45,24 @@ def xml_text(value: Any) -> str:
     return _BAD_XML.sub("\ufffd", str(value if value is not None else ""))
 
 
-def counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+def counts(records: Iterable[Result]) -> dict[str, int]:
     """tests / failures / errors / skipped as the JUnit attributes count them."""
-    return _counts(Counter(r.get("verdict", "error") for r in records))
+    return _counts(Counter(r.verdict for r in records))
 
 
-def details(rec: dict[str, Any]) -> str:
+def details(rec: Result) -> str:
     """The body of a <failure>/<error>: what a person needs to understand and replay the case."""
-    lines = [f"case: {rec.get('id')}"]
-    if rec.get("reason"):
-        lines.append(f"reason: {rec['reason']}")
-    if rec.get("message"):
-        lines.append(f"backend message: {rec['message']}")
-    if rec.get("expected_status") is not None or rec.get("actual_status") is not None:
-        st = [rec.get(k) for k in ("expected_status", "oracle_status", "actual_status")]
+    lines = [f"case: {rec.id}"]
+    if rec.reason:
+        lines.append(f"reason: {rec.reason}")
+    if rec.message:
+        lines.append(f"backend message: {rec.message}")
+    if rec.expected_status is not None or rec.actual_status is not None:
+        st = [getattr(rec, k) for k in ("expected_status", "oracle_status", "actual_status")]
         st = ["—" if x is None else x for x in st]
         lines.append(f"status: expected {st[0]}, oracle {st[1]}, actual {st[2]}")
-    dtypes = rec.get("dtypes") or {}
-    for name, lay in (rec.get("layouts") or {}).items():
+    dtypes = rec.dtypes or {}
+    for name, lay in (rec.layouts or {}).items():
         lines.append(
             f"  {name}: {dtypes.get(name, '?')} shape {lay.get('shape')} strides "
             f"{lay.get('strides')} offset {lay.get('offset')}"
@@ -81,20 +83,20 @@ def details(rec: dict[str, Any]) -> str:
                 f"actual {w.get('actual')} (abs {fmt(w.get('abs_err'))}, rel "
                 f"{fmt(w.get('rel_err'))}, ulp {fmt(w.get('ulp'))})"
             )
-    if rec.get("clauses"):
-        lines.append("clauses: " + ", ".join(rec["clauses"]))
-    if rec.get("expectation"):
-        e = rec["expectation"]
+    if rec.clauses:
+        lines.append("clauses: " + ", ".join(rec.clauses))
+    if rec.expectation:
+        e = rec.expectation
         dev = f" (deviation {e['deviation']})" if e.get("deviation") else ""
         lines.append(f"expectation: {e.get('kind')} {e.get('match')!r}{dev}: {e.get('reason')}")
-    if rec.get("replay"):
-        lines.append(f"replay: {rec['replay']}")
+    if rec.replay:
+        lines.append(f"replay: {rec.replay}")
     return "\n".join(lines)
 
 
-def _message(rec: dict[str, Any]) -> str:
-    v = rec.get("verdict", "error")
-    reason = " ".join(str(rec.get("reason") or "").split())
+def _message(rec: Result) -> str:
+    v = rec.verdict
+    reason = " ".join(str(rec.reason or "").split())
     st = stats_of(rec)
     tail = ""
     if st["max_ulp"] is not None:
@@ -103,17 +105,17 @@ def _message(rec: dict[str, Any]) -> str:
     return (text[:400] + tail) if v in ("fail", "xpass") else text[:400]
 
 
-def testcase(rec: dict[str, Any]) -> ET.Element:
-    op = str(rec.get("op", "?"))
-    classname = f"{op}.{rec.get('product', '?')}.{dtype_tag(rec)}"
-    total = (rec.get("durations") or {}).get("total")
+def testcase(rec: Result) -> ET.Element:
+    op = str(or_(rec.op, "?"))
+    classname = f"{op}.{or_(rec.product, '?')}.{dtype_tag(rec)}"
+    total = (rec.durations or {}).get("total")
     attrs = {
         "classname": xml_text(classname),
-        "name": xml_text(rec.get("id", "?")),
+        "name": xml_text(rec.id),
         "time": f"{float(total):.6f}" if isinstance(total, int | float) else "0",
     }
     tc = ET.Element("testcase", attrs)
-    v = rec.get("verdict", "error")
+    v = rec.verdict
     if v in ("fail", "xpass"):
         el = ET.SubElement(tc, "failure", {"message": xml_text(_message(rec)), "type": v})
         el.text = xml_text(details(rec))
@@ -121,18 +123,18 @@ def testcase(rec: dict[str, Any]) -> ET.Element:
         el = ET.SubElement(tc, "error", {"message": xml_text(_message(rec)), "type": v})
         el.text = xml_text(details(rec))
     elif v == "skip":
-        ET.SubElement(tc, "skipped", {"message": xml_text(rec.get("reason") or "skipped")})
+        ET.SubElement(tc, "skipped", {"message": xml_text(rec.reason or "skipped")})
     elif v == "xfail":
-        e = rec.get("expectation") or {}
-        why = e.get("reason") or rec.get("reason") or "expected failure"
-        before = rec.get("verdict_before_expectation")
-        msg = f"xfail: {why}" + (f" (was {before}: {rec.get('reason')})" if before else "")
+        e = rec.expectation or {}
+        why = e.get("reason") or rec.reason or "expected failure"
+        before = rec.verdict_before_expectation
+        msg = f"xfail: {why}" + (f" (was {before}: {rec.reason})" if before else "")
         ET.SubElement(tc, "skipped", {"message": xml_text(msg[:1000])})
     elif v == "deviation":
-        e = rec.get("expectation") or {}
+        e = rec.expectation or {}
         why = e.get("reason") or "documented deviation of the library"
-        before = rec.get("verdict_before_expectation") or "fail"
-        was = f"{before}: {rec['reason']}" if rec.get("reason") else before
+        before = rec.verdict_before_expectation or "fail"
+        was = f"{before}: {rec.reason}" if rec.reason else before
         msg = f"deviation {deviation_id(rec) or '?'}: {why} (was {was})"
         el = ET.SubElement(tc, "skipped", {"message": xml_text(msg[:1000])})
         el.text = xml_text(details(rec))
@@ -157,8 +159,9 @@ class JUnitSpill:
         self.info = InfoTally()
         self._offset = 0
 
-    def add(self, rec: dict[str, Any]) -> None:
-        op = str(rec.get("op", "?"))
+    def add(self, rec: Result | dict[str, Any]) -> None:
+        rec = as_result(rec)
+        op = str(or_(rec.op, "?"))
         k = self.ops.setdefault(op, len(self.ops))
         tc = testcase(rec)
         ET.indent(tc, space=" ", level=2)
@@ -166,10 +169,10 @@ class JUnitSpill:
         self.file.write(data)
         self.where.extend((k, self._offset, len(data)))
         self._offset += len(data)
-        self.counts.setdefault(op, Counter())[rec.get("verdict", "error")] += 1
-        self.seconds[op] += float(num((rec.get("durations") or {}).get("total")) or 0.0)
-        if rec.get("aclnn_op") and op not in self.aclnn:
-            self.aclnn[op] = str(rec["aclnn_op"])
+        self.counts.setdefault(op, Counter())[rec.verdict] += 1
+        self.seconds[op] += float(num((rec.durations or {}).get("total")) or 0.0)
+        if rec.aclnn_op and op not in self.aclnn:
+            self.aclnn[op] = str(rec.aclnn_op)
         self.info.add(rec)
 
     def pieces(self, meta: dict[str, Any] | None = None) -> Iterator[str]:
@@ -254,11 +257,13 @@ def _counts(v: Counter) -> dict[str, int]:
     }
 
 
-def render_junit(records: Iterable[dict[str, Any]], meta: dict[str, Any] | None = None) -> str:
+def render_junit(
+    records: Iterable[Result | dict[str, Any]], meta: dict[str, Any] | None = None
+) -> str:
     """The JUnit XML of `records` (a list: each op's cases sorted by id)."""
     spill = JUnitSpill()
     try:
-        for rec in sorted(records, key=lambda r: str(r.get("id", ""))):
+        for rec in sorted(map(as_result, records), key=lambda r: str(r.id)):
             spill.add(rec)
         return "".join(spill.pieces(meta))
     finally:

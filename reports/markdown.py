@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..conformance.judge.result import Result
 from ..conformance.judge.results import safe_text
 from ..conformance.judge.verdicts import VERDICTS
 from .digest import Digest, digest_of
@@ -171,8 +172,8 @@ def op_dtype_table(records: Any) -> list[str]:
     return lines
 
 
-def failure_item(rec: dict[str, Any]) -> list[str]:
-    v = rec.get("verdict", "error")
+def failure_item(rec: Result) -> list[str]:
+    v = rec.verdict
     st = stats_of(rec)
     stats = ""
     if st["max_ulp"] is not None:
@@ -182,12 +183,12 @@ def failure_item(rec: dict[str, Any]) -> list[str]:
             else ""
         )
         stats = f" (max ULP {fmt_ulp(st['max_ulp'])}{small}, max rel {fmt(st['max_rel'])})"
-    reason = clip(rec.get("reason") or rec.get("message") or "", 300)
-    lines = [f"- {ICON.get(v, '')} **{esc(v)}** {code(rec.get('id'))}{stats}"]
+    reason = clip(rec.reason or rec.message or "", 300)
+    lines = [f"- {ICON.get(v, '')} **{esc(v)}** {code(rec.id)}{stats}"]
     if reason:
         lines.append(f"  {esc(reason)}")
-    if rec.get("replay"):
-        lines += fenced([str(rec["replay"])], "sh", "  ")
+    if rec.replay:
+        lines += fenced([str(rec.replay)], "sh", "  ")
     return lines
 
 

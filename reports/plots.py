@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from .run import BROKEN, NEGATIVE, column, column_order, num, stats_of
+from ..conformance.judge.result import Result, as_result
+from .run import BROKEN, NEGATIVE, column, column_order, num, or_, stats_of
 from .ulpnote import small_value_notes
 
 # (upper bound inclusive, label); the first bin is exactly zero.
@@ -72,7 +73,8 @@ class PanelTally:
     def __init__(self) -> None:
         self.groups: dict[tuple[str, str], _Group] = {}
 
-    def add(self, rec: dict[str, Any]) -> None:
+    def add(self, rec: Result | dict[str, Any]) -> None:
+        rec = as_result(rec)
         col = column(rec)
         if col == NEGATIVE:
             return
@@ -80,13 +82,13 @@ class PanelTally:
         b = bin_of(st)
         if b is None:
             return
-        key = (str(rec.get("op", "?")), col)
+        key = (str(or_(rec.op, "?")), col)
         g = self.groups.get(key)
         if g is None:
             g = self.groups[key] = _Group([0] * len(LABELS), [0] * len(LABELS))
         g.cases += 1
         g.counts[b] += 1
-        g.failing[b] += rec.get("verdict") in BROKEN
+        g.failing[b] += rec.verdict in BROKEN
         u = st.get("max_ulp")
         if u is not None and not math.isnan(u) and (g.worst is None or u > g.worst):
             g.worst = u
@@ -120,7 +122,7 @@ class PanelTally:
         return panels
 
 
-def ulp_panels(records: Iterable[dict[str, Any]]) -> list[Panel]:
+def ulp_panels(records: Iterable[Result]) -> list[Panel]:
     tally = PanelTally()
     for rec in records:
         tally.add(rec)

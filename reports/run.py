@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conformance.files import safeio
+from ..conformance.judge.result import Result, as_result
 from ..conformance.judge.results import MAX_META_BYTES, ResultsFileError, Stream
 from ..conformance.judge.verdicts import BROKEN, ERRORS, EXPLAINED, FAILING, VERDICTS  # noqa: F401
 
@@ -45,7 +46,7 @@ assert set(HELP) == set(VERDICTS), "a verdict was added: say what it means in re
 @dataclass
 class Run:
     path: Path | None
-    records: list[dict[str, Any]]
+    records: list[Result]
     meta: dict[str, Any] = field(default_factory=dict)
     torn_lines: int = 0  # lines that were not JSON records (a run killed mid-write)
 
@@ -70,9 +71,9 @@ def read_run(path: str | Path) -> Run:
     (small files; reports stream with open_results)."""
     p = Path(path)
     stream, meta = open_results(p, clean=False)
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, Result] = {}
     for rec in stream:
-        by_id[str(rec["id"])] = rec
+        by_id[str(rec.id)] = rec
     return Run(p, list(by_id.values()), meta, stream.torn)
 
 
@@ -94,6 +95,11 @@ def read_meta(results_path: Path) -> dict[str, Any]:
 # -- per case --------------------------------------------------------------------------------
 
 
+def or_(value: Any, default: Any) -> Any:
+    """A record's field, or `default` where the record has none (unset, or null)."""
+    return default if value is None else value
+
+
 def num(x: Any) -> float | None:
     """A statistic as a float: results write inf/nan as strings; None when absent."""
     if x is None or x is True or x is False:
@@ -111,11 +117,11 @@ def num(x: Any) -> float | None:
 _COUNTS = {"mismatches", "compared", "n", "nan_mismatches", "inf_mismatches", "small_value_count"}
 
 
-def stats_of(rec: dict[str, Any]) -> dict[str, float | None]:
+def stats_of(rec: Result) -> dict[str, float | None]:
     """The case's statistics, the worst over its outputs (max of each; sums of counts)."""
-    comps = [c.get("stats") or {} for c in (rec.get("comparisons") or {}).values()]
-    if not comps and rec.get("stats"):
-        comps = [rec["stats"]]
+    comps = [c.get("stats") or {} for c in (rec.comparisons or {}).values()]
+    if not comps and rec.stats:
+        comps = [rec.stats]
     if len(comps) == 1:
         only = comps[0]
         return {key: num(only.get(key)) for key in STAT_KEYS}
@@ -131,15 +137,15 @@ def stats_of(rec: dict[str, Any]) -> dict[str, float | None]:
     return out
 
 
-def worst_elements(rec: dict[str, Any], limit: int = 10) -> list[dict[str, Any]]:
+def worst_elements(rec: Result, limit: int = 10) -> list[dict[str, Any]]:
     """The worst elements of each output, tagged with the output's name."""
     out = []
-    comps = rec.get("comparisons") or {}
+    comps = rec.comparisons or {}
     if comps:
         for name, c in comps.items():
             out += [dict(w, output=name) for w in (c.get("worst") or [])[:limit]]
     else:
-        out = [dict(w) for w in (rec.get("worst") or [])[:limit]]
+        out = [dict(w) for w in (rec.worst or [])[:limit]]
     return out
 
 
@@ -153,15 +159,15 @@ def short(dtype: str) -> str:
         return str(dtype)
 
 
-def column(rec: dict[str, Any]) -> str:
+def column(rec: Result) -> str:
     """The dtype column of a case in matrices: its output dtype (what it is rounded to), or
     `neg` for a negative case (it checks a status code, not numbers)."""
-    if rec.get("kind") == "negative":
+    if rec.kind == "negative":
         return NEGATIVE
-    dtypes = rec.get("dtypes") or {}
-    names = [dtypes[o] for o in rec.get("outputs") or () if o in dtypes]
-    if not names and rec.get("out_dtype"):
-        names = [rec["out_dtype"]]
+    dtypes = rec.dtypes or {}
+    names = [dtypes[o] for o in rec.outputs or () if o in dtypes]
+    if not names and rec.out_dtype:
+        names = [rec.out_dtype]
     if not names:  # a record of an older version: its tensors, all of them
         names = list(dtypes.values())
     shorts = sorted({short(n) for n in names})
@@ -176,24 +182,24 @@ def column_order(cols: set[str] | list[str]) -> list[str]:
     return known + rest + ([NEGATIVE] if NEGATIVE in cols else [])
 
 
-def dtype_tag(rec: dict[str, Any]) -> str:
+def dtype_tag(rec: Result) -> str:
     """Short dtypes of the tensors in C signature order (as in case ids): `f32`, `f32.f32.f16`,
     as the runner recorded it (a record of an older version: its tensors by name)."""
-    if rec.get("dtype_tag"):
-        return str(rec["dtype_tag"])
-    dtypes = rec.get("dtypes") or {}
+    if rec.dtype_tag:
+        return str(rec.dtype_tag)
+    dtypes = rec.dtypes or {}
     shorts = [short(str(dtypes[p])) for p in dtypes]
     if not shorts:
         return "-"
     return shorts[0] if len(set(shorts)) == 1 else ".".join(shorts)
 
 
-def grid(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], Counter]:
+def grid(records: Iterable[Result | dict[str, Any]]) -> dict[tuple[str, str, str], Counter]:
     """Verdict counts per (op, product, dtype column)."""
     out: dict[tuple[str, str, str], Counter] = {}
-    for r in records:
-        key = (str(r.get("op", "?")), str(r.get("product", "?")), column(r))
-        out.setdefault(key, Counter())[r.get("verdict", "error")] += 1
+    for r in map(as_result, records):
+        key = (str(or_(r.op, "?")), str(or_(r.product, "?")), column(r))
+        out.setdefault(key, Counter())[r.verdict] += 1
     return out
 
 
@@ -220,16 +226,17 @@ class InfoTally:
         self.cases = 0
         self.seconds = 0.0
 
-    def add(self, rec: dict[str, Any]) -> None:
+    def add(self, rec: Result | dict[str, Any]) -> None:
+        rec = as_result(rec)
         self.cases += 1
         for key in INFO_KEYS:
-            value = rec.get(key)
+            value = getattr(rec, key)
             if value is not None and value != "":
                 c = self.values[key]
                 text = str(value)
                 if text in c or len(c) < DISTINCT_KEPT:
                     c[text] += 1
-        self.seconds += num((rec.get("durations") or {}).get("total")) or 0.0
+        self.seconds += num((rec.durations or {}).get("total")) or 0.0
 
     def common(self, key: str) -> str:
         """The value of `key` in the records; several (most frequent first) when they differ."""
@@ -274,7 +281,7 @@ def scope(meta: dict[str, Any]) -> str:
     return ""
 
 
-def run_info(records: Iterable[dict[str, Any]], meta: dict[str, Any] | None) -> dict[str, Any]:
+def run_info(records: Iterable[Result], meta: dict[str, Any] | None) -> dict[str, Any]:
     """Header facts: from the meta file where the run wrote one, else from the records."""
     tally = InfoTally()
     for rec in records:
@@ -336,11 +343,11 @@ def clip(text: Any, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def deviation_id(rec: dict[str, Any]) -> str:
+def deviation_id(rec: Result) -> str:
     """The `<op>/<deviation id>` a record's expectation names, "" when none."""
-    return str((rec.get("expectation") or {}).get("deviation") or "")
+    return str((rec.expectation or {}).get("deviation") or "")
 
 
-def sort_key(rec: dict[str, Any]) -> tuple[int, str]:
-    v = rec.get("verdict", "error")
-    return (ORDER.index(v) if v in ORDER else 0, str(rec.get("id", "")))
+def sort_key(rec: Result) -> tuple[int, str]:
+    v = rec.verdict
+    return (ORDER.index(v) if v in ORDER else 0, str(rec.id))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..conformance.judge.result import Result
 from .run import fmt, num, short
 
 # What a ULP figure is, for legends and column tooltips.
@@ -116,11 +117,11 @@ def _policy(dtype: str) -> tuple[float, float] | None:
     return None if p.exact else (p.small_threshold, p.small_atol)
 
 
-def policy_of(rec: dict[str, Any], output: str) -> tuple[str, float, float] | None:
+def policy_of(rec: Result, output: str) -> tuple[str, float, float] | None:
     """(dtype, small_threshold, small_atol) of the policy that judged `output`; None if unknown."""
-    comp = (rec.get("comparisons") or {}).get(output) or {}
+    comp = (rec.comparisons or {}).get(output) or {}
     stored = comp.get("policy")
-    dtype = str(rec.get("tolerance_dtype") or (rec.get("dtypes") or {}).get(output) or "")
+    dtype = str(rec.tolerance_dtype or (rec.dtypes or {}).get(output) or "")
     if isinstance(stored, dict):
         thr, atol = num(stored.get("small_threshold")), num(stored.get("small_atol"))
         if thr is not None and atol is not None:
@@ -131,10 +132,10 @@ def policy_of(rec: dict[str, Any], output: str) -> tuple[str, float, float] | No
     return None if pol is None else (short(dtype), *pol)
 
 
-def small_value_notes(rec: dict[str, Any]) -> list[SmallValues]:
+def small_value_notes(rec: Result) -> list[SmallValues]:
     """The outputs of a case whose max ULP comes from the small-value domain."""
     out = []
-    for name, comp in (rec.get("comparisons") or {}).items():
+    for name, comp in (rec.comparisons or {}).items():
         stats = comp.get("stats") or {}
         u = num(stats.get("max_ulp"))
         if u is None or not (1.0 < u < math.inf):
@@ -152,7 +153,7 @@ def small_value_notes(rec: dict[str, Any]) -> list[SmallValues]:
             continue  # the max ULP is at a normal value: it means what it says
         passed = comp.get("passed")
         if passed is None:
-            passed = rec.get("verdict") == "pass"
+            passed = rec.verdict == "pass"
         out.append(
             SmallValues(
                 name,

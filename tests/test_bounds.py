@@ -173,8 +173,8 @@ def test_p14_any_exception_while_reading_a_case_is_its_error(tmp_path, monkeypat
 
     b = ReferenceBackend(reg)
     rec = runner._run(item, runner.RunConfig(), reg, b, b)
-    assert rec["verdict"] == "error"
-    assert "RuntimeError: something no one foresaw" in rec["reason"]
+    assert rec.verdict == "error"
+    assert "RuntimeError: something no one foresaw" in rec.reason
 
 
 def _chain(root: Path, depth: int) -> Path:
@@ -779,5 +779,5 @@ def test_p14_results_line_nested_too_deeply_is_a_bad_line_not_a_crash(tmp_path):
     good = {"id": "relu/x", "op": "relu", "verdict": "pass"}
     f.write_text("[" * 100_000 + "\n" + json.dumps(good) + "\n" + "x" * 100 + "\n")
     got = read_jsonl(f)
-    assert [r["id"] for r in got.records] == ["relu/x"]
+    assert [r.id for r in got.records] == ["relu/x"]
     assert got.torn == 2 and "nested too deeply" in got.first_bad

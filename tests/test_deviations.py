@@ -96,11 +96,11 @@ def test_the_kernel_formula_is_a_deviation_and_only_for_the_backends_it_names(ba
     assert judge(REG.get("hardtanh_backward"), case, kernel, ORACLE).verdict == "fail"
     got = judge(REG.get("hardtanh_backward"), case, kernel, ORACLE, deviations=True)
     assert got.verdict == "deviation", got.reason
-    x = got.record["expectation"]
+    x = got.record.expectation
     # self = +-1 (inside by the doc) and an infinite/NaN gradOutput outside: two branches the
     # library computes its own way, so both deviations are needed together
     assert x["differs"] == "values" and len(x["deviations"]) == 2
-    assert got.record["verdict_before_expectation"] == "fail"
+    assert got.record.verdict_before_expectation == "fail"
     other = _Fake("jax", _hardtanh_kernel)  # jax's deviation is select-zero only
     assert (
         judge(REG.get("hardtanh_backward"), case, other, ORACLE, deviations=True).verdict == "fail"
@@ -120,7 +120,7 @@ def test_values_that_match_neither_the_doc_nor_the_formula_stay_a_failure():
 
     for fn in (sevens, off_inside):
         got = judge(REG.get("hardtanh_backward"), case, _Fake("aclnn", fn), ORACLE, deviations=True)
-        assert got.verdict == "fail" and "expectation" not in got.record, fn.__name__
+        assert got.verdict == "fail" and got.record.expectation is None, fn.__name__
 
 
 @pytest.mark.parametrize("exc", [BackendCrash("segfault"), RuntimeError("harness error")])
@@ -144,7 +144,7 @@ def test_a_deviation_applies_by_the_values_not_the_case_id():
         case.id = case_id
         got = judge(REG.get("hardtanh_backward"), case, kernel, ORACLE, deviations=True)
         assert got.verdict == "deviation", case_id
-        assert got.record["expectation"]["deviation"] == "hardtanh_backward/torch-open-interval"
+        assert got.record.expectation["deviation"] == "hardtanh_backward/torch-open-interval"
     # values that take no branch the library computes differently: nothing to excuse
     plain = _hardtanh_case([0.5, -0.5], [1.0, 2.0])
 
@@ -181,7 +181,7 @@ def test_a_bound_deviation_takes_values_within_its_bound_only():
     spec = REG.get("erfinv")
     assert judge(spec, case, _Fake("torch", scaled(1.0025)), ORACLE).verdict == "fail"
     got = judge(spec, case, _Fake("torch", scaled(1.0025)), ORACLE, deviations=True)
-    assert got.verdict == "deviation" and "within rel 0.004" in got.record["expectation"]["checked"]
+    assert got.verdict == "deviation" and "within rel 0.004" in got.record.expectation["checked"]
     assert (
         judge(spec, case, _Fake("torch", scaled(1.01)), ORACLE, deviations=True).verdict == "fail"
     )
@@ -214,10 +214,10 @@ def test_a_nonfinite_deviation_takes_nan_and_inf_placement_only():
 
     spec = REG.get("hardswish_backward")
     got = judge(spec, case, _Fake("jax", vjp), ORACLE, deviations=True)
-    assert got.verdict == "deviation" and got.record["differs"] == "nonfinite"
-    assert got.record["expectation"]["deviation"] == "hardswish_backward/jax-vjp-nan"
+    assert got.verdict == "deviation" and got.record.differs == "nonfinite"
+    assert got.record.expectation["deviation"] == "hardswish_backward/jax-vjp-nan"
     bad = judge(spec, case, _Fake("jax", lambda c: vjp(c, True)), ORACLE, deviations=True)
-    assert bad.verdict == "fail" and bad.record["differs"] == "values"
+    assert bad.verdict == "fail" and bad.record.differs == "values"
 
 
 # -- status deviations ---------------------------------------------------------------------------
@@ -239,8 +239,8 @@ def test_a_status_deviation_needs_its_clause_its_when_and_its_actual_status():
     torch_like.capabilities = Capabilities(status="accept_reject")
     # torch-nan-alpha: PyTorch accepts a NaN alpha (when: alpha != alpha)
     got = judge(spec, _celu_neg(math.nan), torch_like, ORACLE, deviations=True)
-    assert got.verdict == "deviation" and got.record["differs"] == "status"
-    assert got.record["expectation"]["deviation"] == "celu/torch-nan-alpha"
+    assert got.verdict == "deviation" and got.record.differs == "status"
+    assert got.record.expectation["deviation"] == "celu/torch-nan-alpha"
     # alpha = 0 is rejected by the same clause, but the deviation is about NaN only
     assert judge(spec, _celu_neg(0.0), torch_like, ORACLE, deviations=True).verdict == "fail"
 
@@ -280,7 +280,7 @@ def test_a_status_deviation_does_not_excuse_values():
         return Outcome(0, {"out": _out(call.args, "out", [9.0, 9.0], "FLOAT")})
 
     got = judge(spec, case, _Fake("aclnn", wrong), ORACLE, deviations=True)
-    assert got.verdict == "fail" and got.record["differs"] == "values"
+    assert got.verdict == "fail" and got.record.differs == "values"
 
 
 # -- lint ----------------------------------------------------------------------------------------
@@ -632,12 +632,12 @@ def test_gelu_backward_tail_is_an_expectation_of_the_kernel_for_every_spec_calli
                 "gradInput": TensorArg.empty_like_shape((len(x),), "FLOAT")}  # fmt: skip
         case = _case(op, "ascend950", args, case_id=f"{op}/atk/0001")
         rec = judge(REG.get(op), case, backend, ORACLE, deviations=True).record
-        assert rec["verdict"] == "fail" and rec["differs"] == "nonfinite", rec["reason"]
-        assert rec["binding"] == "aten::gelu_backward"
+        assert rec.verdict == "fail" and rec.differs == "nonfinite", rec.reason
+        assert rec.binding == "aten::gelu_backward"
         rec = shipped.apply(rec, "torch", backend.version())
-        assert rec["verdict"] == "xfail", op
-        assert rec["expectation"]["binding"] == "aten::gelu_backward"
-        assert rec["expectation"]["differs"] == "nonfinite"
+        assert rec.verdict == "xfail", op
+        assert rec.expectation["binding"] == "aten::gelu_backward"
+        assert rec.expectation["differs"] == "nonfinite"
 
 
 def test_an_in_place_variant_renames_the_output_in_a_deviations_dtypes():
@@ -677,10 +677,10 @@ def test_sigmoid_backward_torch_rounding_applies_under_any_id():
     plain = judge(spec, case, backend, ORACLE)
     if plain.verdict == "pass":
         pytest.skip("this PyTorch rounds these values correctly")
-    assert plain.verdict == "fail" and plain.record["differs"] == "values"
+    assert plain.verdict == "fail" and plain.record.differs == "values"
     got = judge(spec, case, backend, ORACLE, deviations=True)
     assert got.verdict == "deviation"
-    assert got.record["expectation"]["deviation"] == "sigmoid_backward/torch-f16-rounding"
+    assert got.record.expectation["deviation"] == "sigmoid_backward/torch-f16-rounding"
 
 
 def test_a_formula_and_a_nonfinite_deviation_together_excuse_both_and_nothing_else():
@@ -710,7 +710,7 @@ def test_a_formula_and_a_nonfinite_deviation_together_excuse_both_and_nothing_el
     spec = REG.get("sigmoid_backward")
     got = judge(spec, case, _Fake("torch", torchlike), ORACLE, deviations=True)
     assert got.verdict == "deviation", got.reason
-    assert got.record["expectation"]["deviations"] == [
+    assert got.record.expectation["deviations"] == [
         "sigmoid_backward/torch-complex-conj",
         "sigmoid_backward/complex-nonfinite-parts",
     ]

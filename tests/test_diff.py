@@ -25,7 +25,7 @@ PASS_HS = H + "f32/-/values=normal"  # pass: max_ulp 0.25, max_rel 1.2e-4
 
 
 def records() -> list[dict]:
-    return copy.deepcopy(read_run(MIXED).records)
+    return [r.to_dict() for r in copy.deepcopy(read_run(MIXED).records)]
 
 
 def edit(recs: list[dict], cid: str, **changes) -> None:

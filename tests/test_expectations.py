@@ -240,12 +240,12 @@ def test_a_binding_entry_fits_every_spec_calling_that_kernel(tmp_path):
     for case_id in ("gelu_backward/a2/f32/-/x", "gelu_backward_v2/a2/f32/approximate=none/x",
                     "hand/made/case"):  # fmt: skip
         rec = e.apply(_rec(case_id, binding="aten::gelu_backward", **said), "torch", "2.13")
-        assert rec["verdict"] == "xfail" and rec["expectation"]["binding"] == "aten::gelu_backward"
+        assert rec.verdict == "xfail" and rec.expectation["binding"] == "aten::gelu_backward"
     other = e.apply(_rec("gelu/a2/f32/-/x", binding="aten::gelu", **said), "torch", "2.13")
-    assert other["verdict"] == "fail"
+    assert other.verdict == "fail"
     # the entry reads the outcome, so a pass never becomes an xpass
     ok = e.apply(_rec("gelu_backward/a2/x", "pass", binding="aten::gelu_backward"), "torch", "")
-    assert ok["verdict"] == "pass"
+    assert ok.verdict == "pass"
 
 
 def test_a_dtypes_entry_fits_by_the_calls_dtypes(tmp_path):
@@ -254,7 +254,7 @@ def test_a_dtypes_entry_fits_by_the_calls_dtypes(tmp_path):
     outs = ["gradInput"]
 
     def rec(**dtypes):
-        return e.apply(_rec("x/y", dtypes=dtypes, outputs=outs), "torch", "")["verdict"]
+        return e.apply(_rec("x/y", dtypes=dtypes, outputs=outs), "torch", "").verdict
 
     assert rec(gradOutput="FLOAT", self="BF16", gradInput="FLOAT") == "xfail"
     assert rec(gradOutput="BF16", self="BF16", gradInput="FLOAT") == "fail"  # inputs not mixed
@@ -276,7 +276,7 @@ def test_verdicts_and_differs_decide_what_an_entry_excuses(tmp_path):
     )
 
     def v(case_id, verdict, **extra):
-        return e.apply(_rec(case_id, verdict, **extra), "torch", "")["verdict"]
+        return e.apply(_rec(case_id, verdict, **extra), "torch", "").verdict
 
     assert v("a/1", "fail") == "xfail"
     for broken in ("crash", "timeout", "error"):  # never without naming them
@@ -385,7 +385,7 @@ def test_within_excuses_only_a_values_failure_inside_its_bound(tmp_path):
                             "kind": "waiver", "reason": "float32 evaluation"})  # fmt: skip
 
     def v(**extra):
-        return e.apply(_rec("any/id", binding="aten::k", **extra), "torch", "")["verdict"]
+        return e.apply(_rec("any/id", binding="aten::k", **extra), "torch", "").verdict
 
     assert v(**_values_fail(2.3e-6)) == "xfail"
     assert v(**_values_fail(4e-6)) == "xfail"  # the bound itself
@@ -396,8 +396,8 @@ def test_within_excuses_only_a_values_failure_inside_its_bound(tmp_path):
     e2 = _entries(tmp_path, {"match": "*/x", "differs": "values", "within": {"rel": 1e-3,
                              "abs": 1e-5}, "kind": "waiver", "reason": "r"})  # fmt: skip
     rec = e2.apply(_rec("a/x", **_values_fail(1e-6, max_rel=9e-4)), "torch", "")
-    assert rec["verdict"] == "xfail" and rec["expectation"]["within"] == {"abs": 1e-5, "rel": 1e-3}
-    assert e2.apply(_rec("a/x", **_values_fail(1e-6, max_rel=2e-3)), "t", "")["verdict"] == "fail"
+    assert rec.verdict == "xfail" and rec.expectation["within"] == {"abs": 1e-5, "rel": 1e-3}
+    assert e2.apply(_rec("a/x", **_values_fail(1e-6, max_rel=2e-3)), "t", "").verdict == "fail"
 
 
 @pytest.mark.parametrize(

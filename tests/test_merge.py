@@ -24,7 +24,7 @@ def cli(*args, check=True):
 
 
 def key(records):
-    return {r["id"]: (r["verdict"], r.get("actual_status"), json.dumps(r.get("stats"), sort_keys=True))
+    return {r.id: (r.verdict, r.actual_status, json.dumps(r.stats, sort_keys=True))
             for r in records}  # fmt: skip
 
 

@@ -157,7 +157,7 @@ def test_jobs_are_capped_with_a_message(tmp_path):
     proc = conform("run", "-j", "1000", "--op", "relu", "-k", "/f32/", "--max-cases", "3",
                    "--results", results, "-q")  # fmt: skip
     assert_clean(proc, 0)
-    assert f"-j 1000: capped to {cap} workers" in proc.stderr
+    assert f"--jobs 1000: capped to {cap} workers" in proc.stderr  # the option, by its name
     assert json.loads((tmp_path / "r.jsonl.meta.json").read_text())["jobs"] == cap
 
 

@@ -10,8 +10,17 @@ from pathlib import Path
 import pytest
 from aclnn_conformance.conformance.judge import provenance as pv
 from aclnn_conformance.conformance.judge.provenance import Conflict, Provenance, ProvenanceError
+from aclnn_conformance.conformance.judge.result import Result
 
 from tests.support.runcli import assert_clean, assert_one_line_error, conform, read_jsonl
+
+
+def parts(records: list[dict], meta: dict) -> Provenance:
+    """pv.from_parts of records given as their fields (a case id and verdict added)."""
+    return pv.from_parts(
+        [Result.from_json({"id": "c", "verdict": "pass", **r}) for r in records], meta
+    )
+
 
 RUN = ("run", "--op", "leaky_relu_backward", "--max-cases", "20", "-q")
 H1, H2 = "1" * 64, "2" * 64
@@ -171,12 +180,12 @@ def test_merge_of_old_files_without_provenance(runs, tmp_path):
 )
 def test_conflicts_each_scalar_field(name, a, b):
     base = {"id": "x", "verdict": "pass", "op": "elu_backward", name: a}
-    pa = pv.from_parts([base], {})
-    pb = pv.from_parts([{**base, name: b}], {})
+    pa = parts([base], {})
+    pb = parts([{**base, name: b}], {})
     assert pv.conflicts(pa, pb) == [Conflict(name, a, b)]
     assert pv.conflicts(pa, pa) == []
     # the same from the metas (records without the field)
-    ma, mb = pv.from_parts([], {name: a}), pv.from_parts([], {name: b})
+    ma, mb = parts([], {name: a}), parts([], {name: b})
     assert pv.conflicts(ma, mb) == [Conflict(name, a, b)]
     msg = pv.describe(pv.conflicts(pa, pb)[0], "a.jsonl", "b.jsonl")
     assert f"b.jsonl differs from a.jsonl in {name}: {b!r} vs {a!r}" in msg
@@ -184,51 +193,51 @@ def test_conflicts_each_scalar_field(name, a, b):
 
 
 def test_conflicts_spec_hash_per_op_and_registry():
-    a = pv.from_parts([{"op": "elu_backward", "spec_sha256": H1}], {"spec_sha256": "r1"})
-    b = pv.from_parts([{"op": "elu_backward", "spec_sha256": H2}], {"spec_sha256": "r2"})
+    a = parts([{"op": "elu_backward", "spec_sha256": H1}], {"spec_sha256": "r1"})
+    b = parts([{"op": "elu_backward", "spec_sha256": H2}], {"spec_sha256": "r2"})
     assert pv.conflicts(a, b) == [
         Conflict("spec_sha256", H1, H2, "op elu_backward"),
         Conflict("spec_sha256", "r1", "r2", "registry"),
     ]
     # other ops' hashes are not compared with each other; the registry hash still is
-    c = pv.from_parts([{"op": "gelu_backward_v2", "spec_sha256": H2}], {"spec_sha256": "r1"})
+    c = parts([{"op": "gelu_backward_v2", "spec_sha256": H2}], {"spec_sha256": "r1"})
     assert pv.conflicts(a, c) == []
     msg = pv.describe(pv.conflicts(a, b)[1], "a", "b")
     assert "spec_sha256 of the whole spec registry: 'r2' vs 'r1'" in msg
 
 
 def test_missing_fields_are_no_conflict():
-    full = pv.from_parts(
+    full = parts(
         [{"op": "elu_backward", "backend": "torch", "backend_version": "2.13", "seed": 5,
           "spec_sha256": H1, "tool_version": "0.1.0", "oracle": "reference"}],
         {"spec_sha256": "r1"},
     )  # fmt: skip
     assert pv.conflicts(full, Provenance()) == []
     assert pv.conflicts(Provenance(), full) == []
-    assert pv.conflicts(full, pv.from_parts([{"op": "elu_backward", "seed": None}], {})) == []
+    assert pv.conflicts(full, parts([{"op": "elu_backward", "seed": None}], {})) == []
     assert pv.conflicts(full, pv.from_run({"backend": "torch", "seed": None})) == []
 
 
 def test_records_win_over_a_stale_meta():
-    p = pv.from_parts([{"backend": "torch", "seed": 5}], {"backend": "reference", "seed": 0})
+    p = parts([{"backend": "torch", "seed": 5}], {"backend": "reference", "seed": 0})
     assert p.backend == ("torch",) and p.seed == (5,)
     assert p.origin["backend"] == "records"
-    q = pv.from_parts([{"backend": "torch"}], {"seed": 0, "spec_sha256": "mixed: r1, r2"})
+    q = parts([{"backend": "torch"}], {"seed": 0, "spec_sha256": "mixed: r1, r2"})
     assert q.seed == (0,) and q.origin["seed"] == "meta"
     assert q.spec_sha256 == ("r1", "r2")
 
 
 def test_odd_values_do_not_crash(tmp_path):
-    p = pv.from_parts([{"backend": ["a"], "seed": {"x": 1}, "op": 3, "spec_sha256": 1}], {})
-    assert pv.conflicts(p, pv.from_parts([{"backend": "a", "seed": 1}], {}))
+    p = parts([{"backend": ["a"], "seed": {"x": 1}, "op": 3, "spec_sha256": 1}], {})
+    assert pv.conflicts(p, parts([{"backend": "a", "seed": 1}], {}))
     bad = write(tmp_path / "r.jsonl", [{"id": "x", "verdict": "pass", "seed": 1}])
     Path(str(bad) + ".meta.json").write_text("[not json", encoding="utf-8")
     assert pv.from_results(bad).seed == (1,)
 
 
 def test_mix_and_describe_mix():
-    a = pv.from_parts([{"backend": "reference", "seed": 0, "op": "o", "spec_sha256": H1}], {})
-    b = pv.from_parts([{"backend": "torch", "seed": 0, "op": "o", "spec_sha256": H2}], {})
+    a = parts([{"backend": "reference", "seed": 0, "op": "o", "spec_sha256": H1}], {})
+    b = parts([{"backend": "torch", "seed": 0, "op": "o", "spec_sha256": H2}], {})
     mixed = pv.mix([a, b])
     assert mixed == {"backend": ["reference", "torch"], "op_spec_sha256": {"o": [H1, H2]}}
     assert pv.describe_mix(mixed) == (
@@ -239,7 +248,7 @@ def test_mix_and_describe_mix():
 
 def test_label_merged_follows_the_records():
     meta = {"backend": "reference", "seed": 0, "mixed": {"seed": [0, 1]}}
-    records = [{"backend": "torch", "seed": 5}, {"backend": "torch", "seed": 6}]
+    records = [Result(f"c{seed}", "pass", backend="torch", seed=seed) for seed in (5, 6)]
     mixed = pv.label_merged(meta, records, [{"tool_version": "0.1.0"}, {"tool_version": "0.2"}])
     assert meta["backend"] == "torch" and "seed" not in meta and "tool_version" not in meta
     assert mixed == meta["mixed"] == {"seed": [5, 6], "tool_version": ["0.1.0", "0.2"]}

@@ -40,16 +40,16 @@ def run():
 
 
 def by_id(run, cid: str) -> dict:
-    return next(r for r in run.records if r["id"] == cid)
+    return next(r for r in run.records if r.id == cid)
 
 
 def test_the_sample_file_is_what_its_readme_says(run):
-    assert {r["id"]: r["verdict"] for r in run.records} == VERDICTS
+    assert {r.id: r.verdict for r in run.records} == VERDICTS
     dev = by_id(run, DEV)
-    assert dev["verdict_before_expectation"] == "fail"
-    assert dev["expectation"] == {"match": "hardshrink_backward/*", "kind": "deviation",
+    assert dev.verdict_before_expectation == "fail"
+    assert dev.expectation == {"match": "hardshrink_backward/*", "kind": "deviation",
                                   "reason": DEV_WHY, "deviation": DEV_ID}  # fmt: skip
-    small = by_id(run, SMALL)["comparisons"]["gradInput"]
+    small = by_id(run, SMALL).comparisons["gradInput"]
     assert small["passed"] and small["stats"]["max_ulp"] > 1e9
 
 
@@ -147,7 +147,7 @@ def test_a_huge_max_ulp_at_a_small_expected_value_is_explained(run):
 
 def test_small_value_notes_without_the_element_or_with_a_stored_policy(run):
     rec = copy.deepcopy(by_id(run, SMALL))
-    comp = rec["comparisons"]["gradInput"]
+    comp = rec.comparisons["gradInput"]
     comp["worst"] = []  # not recorded: the count of small values still tells
     (note,) = small_value_notes(rec)
     assert not note.certain and note.count == 2
@@ -155,7 +155,7 @@ def test_small_value_notes_without_the_element_or_with_a_stored_policy(run):
     comp["stats"]["max_ulp"] = 100.0  # small enough to be a real error: no guess
     assert small_value_notes(rec) == []
     rec = copy.deepcopy(by_id(run, SMALL))
-    rec["comparisons"]["gradInput"]["policy"] = {"small_threshold": 2**-40, "small_atol": 2**-50}
+    rec.comparisons["gradInput"]["policy"] = {"small_threshold": 2**-40, "small_atol": 2**-50}
     assert small_value_notes(rec) == []  # -2.9e-12 is above a stored 2^-40 threshold
 
 
@@ -183,7 +183,7 @@ def test_junit_and_markdown_explain_a_small_value_ulp_of_a_failure(run):
     xml = render_junit(run.records, run.meta)
     tc = next(t for t in ET.fromstring(xml).iter("testcase") if t.get("name") == DEV)
     assert "note on gradInput: max 1.06e9 ulp is at the expected value 0" in tc.find("skipped").text
-    rec = dict(by_id(run, DEV), verdict="fail")
+    rec = {**by_id(run, DEV).to_dict(), "verdict": "fail"}
     md = render_markdown([rec], {})
     assert "(max ULP 1.06e9 at a small expected value, judged by absolute error, max rel 0)" in md
 

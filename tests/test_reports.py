@@ -66,7 +66,7 @@ def run():
 
 
 def test_the_sample_file_is_what_the_readme_says(run):
-    assert {r["id"]: r["verdict"] for r in run.records} == VERDICT_OF
+    assert {r.id: r.verdict for r in run.records} == VERDICT_OF
     assert run.meta["backend"] == "npu-test" and run.torn_lines == 0
 
 
@@ -113,7 +113,7 @@ def test_markdown_cuts_the_failure_list_at_the_limit(run):
 
 
 def test_markdown_all_pass():
-    recs = [dict(r, verdict="pass") for r in read_run(MIXED).records]
+    recs = [{**r.to_dict(), "verdict": "pass"} for r in read_run(MIXED).records]
     md = render_markdown(recs, {})
     assert md.startswith("## ✅ aclnn conformance: npu-test: all pass")
     assert "### Failures" not in md and "### Failing clauses" not in md
@@ -171,7 +171,7 @@ def test_junit_testcase_outcomes(run):
 
 
 def test_junit_stays_valid_with_control_characters_and_markup(run, schema):
-    recs = [dict(r) for r in run.records]
+    recs = [r.to_dict() for r in run.records]
     recs[2]["reason"] = "bad \x00\x1b[31m <tag> & ]]> \ud800 end"
     xml = render_junit(recs, run.meta)
     schema.validate(xml)
@@ -201,7 +201,7 @@ def test_json_summary_totals_matrix_failures(run):
 
 
 def test_json_writes_non_finite_statistics_as_strings(run):
-    recs = [dict(r) for r in run.records]
+    recs = [r.to_dict() for r in run.records]
     rec = recs[2] = json.loads(json.dumps(recs[2]))
     rec["comparisons"]["gradInput"]["stats"]["max_ulp"] = "inf"
     rec["comparisons"]["gradInput"]["stats"]["max_rel"] = "nan"
@@ -292,7 +292,7 @@ def test_html_case_payload_keeps_details_only_where_needed(run):
 
 
 def test_html_escapes_what_it_embeds(run):
-    recs = [dict(r) for r in run.records]
+    recs = [r.to_dict() for r in run.records]
     recs[2] = dict(recs[2], reason="</script><script>alert(1)</script>", id="a</script>b")
     html = render_html(recs, {"host": "<b>host</b>"})
     assert "</script><script>alert(1)" not in html

@@ -578,7 +578,7 @@ def test_stream_counts_an_id_recorded_twice_once_by_its_last_record(tmp_path):
     s = stream.fold(res.Summary)
     assert s.total == 10 and s.verdicts == {"pass": 9, "fail": 1}
     assert stream.duplicates == 1 and stream.torn == 1 and stream.records == 10
-    assert [f["id"] for f in s.failures] == [recs[3]["id"]]
+    assert [f.id for f in s.failures] == [recs[3]["id"]]
 
 
 def test_stream_skips_an_overlong_line_without_holding_it(tmp_path, monkeypatch):
@@ -588,7 +588,7 @@ def test_stream_skips_an_overlong_line_without_holding_it(tmp_path, monkeypatch)
     path.write_text(good + "\n" + "x" * 5000 + "\n" + good.replace('"a"', '"b"') + "\n",
                     encoding="utf-8")  # fmt: skip
     stream = res.Stream(path)
-    assert [r["id"] for r in stream] == ["a", "b"]
+    assert [r.id for r in stream] == ["a", "b"]
     assert stream.torn == 1 and "longer than" in stream.first_bad
 
 

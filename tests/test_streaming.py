@@ -77,7 +77,7 @@ def test_chunked_and_unchunked_judging_give_identical_records(name, plan, reques
     request.getfixturevalue("small_chunks")
     chunked = _judge(name, plan)
     assert _strip(chunked) == _strip(whole)
-    assert whole["verdict"] == "pass"
+    assert whole.verdict == "pass"
 
 
 def test_a_failing_output_is_reported_alike_whatever_the_chunk(small_chunks):
@@ -102,8 +102,8 @@ def test_a_failing_output_is_reported_alike_whatever_the_chunk(small_chunks):
     engine.set_chunk(0)
     whole = judge(spec, case, Sloppy(REG), REF).record
     assert _strip(small) == _strip(whole)
-    assert whole["stats"]["max_ulp"] == 1 and whole["stats"]["mismatches"] == 0
-    assert len(whole["worst"]) == 5 and whole["worst"][0]["ulp"] == 1
+    assert whole.stats["max_ulp"] == 1 and whole.stats["mismatches"] == 0
+    assert len(whole.worst) == 5 and whole.worst[0]["ulp"] == 1
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "gaps", "offset", "zero-stride", "broadcast"])  # fmt: skip
@@ -222,8 +222,8 @@ def test_exact_is_recorded_in_the_results_and_the_reports(tmp_path):
                    "--results", results, "--markdown", md, "-q")  # fmt: skip
     assert_clean(proc, 0)
     recs = [json.loads(line) for line in results.read_text().splitlines()]
-    assert recs and all("DOUBLE exact" in r["oracle_version"] for r in recs)
-    assert all("--exact" in r["replay"] for r in recs)
+    assert recs and all("DOUBLE exact" in r.oracle_version for r in recs)
+    assert all("--exact" in r.replay for r in recs)
     meta = json.loads((tmp_path / "r.jsonl.meta.json").read_text())
     assert meta["exact"] is True and "DOUBLE exact" in meta["oracle_version"]
     assert "DOUBLE exact" in md.read_text()
@@ -231,7 +231,7 @@ def test_exact_is_recorded_in_the_results_and_the_reports(tmp_path):
     assert_clean(conform("run", "--op", "softplus_backward", "--dtype", "DOUBLE",
                          "--results", plain, "-q"), 0)  # fmt: skip
     recs = [json.loads(line) for line in plain.read_text().splitlines()]
-    assert all("DOUBLE faithful" in r["oracle_version"] for r in recs)
+    assert all("DOUBLE faithful" in r.oracle_version for r in recs)
 
 
 @pytest.mark.gates

@@ -55,12 +55,12 @@ def test_two_ulp_in_fp16_fails_dual_thousandth_with_the_right_stats_and_worst_el
     rec = judged.record
     assert judged.verdict == "fail"
     assert "mismatch ratio" in judged.reason and "max_ratio 0.001" in judged.reason
-    assert rec["clauses"] == [f"leaky_relu_backward/{c}" for c in case.clauses]
-    assert {"leaky_relu_backward/positive", "leaky_relu_backward/nonpositive"} & set(rec["clauses"])
-    assert rec["stats"]["max_ulp"] == 2
-    assert rec["stats"]["mismatches"] == 1
+    assert rec.clauses == [f"leaky_relu_backward/{c}" for c in case.clauses]
+    assert {"leaky_relu_backward/positive", "leaky_relu_backward/nonpositive"} & set(rec.clauses)
+    assert rec.stats["max_ulp"] == 2
+    assert rec.stats["mismatches"] == 1
     index = _perturbed_index(judged.outcome.message)
-    worst = rec["worst"][0]
+    worst = rec.worst[0]
     assert tuple(worst["index"]) == index
     # recompute the perturbed value independently: two steps up from the expected fp16 value
     expected = np.asarray(evaluate(case.call).outputs["out"], np.float16)
@@ -79,15 +79,15 @@ def test_two_ulp_in_float32_passes_the_default_policy_but_not_a_one_ulp_bound():
     spec, case = _case("leaky_relu_backward/atlas-a2/f32/selfIsResult=0/values=normal")
     judged = judge(spec, case, TwoUlpBackend(), ORACLE)
     assert judged.verdict == "pass", judged.reason  # ~2.4e-7 relative, dual-ten-thousandth 1e-4
-    assert judged.record["stats"]["max_ulp"] == 2
+    assert judged.record.stats["max_ulp"] == 2
     index = _perturbed_index(judged.outcome.message)
-    assert tuple(judged.record["worst"][0]["index"]) == index
+    assert tuple(judged.record.worst[0]["index"]) == index
 
     strict = dataclasses.replace(spec, tolerance={"FLOAT": {"max_ulp": 1}})
     judged = judge(strict, case, TwoUlpBackend(), ORACLE)
     assert judged.verdict == "fail"
     assert "max ulp 2 > max_ulp 1" in judged.reason
-    assert tuple(judged.record["worst"][0]["index"]) == index
+    assert tuple(judged.record.worst[0]["index"]) == index
     # two ulp is within a bound of two
     loose = dataclasses.replace(spec, tolerance={"FLOAT": {"max_ulp": 2}})
     assert judge(loose, case, TwoUlpBackend(), ORACLE).verdict == "pass"
@@ -99,7 +99,7 @@ def test_the_perturbed_element_is_what_the_backend_says():
     index = pick_element(case.call, out.outputs["gradInput"])
     judged = judge(spec, case, TwoUlpBackend(), ORACLE)
     assert judged.verdict == "fail"
-    assert tuple(judged.record["worst"][0]["index"]) == index
+    assert tuple(judged.record.worst[0]["index"]) == index
 
 
 # -- (b) wrong status -----------------------------------------------------------------------------
@@ -114,10 +114,10 @@ def test_161002_for_a_null_pointer_fails_naming_both_codes(case_id):
     judged = judge(spec, case, WrongNullStatusBackend(), ORACLE)
     assert judged.verdict == "fail"
     assert "161002" in judged.reason and "161001" in judged.reason
-    assert f"{spec.name}/null-ptr" in judged.record["clauses"]
-    assert judged.record["expected_status"] == 161001
-    assert judged.record["actual_status"] == 161002
-    assert judged.record["status_match"] is False
+    assert f"{spec.name}/null-ptr" in judged.record.clauses
+    assert judged.record.expected_status == 161001
+    assert judged.record.actual_status == 161002
+    assert judged.record.status_match is False
     # the other statuses it returns are right
     prefix = case_id.split("/neg/")[0] + "/neg/"
     plan = next(p for p in plan_op(spec, [case.product]) if p.id.startswith(prefix)
@@ -161,7 +161,7 @@ def test_writing_the_output_on_an_error_status_fails():
     judged = judge(spec, case, ErrorWriterBackend(), ORACLE)
     assert judged.verdict == "fail"
     assert "output storage written" in judged.reason
-    assert judged.record["status_match"] is True  # the status itself was right
+    assert judged.record.status_match is True  # the status itself was right
     # a successful call is left alone by this backend
     spec, ok = _case("gelu_backward_v2/atlas-a2/f32/approximate=none/values=normal")
     assert judge(spec, ok, ErrorWriterBackend(), ORACLE).verdict == "pass"

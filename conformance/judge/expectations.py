@@ -48,6 +48,7 @@ from ..spec import dtypecond
 from ..spec.yamlpos import YamlError
 from ..spec.yamlpos import load as load_yaml
 from .deviations import gating
+from .result import Result, as_result
 from .verdicts import BROKEN
 
 KINDS = ("xfail", "skip", "flaky", "waiver", "deviation")
@@ -65,6 +66,17 @@ class ExpectationsError(ValueError):
 def _catch_all(glob: str) -> bool:
     """A glob that every case id fits (`*`, `*/*`, `**`)."""
     return set(glob) <= {"*", "/"}
+
+
+@dataclass
+class CaseFacts:
+    """What is known of a case before it runs (the runner's `item_facts`): what a skip entry
+    selects by. A Result has the same fields, so an entry fits either."""
+
+    id: str
+    binding: str | None = None
+    dtypes: dict[str, str] | None = None
+    outputs: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,56 +115,56 @@ class Entry:
         ]
         return keys
 
-    def fits_call(self, rec: dict[str, Any], backend: str, version: str) -> bool:
+    def fits_call(self, rec: Result | CaseFacts, backend: str, version: str) -> bool:
         """Whether the entry selects this case before anything ran: backend, version, match,
         binding and dtypes (`rec`: at least id, and binding/dtypes/outputs when known)."""
         if self.backend and self.backend != backend:
             return False
         if self.version and not fnmatch.fnmatchcase(version, self.version):
             return False
-        case_id = str(rec.get("id", ""))
+        case_id = str(rec.id)
         if not (case_id == self.match or fnmatch.fnmatchcase(case_id, self.match)):
             return False
         if self.binding is not None:
-            bound = rec.get("binding")
+            bound = rec.binding
             if not bound or not fnmatch.fnmatchcase(str(bound), self.binding):
                 return False
         if self.dtypes is not None:
-            dtypes = rec.get("dtypes")
+            dtypes = rec.dtypes
             if not isinstance(dtypes, dict) or not dtypes:
                 return False
-            if not self.dtypes.matches(dtypes, rec.get("outputs") or ()):
+            if not self.dtypes.matches(dtypes, rec.outputs or ()):
                 return False
         return True
 
-    def fits_outcome(self, rec: dict[str, Any]) -> bool:
+    def fits_outcome(self, rec: Result) -> bool:
         """Whether the entry explains what happened to a judged case."""
-        verdict = rec.get("verdict")
+        verdict = rec.verdict
         if verdict == "pass":
             return not self.looks_at_outcome
         if verdict not in self.verdicts:
             return False
         if self.differs is not None:
-            got = rec.get("differs")
+            got = rec.differs
             kinds = ("values", "nonfinite") if self.differs == "values" else (self.differs,)
             if verdict != "fail" or got not in kinds:
                 return False
         if self.within is not None and not self._within(rec):
             return False
         if self.message is not None:
-            said = f"{rec.get('message') or ''}\n{rec.get('reason') or ''}"
+            said = f"{rec.message or ''}\n{rec.reason or ''}"
             return self.message in said
         return True
 
-    def _within(self, rec: dict[str, Any]) -> bool:
+    def _within(self, rec: Result) -> bool:
         """Every output that failed errs by no more than the entry's bounds, and places NaN and
         inf where the expected values have them (a record without statistics does not fit)."""
         failed = [
             c
-            for c in (rec.get("comparisons") or {}).values()
+            for c in (rec.comparisons or {}).values()
             if isinstance(c, dict) and not c.get("passed", True)
         ]
-        if rec.get("differs") != "values" or not failed:
+        if rec.differs != "values" or not failed:
             return False
         for comp in failed:
             stats = comp.get("stats") or {}
@@ -164,17 +176,15 @@ class Entry:
                     return False
         return True
 
-    def applies(
-        self, case_id: str, backend: str, version: str, rec: dict[str, Any] | None = None
-    ) -> bool:
+    def applies(self, case_id: str, backend: str, version: str, rec: Result | None = None) -> bool:
         """Whether the entry fits a case; with no record, only entries that need nothing but
         the id fit (a skip decided before the run)."""
         if rec is None:
             if self.looks_at_outcome or self.binding or self.dtypes:
                 return False
-            return self.fits_call({"id": case_id}, backend, version)
-        rec = {**rec, "id": case_id}
-        return self.fits_call(rec, backend, version) and self.fits_outcome(rec)
+            return self.fits_call(CaseFacts(case_id), backend, version)
+        facts = CaseFacts(case_id, rec.binding, rec.dtypes, rec.outputs)
+        return self.fits_call(facts, backend, version) and self.fits_outcome(rec)
 
     def expired(self, today: _dt.date) -> bool:
         return self.expires is not None and self.expires < today
@@ -230,14 +240,16 @@ class Expectations:
     decided: dict[int, int] = field(default_factory=dict)
 
     def find(
-        self, case_id: str, backend: str, version: str, rec: dict[str, Any] | None = None
+        self, case_id: str, backend: str, version: str, rec: Result | dict[str, Any] | None = None
     ) -> Entry | None:
+        """The first entry that fits the case (`rec`: its record, or that record's JSON object)."""
+        rec = None if rec is None else as_result(rec)
         for e in self.entries:
             if e.applies(case_id, backend, version, rec):
                 return e
         return None
 
-    def skip_entry(self, facts: dict[str, Any], backend: str, version: str) -> Entry | None:
+    def skip_entry(self, facts: CaseFacts, backend: str, version: str) -> Entry | None:
         """The `skip` entry that keeps a case from running, decided before it runs from what is
         known of it (`facts`: id, and binding, dtypes and outputs where known)."""
         for e in self.entries:
@@ -245,34 +257,36 @@ class Expectations:
                 return e
         return None
 
-    def apply(self, rec: dict[str, Any], backend: str, version: str) -> dict[str, Any]:
-        """Turn a record's verdict into xfail/xpass/deviation as its entry says (in place)."""
-        v = rec.get("verdict")
+    def apply(self, rec: Result | dict[str, Any], backend: str, version: str) -> Result:
+        """Turn a record's verdict into xfail/xpass/deviation as its entry says (in place; a
+        record given as its JSON object is read into a Result first, which is returned)."""
+        rec = as_result(rec)
+        v = rec.verdict
         if v not in (*FAILING, "pass"):
             return rec
         entry = None
         for i, e in enumerate(self.entries):
-            if e.kind != "skip" and e.applies(rec["id"], backend, version, rec):
+            if e.kind != "skip" and e.applies(rec.id, backend, version, rec):
                 entry = e
                 if v in FAILING:
                     self.decided[i] = self.decided.get(i, 0) + 1
                 break
         if entry is None:
             return rec
-        rec["expectation"] = {"match": entry.match, "kind": entry.kind, "reason": entry.reason}
+        said = rec.expectation = {"match": entry.match, "kind": entry.kind, "reason": entry.reason}
         for key in ("deviation", "message", "binding", "differs"):
             if getattr(entry, key) is not None:
-                rec["expectation"][key] = getattr(entry, key)
+                said[key] = getattr(entry, key)
         if entry.within is not None:
-            rec["expectation"]["within"] = dict(entry.within)
+            said["within"] = dict(entry.within)
         if entry.line:
-            rec["expectation"]["where"] = f"{self.path}:{entry.line}"
+            said["where"] = f"{self.path}:{entry.line}"
         if v in FAILING:
-            rec["verdict_before_expectation"] = v
-            rec["verdict"] = "deviation" if entry.kind == "deviation" else "xfail"
+            rec.verdict_before_expectation = v
+            rec.verdict = "deviation" if entry.kind == "deviation" else "xfail"
         elif entry.kind == "xfail":
-            rec["verdict"] = "xpass"
-            rec["reason"] = f"expected to fail ({entry.reason}) but passed"
+            rec.verdict = "xpass"
+            rec.reason = f"expected to fail ({entry.reason}) but passed"
         return rec
 
     def unnarrowed(self) -> list[Entry]:
@@ -444,7 +458,7 @@ def load(path: str | Path, today: _dt.date | None = None) -> Expectations:
 
 def updated(
     old: Expectations,
-    records: list[dict[str, Any]],
+    records: list[Result] | list[dict[str, Any]],
     backend: str,
     version: str,
     today: _dt.date | None = None,
@@ -453,22 +467,23 @@ def updated(
     (xfail) or skipped case keeps its reason; every unexplained failure gets an exact entry.
     Failures explained by a spec deviation need no entry."""
     today = today or _dt.date.today()
+    records = [as_result(r) for r in records]
     keep: list[Entry] = []
     for e in old.entries:
         if any(_decided_by(r, e, old.path) for r in records):
             keep.append(e)
     new = []
     for r in records:
-        if r.get("verdict") not in FAILING:
+        if r.verdict not in FAILING:
             continue
-        reason = (r.get("reason") or r.get("verdict", "fail"))[:200]
-        new.append(Entry(r["id"], "xfail", f"added {today.isoformat()}: {reason}", backend))
+        reason = (r.reason or r.verdict or "fail")[:200]
+        new.append(Entry(r.id, "xfail", f"added {today.isoformat()}: {reason}", backend))
     return keep + new
 
 
-def _decided_by(rec: dict[str, Any], e: Entry, path: str) -> bool:
-    x = rec.get("expectation") or {}
-    if rec.get("verdict") not in ("xfail", "skip") or x.get("match") != e.match:
+def _decided_by(rec: Result, e: Entry, path: str) -> bool:
+    x = rec.expectation or {}
+    if rec.verdict not in ("xfail", "skip") or x.get("match") != e.match:
         return False
     return x.get("where", f"{path}:{e.line}") == f"{path}:{e.line}" or not e.line
 

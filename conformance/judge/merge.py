@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .provenance import label_merged, read_meta
+from .result import Result
 from .results import Stream, Summary, safe_text
 
 
@@ -39,13 +40,13 @@ class ShardError(ValueError):
 JUDGED = ("verdict", "expected_status", "oracle_status", "actual_status", "stats", "kind")
 
 
-def judgement(rec: dict[str, Any]) -> bytes:
+def judgement(rec: Result) -> bytes:
     """A digest of what a record says was judged: two records of one case agree when theirs
     are equal (timings, hosts and wording of reasons do not count)."""
-    what = {k: rec.get(k) for k in JUDGED}
+    what = {k: getattr(rec, k) for k in JUDGED}
     what["comparisons"] = {
         str(n): (c or {}).get("stats") if isinstance(c, dict) else c
-        for n, c in (rec.get("comparisons") or {}).items()
+        for n, c in (rec.comparisons or {}).items()
     }
     text = json.dumps(what, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
@@ -133,7 +134,7 @@ def merge_files(
     streams = [Stream(p) for p in paths]
     for k, stream in enumerate(streams):
         for rec in stream:
-            cid = str(rec["id"])
+            cid = str(rec.id)
             fp = judgement(rec)
             seen = owner.get(cid)
             if seen is not None and seen[1] != k and seen[0] != fp:
@@ -148,9 +149,9 @@ def merge_files(
     def lines() -> Iterator[str]:
         for k, stream in enumerate(streams):
             for rec in stream:
-                if owner[str(rec["id"])][1] == k:
+                if owner[str(rec.id)][1] == k:
                     summary.add(rec)
-                    yield json.dumps(rec, sort_keys=True, default=str) + "\n"
+                    yield rec.to_json() + "\n"
 
     out = write(lines())  # a file holding an id twice gives its last record only
     meta = merged_meta(paths, metas, held, missing)

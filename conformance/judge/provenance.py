@@ -23,6 +23,7 @@ from typing import Any
 
 from ..files import safeio
 from . import results as res
+from .result import Result
 
 #: Fields compared as plain values (each record and meta carries them under these names).
 SCALARS = ("backend", "backend_version", "oracle", "seed", "tool_version",
@@ -109,15 +110,16 @@ def read_meta(results: str | Path) -> dict[str, Any]:
     return {}
 
 
-def from_parts(records: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) -> Provenance:
+def from_parts(records: Iterable[Result], meta: Mapping[str, Any]) -> Provenance:
     """The provenance of records and their meta (records first, the meta for what they lack)."""
     seen: dict[str, set] = {name: set() for name in SCALARS}
     per_op: dict[str, set] = {}
     for rec in records:
         for name in SCALARS:
-            if rec.get(name) is not None:
-                seen[name].add(_norm(rec[name]))
-        op, sha = rec.get("op"), rec.get("spec_sha256")
+            value = getattr(rec, name)
+            if value is not None:
+                seen[name].add(_norm(value))
+        op, sha = rec.op, rec.spec_sha256
         if isinstance(op, str) and sha is not None:
             per_op.setdefault(op, set()).add(_norm(sha))
     kw: dict[str, Any] = {}
@@ -262,7 +264,7 @@ def describe_mix(mixed: Mapping[str, Any]) -> str:
 
 
 def label_merged(
-    meta: dict[str, Any], records: Sequence[Mapping[str, Any]], metas: Sequence[Mapping[str, Any]]
+    meta: dict[str, Any], records: Iterable[Result], metas: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     """Make a merged meta speak for the merged records (not for the first input): each scalar
     field set to its one value in the records (for a field no record carries: in the input

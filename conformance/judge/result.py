@@ -108,32 +108,6 @@ class Result:
                 rec.set(k, v)
         return rec
 
-    # -- read by key, for the code that still reads records as mappings ----------------------
-    def get(self, key: str, default: Any = None) -> Any:
-        if key in _FIELD_SET:
-            value = getattr(self, key)
-            return default if value is None and key not in self.nulls else value
-        return self.extra.get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self:
-            return self.get(key)
-        raise KeyError(key)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.set(key, value)
-
-    def keys(self) -> list[str]:
-        return list(self.to_dict())
-
-    def items(self) -> list[tuple[str, Any]]:
-        return list(self.to_dict().items())
-
-    def __contains__(self, key: object) -> bool:
-        if key in _FIELD_SET:
-            return getattr(self, str(key)) is not None or key in self.nulls
-        return key in self.extra
-
 
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Result) if f.name not in ("extra", "nulls"))
 _FIELD_SET = frozenset(_FIELDS)
@@ -143,3 +117,9 @@ FIELDS = _FIELDS  # the record's keys, in declaration order
 def as_dict(rec: Result | dict[str, Any]) -> dict[str, Any]:
     """A record as its JSON object, whichever form it has."""
     return rec.to_dict() if isinstance(rec, Result) else rec
+
+
+def as_result(rec: Result | dict[str, Any]) -> Result:
+    """A record as a Result, whichever form it has (a parsed JSON object is read with
+    `from_json`): the readers take records from memory as well as from a results file."""
+    return rec if isinstance(rec, Result) else Result.from_json(rec)

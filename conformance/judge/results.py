@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from ..files import safeio
+from .result import Result, as_result
 from .verdicts import FAILING
 
 A = TypeVar("A")
@@ -149,7 +150,7 @@ class Stream:
         self._skip: frozenset[int] = frozenset()
         self._resolved = False
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Result]:
         track = not self._resolved
         hashes, where = array("q"), array("q")
         torn = lines = count = 0
@@ -178,7 +179,7 @@ class Stream:
                     hashes.append(hash(str(rec["id"])))
                     where.append(i)
                 count += 1
-                yield rec
+                yield Result.from_json(rec)
         self.torn, self.first_bad, self.lines, self.records = torn, first_bad, lines, count
         if track:
             self._find_duplicates(hashes, where)
@@ -236,7 +237,7 @@ class Read:
     """What a JSONL results file holds: each case's last record, and the lines that were not
     records (a line torn by a kill, or foreign text), with the first of them described."""
 
-    records: list[dict[str, Any]]
+    records: list[Result]
     torn: int = 0
     first_bad: str = ""
     lines: int = 0  # non-blank lines
@@ -247,35 +248,35 @@ def read_jsonl(path: str | Path) -> Read:
     id replace earlier ones; a line that is not a JSON record with `id` and `verdict` is
     counted, never fatal. Reports and summaries use Stream instead."""
     stream = Stream(path)
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, Result] = {}
     for rec in stream:
-        by_id[str(rec["id"])] = rec
+        by_id[str(rec.id)] = rec
     return Read(list(by_id.values()), stream.torn, stream.first_bad, stream.lines)
 
 
-def load(path: str | Path) -> list[dict[str, Any]]:
+def load(path: str | Path) -> list[Result]:
     """Records of a JSONL results file; later records for an id replace earlier ones."""
     return read_jsonl(path).records
 
 
-def dtype_tag(rec: dict[str, Any]) -> str:
+def dtype_tag(rec: Result) -> str:
     """Short dtypes in parameter order (as in case ids); recorded by the runner."""
-    if rec.get("dtype_tag"):
-        return str(rec["dtype_tag"])
+    if rec.dtype_tag:
+        return str(rec.dtype_tag)
     from ..acl import dtypes as dt
 
-    names = list(rec.get("dtypes", {}).values())
+    names = list((rec.dtypes or {}).values())
     try:
         return dt.tag(names)
     except ValueError:  # a dtype this version does not know: its name as written
         return names[0] if len(set(names)) == 1 else ".".join(names)
 
 
-def matrix_column(rec: dict[str, Any]) -> str:
+def matrix_column(rec: Result) -> str:
     """The dtype column of the summary matrix: the output dtype, or `neg` for negative cases."""
-    if rec.get("kind") == "negative":
+    if rec.kind == "negative":
         return "neg"
-    out = rec.get("out_dtype")
+    out = rec.out_dtype
     if out:
         from ..acl import dtypes as dt
 
@@ -303,28 +304,34 @@ class Summary:
         default_factory=lambda: defaultdict(Counter)
     )
     failing_clauses: Counter = field(default_factory=Counter)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[Result] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
         return sum(self.verdicts[v] for v in FAILING)
 
-    def add(self, rec: dict[str, Any]) -> None:
-        v = rec.get("verdict", "error")
+    def add(self, rec: Result | dict[str, Any]) -> None:
+        rec = as_result(rec)
+        v = rec.verdict
         self.total += 1
         self.verdicts[v] += 1
-        key = (str(rec.get("op", "?")), str(rec.get("product", "?")), matrix_column(rec))
+        key = (str(_or(rec.op, "?")), str(_or(rec.product, "?")), matrix_column(rec))
         self.matrix[key][v] += 1
         if v in FAILING:
             if len(self.failures) < FAILURES_KEPT:
                 self.failures.append(
-                    {k: rec.get(k) for k in ("id", "verdict", "reason", "message", "replay")}
+                    Result(rec.id, v, rec.reason, message=rec.message, replay=rec.replay)
                 )
-            for c in rec.get("clauses") or ["(no clause)"]:
+            for c in rec.clauses or ["(no clause)"]:
                 self.failing_clauses[str(c)] += 1
 
 
-def summarise(records: Iterable[dict[str, Any]]) -> Summary:
+def _or(value: Any, default: Any) -> Any:
+    """`value`, or `default` where the record has none (unset, or null)."""
+    return default if value is None else value
+
+
+def summarise(records: Iterable[Result | dict[str, Any]]) -> Summary:
     s = Summary()
     for rec in records:
         s.add(rec)

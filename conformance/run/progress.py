@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
 
+from ..judge.result import Result
 from ..judge.verdicts import BROKEN
 
 
@@ -20,9 +20,9 @@ class Progress:
         self.t0 = time.perf_counter()
         self._next = 0
 
-    def update(self, rec: dict[str, Any]) -> None:
+    def update(self, rec: Result) -> None:
         self.done += 1
-        if rec.get("verdict") in BROKEN:
+        if rec.verdict in BROKEN:
             self.failed += 1
         if not self.enabled:
             return

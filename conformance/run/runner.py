@@ -26,6 +26,7 @@ from ..acl.call import Outcome, TensorArg
 from ..cases.casedir import CaseFileError, find_cases, read_case, read_meta
 from ..cases.generate import CasePlan, build, plan_suite, select
 from ..files import safeio
+from ..judge.expectations import CaseFacts
 from ..judge.result import Result
 from ..judge.results import Stream
 from ..spec.bindings import binding_id
@@ -159,11 +160,11 @@ def directory_items(
     return _shard(items, sel.shard)
 
 
-def item_facts(item: Item, registry: Registry, family: str | None) -> dict[str, Any]:
+def item_facts(item: Item, registry: Registry, family: str | None) -> CaseFacts:
     """What is known of an item before it runs, for the expectations' skip entries: its id, and
     its binding, dtypes and output names (from the plan, or from a case directory's case.json);
     only the id when the case file cannot be read (the run then reports it)."""
-    facts: dict[str, Any] = {"id": item.id}
+    facts = CaseFacts(item.id)
     try:
         if item.plan is not None:
             spec = registry.get(item.op)
@@ -178,10 +179,10 @@ def item_facts(item: Item, registry: Registry, family: str | None) -> dict[str, 
             }
     except Exception:  # CaseFileError, a field of the wrong type, ...: the run reports the case
         return facts
-    facts.update(dtypes=dtypes, outputs=[p.name for p in spec.outputs])
+    facts.dtypes, facts.outputs = dtypes, [p.name for p in spec.outputs]
     binding = binding_id(spec, family)
     if binding:
-        facts["binding"] = binding
+        facts.binding = binding
     return facts
 
 
@@ -196,7 +197,7 @@ def finished_ids(results: Path) -> set[str]:
     """Ids already recorded in a results file (a torn last line is ignored)."""
     if not results.exists():
         return set()
-    return {str(r["id"]) for r in Stream(results)}
+    return {str(r.id) for r in Stream(results)}
 
 
 # -- execution (runs in the parent or in worker processes) ------------------------------------
@@ -403,12 +404,12 @@ def _keep(root: str, case_id: str, got: Outcome | None, rec: Result) -> None:
     from ..cases.casedir import make_case_dir, save_array
 
     d = make_case_dir(Path(root), case_id)
-    result: dict[str, Any] = {"status": None, "message": rec.get("reason", "")}
+    result: dict[str, Any] = {"status": None, "message": rec.reason or ""}
     if got is not None:
         for name, arr in got.outputs.items():
             save_array(d / f"{name}.npy", arr)
         result = {"status": got.status, "message": got.message}
-    result["verdict"] = rec.get("verdict")
+    result["verdict"] = rec.verdict
     text = (json.dumps(result, indent=1) + "\n").encode("utf-8")
     safeio.write_file(d / "result.json", lambda f: f.write(text))
 

@@ -486,7 +486,7 @@ class Session:
             backend=backend,
             reason=f"expectations: {entry.reason}",
             clauses=[],
-            dtypes=facts.get("dtypes") or {},
+            dtypes=facts.dtypes or {},
             expectations_sha256=self.expect_sha,
             expectation={"match": entry.match, "kind": "skip", "reason": entry.reason},
         )
@@ -495,7 +495,8 @@ class Session:
         """A judged record with the expectations applied (xfail, xpass, deviation)."""
         rec.expectations_sha256 = self.expect_sha
         if self.expect is not None:
-            self.expect.apply(rec, self.values["backend"], rec.get("backend_version", version))
+            backend_version = version if rec.backend_version is None else rec.backend_version
+            self.expect.apply(rec, self.values["backend"], backend_version)
         return rec
 
     def judge(self, item: Item) -> Result:
