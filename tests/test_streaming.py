@@ -222,8 +222,8 @@ def test_exact_is_recorded_in_the_results_and_the_reports(tmp_path):
                    "--results", results, "--markdown", md, "-q")  # fmt: skip
     assert_clean(proc, 0)
     recs = [json.loads(line) for line in results.read_text().splitlines()]
-    assert recs and all("DOUBLE exact" in r.oracle_version for r in recs)
-    assert all("--exact" in r.replay for r in recs)
+    assert recs and all("DOUBLE exact" in r["oracle_version"] for r in recs)
+    assert all("--exact" in r["replay"] for r in recs)
     meta = json.loads((tmp_path / "r.jsonl.meta.json").read_text())
     assert meta["exact"] is True and "DOUBLE exact" in meta["oracle_version"]
     assert "DOUBLE exact" in md.read_text()
@@ -231,7 +231,7 @@ def test_exact_is_recorded_in_the_results_and_the_reports(tmp_path):
     assert_clean(conform("run", "--op", "softplus_backward", "--dtype", "DOUBLE",
                          "--results", plain, "-q"), 0)  # fmt: skip
     recs = [json.loads(line) for line in plain.read_text().splitlines()]
-    assert all("DOUBLE faithful" in r.oracle_version for r in recs)
+    assert all("DOUBLE faithful" in r["oracle_version"] for r in recs)
 
 
 @pytest.mark.gates
