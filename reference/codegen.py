@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..conformance import compiled
-from ..conformance.spec.expr.walk import Arithmetic, Expression
+from ..conformance.spec.expr.walk import Arithmetic, Formula
 from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
@@ -188,60 +190,21 @@ def generate(
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
-    lets = {x.name: x for x in spec.formula.lets}
-    for i, n in enumerate(lets):
-        names[n] = f"t{i}"
-    gen = _Gen(names, strings, APPROX if approx else MATH)
+    for i, x in enumerate(spec.formula.lets):
+        names[x.name] = f"t{i}"
+    emit = EMIT_APPROX if approx else EMIT_MATH
     half = half & frozenset(tensors)
     lines = [
         f"        {names[n]} = " + (f"_h2d(a{i}[k])" if n in half else f"np.float64(a{i}[k])")
         for i, n in enumerate(tensors)
     ]
     lines += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
-    lines += _chain(gen, lets, list(spec.formula.branches), set(), 2)
+    lines += ["        " + line for line in emit.body(spec, names, strings)]
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
     body = "\n".join(lines)
     text = HEADER.format(args=", ".join(args), digest=_VECMATH, body=body, block=FLAG_BLOCK)
     text += FLAGS
     return Source(text, tensors, attrs, half)
-
-
-def _chain(gen: _Gen, lets: dict, branches: list, done: set[str], depth: int) -> list[str]:
-    """The if/else chain of `branches` (lets bound on first need), indented `depth` levels."""
-    pad = "    " * depth
-    br, rest = branches[0], branches[1:]
-    if br.when is None or not rest:
-        # the last branch, or an otherwise: a last guarded branch that is false leaves NaN
-        out = _bind(gen, lets, br.value.names, done, pad)
-        value = f"{pad}r = float({gen.expr(br.value)})"
-        if br.when is None:
-            return [*out, value]
-        out += _bind(gen, lets, br.when.names, set(done), pad)
-        return [
-            *out,
-            f"{pad}if {gen.cond(br.when)}:",
-            "    " + value,
-            f"{pad}else:",
-            f"{pad}    r = _NAN",
-        ]
-    out = _bind(gen, lets, br.when.names, done, pad)
-    out.append(f"{pad}if {gen.cond(br.when)}:")
-    inner = set(done)
-    out += _bind(gen, lets, br.value.names, inner, pad + "    ")
-    out.append(f"{pad}    r = float({gen.expr(br.value)})")
-    out.append(f"{pad}else:")
-    out += _chain(gen, lets, rest, set(done), depth + 1)
-    return out
-
-
-def _bind(gen: _Gen, lets: dict, names: frozenset[str], done: set[str], pad: str) -> list[str]:
-    out: list[str] = []
-    for name in sorted(names):
-        if name in lets and name not in done:
-            out += _bind(gen, lets, lets[name].value.names, done, pad)
-            done.add(name)
-            out.append(f"{pad}{gen.names[name]} = {gen.expr(lets[name].value)}")
-    return out
 
 
 class _Names(dict):
@@ -281,8 +244,51 @@ class Emitter(Arithmetic):
     def __init__(self, name: str, functions: dict[str, str]):
         self.name = name
         self.functions = functions
+        self.state = threading.local()  # the walk under way: its names and current block
         for fn, target in functions.items():
             setattr(self, "f_" + fn, self._call(target))
+
+    def body(self, spec: OpSpec, names: dict[str, str], strings: dict[str, Any]) -> list[str]:
+        """The loop body's statements computing `r` for one element, unindented: the formula
+        walked with each name's variable (`names`) and the string parameters decided."""
+        st = self.state
+        st.names, st.lines = names, []
+        lets = {x.name for x in spec.formula.lets}
+        env = _Names({n: _code(v) for n, v in names.items() if n not in lets})
+        env.update(strings)
+        return Formula.of(spec.formula).evaluate(env, self)
+
+    # the formula walk (walk.Formula): lets are assignments in the block that first needs them,
+    # a branch some elements take an if/else, the value `r = float(...)`
+
+    def decide(self, cond: Any) -> bool | None:
+        return None  # an if for every guarded branch
+
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> list[str]:
+        st = self.state
+        outer, st.lines = st.lines, []
+        yes = then()
+        yes, st.lines = st.lines + yes, []
+        no = other()
+        no, st.lines = st.lines + no, outer
+        return [f"if bool({cond}):", *_indent(yes), "else:", *_indent(no)]
+
+    def nothing(self) -> list[str]:
+        return ["r = _NAN"]  # a last guarded branch that is false
+
+    def result(self, value: Any) -> list[str]:
+        return [f"r = float({value})"]
+
+    def finish(self, value: Any, n: int | None) -> list[str]:
+        return self.state.lines + value
+
+    def let(self, name: str, value: Any) -> Code:
+        var = self.state.names[name]
+        self.state.lines.append(f"{var} = {value}")
+        return _code(var)
+
+    def scope(self, env: Any) -> Any:
+        return _Names(env)  # a branch's block: the lets it binds stay in it
 
     def lacks(self, fn: str) -> Exception:
         return Unsupported(f"no compiled form for {fn}()")
@@ -365,21 +371,8 @@ EMIT_MATH = Emitter("numba float64", MATH)
 EMIT_APPROX = Emitter("numba float64 (vectorizable)", APPROX)
 
 
-class _Gen:
-    """One kernel's walk: the emitter and the environment naming its variables."""
-
-    def __init__(self, names: dict[str, str], strings: dict[str, Any], functions: dict[str, str]):
-        self.names = names
-        self.strings = strings
-        self.emit = EMIT_APPROX if functions is APPROX else EMIT_MATH
-        self.env = _Names({n: _code(v) for n, v in names.items()})
-        self.env.update(strings)
-
-    def cond(self, x: Expression) -> str:
-        return f"bool({self.expr(x)})"
-
-    def expr(self, x: Expression) -> str:
-        return x.run(self.env, self.emit)
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
 
 
 def _number(v: float) -> str:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from ..conformance.spec.expr.walk import Arithmetic, Expression
+from ..conformance.spec.expr.walk import Arithmetic, Formula
 from ..conformance.spec.model import OpSpec
 from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number
 
@@ -77,38 +78,15 @@ def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
     bools = {p.name for p in spec.attributes if p.kind == "bool"}
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
-    lets = {x.name: x for x in spec.formula.lets}
-    for i, n in enumerate(lets):
-        names[n] = f"t{i}"
-    gen = _Gen(names, strings, [0])
+    for i, x in enumerate(spec.formula.lets):
+        names[x.name] = f"t{i}"
     pad = "        "
     lines = [f"{pad}{names[n]} = (np.float64(a{i}[k]), 0.0)" for i, n in enumerate(tensors)]
     lines += [
         f"{pad}{names[n]} = p{i}" if n in bools else f"{pad}{names[n]} = (p{i}, 0.0)"
         for i, n in enumerate(attrs)
     ]
-    chosen: list[tuple[str | None, str]] = []  # (condition, value) of the branches that count
-    for br in spec.formula.branches:
-        if br.when is None:
-            chosen.append((None, gen.expr(br.value)))
-            break
-        cond = gen.cond(br.when)
-        if cond == "False":
-            continue
-        value = gen.expr(br.value)
-        if cond == "True":
-            chosen.append((None, value))
-            break
-        chosen.append((cond, value))
-    bound: set[str] = set()
-    for name in gen.used:
-        lines += _bind(gen, lets, name, bound, pad)
-    lines += [f"{pad}{s}" for s in gen.pre]
-    if not chosen or chosen[-1][0] is not None:
-        chosen.append((None, "(_NAN, _NAN)"))  # a last guarded branch that is false: NaN
-    lines.append(f"{pad}r = {chosen[-1][1]}")
-    for cond, value in reversed(chosen[:-1]):
-        lines.append(f"{pad}r = dsel({cond}, {value}, r)")
+    lines += [pad + line for line in EMIT.body(spec, names, strings, (*tensors, *attrs))]
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
     text = HEADER.format(
         args=", ".join(args),
@@ -117,19 +95,6 @@ def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
         module="exactmath" if exact else "ddmath",
     )
     return Source(text, tensors, attrs)
-
-
-def _bind(gen: _Gen, lets: dict, name: str, bound: set[str], pad: str) -> list[str]:
-    if name not in lets or name in bound:
-        return []
-    bound.add(name)
-    sub = _Gen(gen.names, gen.strings, gen._count)
-    value = sub.expr(lets[name].value)
-    out: list[str] = []
-    for dep in sub.used:
-        out += _bind(gen, lets, dep, bound, pad)
-    out += [f"{pad}{s}" for s in sub.pre]
-    return [*out, f"{pad}{gen.names[name]} = {value}"]
 
 
 class Code(str):
@@ -160,20 +125,11 @@ def _cond(x: Any) -> str:
 
 
 class _Names(dict):
-    """The walk's environment: a spec name read is logged (lets are bound before their use)."""
-
-    def __init__(self, gen: _Gen):
-        super().__init__()
-        self.gen = gen
+    """The walk's environment: the parameters' variables, the string parameters' values and the
+    lets bound so far; any other name has no double-double form."""
 
     def __missing__(self, name: str) -> Any:
-        gen = self.gen
-        if name in gen.strings:
-            return gen.strings[name]
-        if name not in gen.names:
-            raise Unsupported(f"no double-double form for the name {name}")
-        gen.used.append(name)
-        return _code(gen.names[name], "name")
+        raise Unsupported(f"no double-double form for the name {name}")
 
 
 class DoubleDouble(Arithmetic):
@@ -187,6 +143,44 @@ class DoubleDouble(Arithmetic):
         self.state = threading.local()
         for fn, target in FUNCTIONS.items():
             setattr(self, "f_" + fn, self._call(target))
+
+    def body(
+        self, spec: OpSpec, names: dict[str, str], strings: dict[str, Any], params: tuple[str, ...]
+    ) -> list[str]:
+        """The loop body's statements computing the pair `r` (and the poison `q`) for one
+        element, unindented: the formula walked with each name's variable (`names`)."""
+        st = self.state
+        st.names, st.lines, st.count = names, [], 0
+        env = _Names({n: _code(names[n], "name") for n in params})
+        env.update(strings)
+        chain = Formula.of(spec.formula).evaluate(env, self)
+        if not isinstance(chain, list):
+            chain = [(None, chain)]
+        selects = [f"r = dsel({c}, {v}, r)" for c, v in reversed(chain[:-1])]
+        return [*st.lines, f"r = {chain[-1][1]}", *selects]
+
+    # the formula walk (walk.Formula): every statement in the loop body (no control flow), a
+    # let assigned where first needed, a branch some elements take a select of the pairs
+
+    def decide(self, cond: Any) -> bool | None:
+        c = _cond(cond)
+        return True if c == "True" else False if c == "False" else None
+
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> list:
+        """[(condition, value), ..., (None, value)]: `r` written as a select per branch."""
+        c, yes, no = _cond(cond), _pair(then()), other()
+        return [(c, yes), *(no if isinstance(no, list) else [(None, _pair(no))])]
+
+    def nothing(self) -> Code:
+        return _code("(_NAN, _NAN)")  # a last guarded branch that is false
+
+    def result(self, value: Any) -> Code:
+        return _pair(value)
+
+    def let(self, name: str, value: Any) -> Code:
+        var = self.state.names[name]
+        self.state.lines.append(f"{var} = {_pair(value)}")
+        return _code(var, "name")
 
     def lacks(self, fn: str) -> Exception:
         return Unsupported(f"no double-double form for {fn}()")
@@ -226,11 +220,11 @@ class DoubleDouble(Arithmetic):
 
     def operand(self, x: Any) -> Code:
         """A comparison's operand as a temporary whose poison flags the element."""
-        gen = self.state.gen
-        name = f"c{gen._count[0]}"
-        gen._count[0] += 1
-        gen.pre.append(f"{name} = {_pair(x)}")
-        gen.pre.append(f"q = q | ({name}[1] != {name}[1])")
+        st = self.state
+        name = f"c{st.count}"
+        st.count += 1
+        st.lines.append(f"{name} = {_pair(x)}")
+        st.lines.append(f"q = q | ({name}[1] != {name}[1])")
         return _code(name)
 
     def lt(self, a: Any, b: Any) -> Code:
@@ -263,21 +257,3 @@ class DoubleDouble(Arithmetic):
 
 
 EMIT = DoubleDouble()
-
-
-class _Gen:
-    def __init__(self, names: dict[str, str], strings: dict[str, Any], count: list[int]):
-        self.names, self.strings = names, strings
-        self.used: list[str] = []  # spec names read, in order (lets are bound before use)
-        self.pre: list[str] = []  # statements a condition needs first (its operands, q)
-        self._count = count  # shared by a kernel's generators: temporaries are c0, c1, ...
-
-    def _walk(self, x: Expression) -> Any:
-        EMIT.state.gen = self
-        return x.run(_Names(self), EMIT)
-
-    def cond(self, x: Expression) -> str:
-        return _cond(self._walk(x))
-
-    def expr(self, x: Expression) -> str:
-        return _pair(self._walk(x))

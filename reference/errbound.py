@@ -51,13 +51,7 @@ Pair = tuple[Any, Any]
 
 def extended(spec: OpSpec) -> bool:
     """Whether spec's DOUBLE outputs are evaluated in long double here."""
-    used = {
-        f
-        for x in (*spec.formula.lets, *spec.formula.branches)
-        for e in ((x.value, x.when) if hasattr(x, "when") else (x.value,))
-        if e is not None
-        for f in e.functions
-    }
+    used = {f for e in Formula.of(spec.formula).expressions() for f in e.functions}
     return EXTENDED and used <= LONG_DOUBLE_FUNCTIONS
 
 
@@ -261,14 +255,16 @@ class ErrorBound(Arithmetic):
     def decide(self, cond: Any) -> bool | None:
         return NUMPY.decide(_p(cond)[0])
 
-    def merge(self, base: Any, pending: list[tuple[Any, Callable[[], Any]]], n: int | None) -> Any:
-        y, e = base if base is not None else (np.nan, 0.0)
-        y, e = np.broadcast_to(y, (n,)), np.broadcast_to(e, (n,))
-        for cond, value in pending:
-            c = _p(cond)[0]
-            v, ve = value()
-            y, e = np.where(c, v, y), np.where(c, ve, e)
-        return y, e
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        c = _p(cond)[0]
+        (v, ve), (o, oe) = then(), other()
+        return np.where(c, v, o), np.where(c, ve, oe)
+
+    def nothing(self) -> Any:
+        return np.nan, 0.0
+
+    def finish(self, value: Any, n: int | None) -> Any:
+        return np.broadcast_to(value[0], (n,)), np.broadcast_to(value[1], (n,))
 
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return np.errstate(all="ignore")

@@ -178,9 +178,7 @@ def rational(spec: OpSpec) -> bool:
     """Whether every expression of spec's formula is rational: + - * /, comparisons, where,
     abs, minimum and maximum over its inputs and literals (no power, function or pi/e): the
     functions RationalArithmetic has."""
-    exprs = [x.value for x in spec.formula.lets]
-    exprs += [e for br in spec.formula.branches for e in (br.value, br.when) if e is not None]
-    for e in exprs:
+    for e in Formula.of(spec.formula).expressions():
         if missing(RATIONAL, e.functions - {"where"}):
             return False
         for node in ir.walk(e.ir):

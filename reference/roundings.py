@@ -12,6 +12,7 @@ as more than one and keeps the faithful paths of errbound.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -22,18 +23,9 @@ MANY = 2  # two or more roundings: not correctly rounded by construction
 
 
 def correctly_rounded(spec: OpSpec) -> bool:
-    """Whether every branch of spec's formula is correctly rounded in float64 (see above)."""
-    walk = Formula.of(spec.formula)
-    env = _Exact()
-    for when, value in walk.branches:
-        for x in (when, value):
-            if x is not None:
-                walk.bind(env, x.names, COUNT)
-        if when is not None and when.run(env, COUNT) != 0:
-            return False
-        if value.run(env, COUNT) >= MANY:
-            return False
-    return True
+    """Whether every branch of spec's formula is correctly rounded in float64 (see above): the
+    formula walked in the rounding count, every branch visited."""
+    return Formula.of(spec.formula).evaluate(_Exact(), COUNT) < MANY
 
 
 class _Exact(dict):
@@ -95,6 +87,17 @@ class RoundingCount(Arithmetic):
     @staticmethod
     def where(cond: Any, a: Any, b: Any) -> int:
         return MANY if _n(cond) else max(_n(a), _n(b))
+
+    def decide(self, cond: Any) -> bool | None:
+        return None  # every branch counts
+
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> int:
+        # a branch condition must make no rounding (a string comparison, one bool for the
+        # call, is not credited: != 0)
+        return MANY if cond != 0 else max(_n(then()), _n(other()))
+
+    def nothing(self) -> int:
+        return 0
 
     @staticmethod
     def f_sqrt(x: Any) -> int:

@@ -5,7 +5,9 @@ module imports another package's private names (a generated kernel's imports inc
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,78 @@ def test_no_module_imports_another_packages_private_names():
             if any(n.strip().split(" ")[0].startswith("_") for n in m.group(2).split(",")):
                 wrong.append(f"{here}: generated 'from {m.group(1)} import {m.group(2)}'")
     assert not wrong, "\n".join(wrong)
+
+
+# --- the formula's semantics (lets, first true branch, otherwise) are walked in one place ----
+
+WALKER = "aclnn_conformance.conformance.spec.expr.walk"
+
+
+def _tiers(spec, case):
+    """Every tier that evaluates or writes a spec's formula, run once on `case`."""
+    import mpmath
+    import numpy as np
+    from aclnn_conformance.conformance.spec.interpret import branch_hits, formula_env, lets_used
+    from aclnn_conformance.reference import codegen, ddgen, errbound, precise, roundings
+    from aclnn_conformance.reference.formula import evaluate_formula
+
+    env = formula_env(spec, case.call)
+    n = len(next(iter(v for v in env.values() if isinstance(v, np.ndarray))))
+    evaluate_formula(spec, dict(env), n)
+    errbound.faithful_mask(spec, dict(env), n)
+    roundings.correctly_rounded(spec)
+    lets_used(spec, branch_hits(spec, case.call))
+    element = {k: (mpmath.mpf(float(v[0])) if isinstance(v, np.ndarray) else v)
+               for k, v in env.items()}  # fmt: skip
+    precise._formula_at(spec, element, mpmath)
+    for gen in (codegen.generate, ddgen.generate):
+        with contextlib.suppress(codegen.Unsupported):
+            gen(spec, env)
+
+
+def _first_case(spec):
+    from aclnn_conformance.conformance.cases.generate import build, plan_op
+
+    plans = [p for p in plan_op(spec) if p.kind == "positive" and p.expected_status == 0]
+    for plan in plans:
+        case = build(spec, plan, 0)
+        if not case.call.tensor(spec.formula.output).dtype.startswith("COMPLEX"):
+            return case
+    return None
+
+
+def _formula_specs():
+    from aclnn_conformance.conformance.spec.registry import default_registry
+
+    return [s for s in default_registry() if len(s.formula.branches) > 1]
+
+
+@pytest.mark.parametrize("spec", _formula_specs(), ids=lambda s: s.name)
+def test_only_the_walker_evaluates_a_formulas_conditions(spec, monkeypatch):
+    """Numpy, the error bound, the rounding count, mpmath, the branch census and both numba
+    emitters read a branch condition only through walk.Formula: a tier that walked the
+    branches itself (as codegen, ddgen and interpret did) calls the condition from its own
+    module."""
+    from aclnn_conformance.conformance.spec.expr import walk
+
+    case = _first_case(spec)
+    if case is None:
+        pytest.skip("no real-valued positive case")
+    conditions = {id(br.when) for br in spec.formula.branches if br.when is not None}
+    callers: set[str] = set()
+    real_run, real_staged = walk.Expression.run, walk.Expression.staged
+
+    def run(self, env, ar):
+        if id(self) in conditions:
+            callers.add(sys._getframe(1).f_globals["__name__"])
+        return real_run(self, env, ar)
+
+    def staged(self, ar):
+        if id(self) in conditions:
+            callers.add(sys._getframe(1).f_globals["__name__"])
+        return real_staged(self, ar)
+
+    monkeypatch.setattr(walk.Expression, "run", run)
+    monkeypatch.setattr(walk.Expression, "staged", staged)
+    _tiers(spec, case)
+    assert callers == {WALKER}, f"{spec.name}: conditions evaluated from {sorted(callers)}"

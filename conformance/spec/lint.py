@@ -24,6 +24,7 @@ from ..acl import dtypes as dt
 from . import bindings, dtypecond
 from .atk_section import section_problems
 from .checks.kinds import CHECK_KINDS
+from .expr import walk
 from .expr.language import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
 from .expr.walk import unsupported
 from .inplace import derive as derive_inplace
@@ -283,8 +284,7 @@ class Linter:
         null_checked = {n for c in checks if c.kind == "not_null" for n in c.params}
         exprs = [c.violated_if for c in checks]
         if formula is not None:
-            exprs += [x.value for x in formula.lets]
-            exprs += [e for b in formula.branches for e in (b.when, b.value)]
+            exprs += walk.Formula.of(formula).expressions()
         read = {n for e in exprs if e is not None for n in e.names}
         for i, p in enumerate(params):
             where = ("params", i, "if_null")

@@ -80,11 +80,14 @@ class NumpyArithmetic(Arithmetic):
             return bool(np.all(cond))
         return None if np.any(cond) else False
 
-    def merge(self, base: Any, pending: list[tuple[Any, Callable[[], Any]]], n: int | None) -> Any:
-        result = np.broadcast_to(base, (n,))
-        for cond, value in pending:
-            result = np.where(cond, value(), result)
-        return np.asarray(result, dtype=self.dtype)
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        return np.where(cond, then(), other())
+
+    def nothing(self) -> Any:
+        return np.asarray(np.nan, dtype=self.dtype)
+
+    def finish(self, value: Any, n: int | None) -> Any:
+        return np.asarray(np.broadcast_to(value, (n,)), dtype=self.dtype)
 
     def result(self, value: Any) -> Any:
         return np.asarray(value, dtype=self.dtype)

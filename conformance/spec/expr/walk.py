@@ -9,7 +9,11 @@ What the walker decides, for every arithmetic alike:
   every element (`choose`); otherwise both sides and the arithmetic's `where`;
 - a formula binds a `let` only when an expression it evaluates names it, takes its branches in
   order (the first true one wins, `otherwise` ends the walk), skips a branch no element takes,
-  and hands the branches some elements take to the arithmetic's `merge`.
+  and hands a branch some elements take, with the walk of the branches after it, to the
+  arithmetic's `select`; where no branch holds the value is the arithmetic's `nothing`. The
+  same walk tells which branch each element takes (`taken`) and which lets an evaluation
+  binds (`needs`). Emitters (numba source) are arithmetics too: `let` names a bound let's
+  variable, `scope` gives each branch value its own block.
 
 What an arithmetic decides (its methods, see `Arithmetic`): the values of literals and constants,
 the operators (division by zero, NaN in comparisons: IEEE in every float arithmetic), NaN in
@@ -35,7 +39,7 @@ Fn = Callable[[Env], Any]
 class Arithmetic:
     """The values an expression is evaluated in. Subclasses define the operators below (names
     from ir.BINARY and ir.COMPARE), `f_<name>` for each language function they support, and,
-    for a formula, `decide` and `merge`."""
+    for a formula, `decide`, `select`, `nothing` and `finish`."""
 
     name = "arithmetic"
 
@@ -58,14 +62,32 @@ class Arithmetic:
         """A branch condition: True (every element takes it), False (none does), None (some)."""
         return bool(cond)
 
-    def merge(self, base: Any, pending: list[tuple[Any, Callable[[], Any]]], n: int | None) -> Any:
-        """The formula's value: `base` (the first branch every element takes; None if none),
-        overridden by each (condition, value) of `pending`, last first."""
-        return base
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        """The value of a branch some elements take: `then()` where `cond` holds, `other()` (the
+        branches after it) elsewhere."""
+        return then() if cond else other()
+
+    def nothing(self) -> Any:
+        """The value where no branch holds (after a last guarded branch): NaN, None for a
+        scalar arithmetic."""
+        return None
+
+    def finish(self, value: Any, n: int | None) -> Any:
+        """The formula's value as `evaluate` returns it (over `n` elements)."""
+        return value
 
     def result(self, value: Any) -> Any:
         """A branch's value as the formula returns it."""
         return value
+
+    def let(self, name: str, value: Any) -> Any:
+        """What a bound `let` holds in the environment (an emitter: the variable it assigns)."""
+        return value
+
+    def scope(self, env: Env) -> Env:
+        """The environment a branch value is evaluated in: `env` itself (a let is bound once for
+        every branch), or a copy for an emitter writing each branch in a block of its own."""
+        return env
 
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
@@ -241,37 +263,76 @@ class Formula:
         return hit[1]
 
     def bind(self, env: Env, names: Iterable[str], ar: Arithmetic) -> None:
-        """Bind in `env` each let among `names` (and the lets they read) not bound yet."""
-        for name in names:
+        """Bind in `env` each let among `names` (and the lets they read) not bound yet, in name
+        order (an emitter's source is the same from run to run)."""
+        for name in sorted(names):
             if name in self.lets and name not in env:
                 x = self.lets[name]
                 self.bind(env, x.names, ar)
-                env[name] = x.run(env, ar)
+                env[name] = ar.let(name, x.run(env, ar))
 
     def evaluate(self, env: Env, ar: Arithmetic, n: int | None = None) -> Any:
         """The formula's value with `env` bound (`env` is extended with the lets it binds), over
         `n` elements for an array arithmetic; None from a scalar one where no branch holds."""
 
-        def value(x: Expression) -> Any:
+        def value(i: int, x: Expression, env: Env) -> Any:
             self.bind(env, x.names, ar)
             return ar.result(x.run(env, ar))
 
         with ar.context():
-            pending: list[tuple[Any, Callable[[], Any]]] = []
-            base = None
-            for when, val in self.branches:
-                if when is None:
-                    base = value(val)
-                    break
-                self.bind(env, when.names, ar)
-                cond = when.run(env, ar)
-                d = ar.decide(cond)
-                if d is True:
-                    base = value(val)
-                    break
-                if d is None:
-                    pending.append((cond, lambda val=val: value(val)))
-            return ar.merge(base, pending[::-1], n)
+            return ar.finish(self._walk(0, env, ar, value), n)
+
+    def taken(self, env: Env, ar: Arithmetic, n: int | None = None) -> Any:
+        """The index of the branch each element takes (the arithmetic's `nothing` where none
+        does): the same walk, each branch's value being its index."""
+        with ar.context():
+            return ar.finish(self._walk(0, env, ar, lambda i, x, env: ar.result(ar.number(i))), n)
+
+    def _walk(self, first: int, env: Env, ar: Arithmetic, value: Callable[..., Any]) -> Any:
+        """The value of the branches from `first` on: the first true one wins, `otherwise` ends
+        the walk, a branch no element takes is skipped, one some take is the arithmetic's
+        `select`."""
+        for i in range(first, len(self.branches)):
+            when, val = self.branches[i]
+            if when is None:
+                return value(i, val, ar.scope(env))
+            self.bind(env, when.names, ar)
+            cond = when.run(env, ar)
+            d = ar.decide(cond)
+            if d is True:
+                return value(i, val, ar.scope(env))
+            if d is None:
+                return ar.select(
+                    cond,
+                    lambda i=i, val=val: value(i, val, ar.scope(env)),
+                    lambda i=i: self._walk(i + 1, ar.scope(env), ar, value),
+                )
+        return ar.nothing()
+
+    def expressions(self) -> list[Expression]:
+        """Every expression of the formula: the lets' values, the conditions and the branch
+        values (for static questions: which functions, names or node kinds it uses)."""
+        out = list(self.lets.values())
+        return out + [x for br in self.branches for x in br if x is not None]
+
+    def needs(self, hits: Iterable[int]) -> set[str]:
+        """The lets an evaluation that takes the branches `hits` (indices) binds: those the
+        conditions tested up to the last of them and the values of `hits` read, closed over
+        lets reading lets."""
+        hits = set(hits)
+        names: set[str] = set()
+        for i, (when, val) in enumerate(self.branches[: max(hits, default=-1) + 1]):
+            if when is not None:
+                names |= when.names
+            if i in hits:
+                names |= val.names
+        todo = [n for n in names if n in self.lets]
+        while todo:
+            for n in self.lets[todo.pop()].names:
+                if n in self.lets and n not in names:
+                    names.add(n)
+                    todo.append(n)
+        return names & set(self.lets)
 
 
 _WALKS: dict[int, tuple[Any, Formula]] = {}
