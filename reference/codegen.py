@@ -32,7 +32,7 @@ from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
-        "abs": "abs", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
+        "abs": "abs", "sign": "np.sign", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
 # FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of conformance/compiled/vecmath.py
 APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip

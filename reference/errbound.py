@@ -249,6 +249,11 @@ class ErrorBound(Arithmetic):
         return np.abs(x[0]), x[1]
 
     @staticmethod
+    def f_sign(x: Pair) -> Pair:  # exact unless the error bound reaches across zero
+        a, ea = x
+        return np.sign(a), np.where((np.abs(a) > ea) | (ea == 0), 0.0, 2.0)
+
+    @staticmethod
     def f_conj(x: Pair) -> Pair:  # exact: the identity on real values
         return np.conj(x[0]), x[1]
 

@@ -144,6 +144,7 @@ class RationalArithmetic(Arithmetic):
     eq = staticmethod(operator.eq)
     ne = staticmethod(operator.ne)
     f_abs = staticmethod(abs)
+    f_sign = staticmethod(MpArithmetic.f_sign)
     not_ = staticmethod(MpArithmetic.not_)
     and_ = staticmethod(MpArithmetic.and_)
     or_ = staticmethod(MpArithmetic.or_)

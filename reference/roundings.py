@@ -70,7 +70,7 @@ class RoundingCount(Arithmetic):
     def _same(x: Any) -> int:
         return _n(x)
 
-    neg = not_ = f_abs = f_conj = _same
+    neg = not_ = f_abs = f_sign = f_conj = _same
 
     @staticmethod
     def _max(a: Any, b: Any) -> int:

@@ -8,7 +8,7 @@ below. Grammar (Python syntax, this subset only):
     numbers, True/False, the constants pi e inf nan, parameter and `let` names,
     + - * / ** (binary), unary - + not, and / or, comparisons (chains allowed),
     name == "text" / name != "text" / name in ("a", "b") for string parameters,
-    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs minimum maximum conj
+    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs sign minimum maximum conj
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ FUNCTIONS: dict[str, int] = {
     "tanh": 1,
     "sqrt": 1,
     "abs": 1,
+    "sign": 1,  # -1, 0 or 1 (NaN for NaN; the sign of a zero is not kept)
     "minimum": 2,
     "maximum": 2,
     "conj": 1,  # the complex conjugate; the identity on real values

@@ -31,6 +31,10 @@ class MpArithmetic(Arithmetic):
     ne = staticmethod(operator.ne)
     f_abs = staticmethod(abs)
 
+    @staticmethod
+    def f_sign(x: Any) -> Any:
+        return x if x != x else (x > 0) - (x < 0)
+
     def __init__(self, m: Any):
         self.m = m
         nan = m.nan

@@ -67,6 +67,7 @@ class NumpyArithmetic(Arithmetic):
     f_tanh = staticmethod(np.tanh)
     f_sqrt = staticmethod(np.sqrt)
     f_abs = staticmethod(np.abs)
+    f_sign = staticmethod(np.sign)
     f_minimum = staticmethod(np.minimum)
     f_maximum = staticmethod(np.maximum)
     f_conj = staticmethod(np.conj)  # the complex conjugate; the identity on real values
