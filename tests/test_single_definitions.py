@@ -139,3 +139,15 @@ def test_only_the_walker_evaluates_a_formulas_conditions(spec, monkeypatch):
     monkeypatch.setattr(walk.Expression, "staged", staged)
     _tiers(spec, case)
     assert callers == {WALKER}, f"{spec.name}: conditions evaluated from {sorted(callers)}"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [r"\bprecise\.refine\(", r"(?<!def )\bexact_mask\(", r"\bddtier\.decide\(",
+     r"(?<!def )\bget_exact\("],
+)  # fmt: skip
+def test_the_settling_tiers_are_called_from_settle_py_only(call):
+    """Tiers 2-4 (the pair, exactness, rationals and mpmath) run in one pipeline,
+    reference/settle.py, for the flags of either evaluator: no other module settles on its own
+    (engine.chunks once held a second copy)."""
+    assert _where(call) == ["reference/settle.py"], f"{call} called from {_where(call)}"
