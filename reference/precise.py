@@ -177,7 +177,7 @@ RATIONAL = RationalArithmetic()
 
 def rational(spec: OpSpec) -> bool:
     """Whether every expression of spec's formula is rational: + - * /, comparisons, where,
-    abs, minimum and maximum over its inputs and literals (no power, function or pi/e): the
+    abs, sign, minimum and maximum over its inputs and literals (no power, function or pi/e): the
     functions RationalArithmetic has."""
     for e in Formula.of(spec.formula).expressions():
         if missing(RATIONAL, e.functions - {"where"}):
