@@ -18,24 +18,25 @@ constant is a product by its reciprocal.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..conformance import compiled
+from ..conformance.spec.expr.walk import Arithmetic, Formula
 from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
-        "abs": "abs", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
-# FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of reference/vecmath.py
+        "abs": "abs", "sign": "np.sign", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
+# FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of conformance/compiled/vecmath.py
 APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip
-CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
-_BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
-_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+COMPILED = Path(compiled.__file__).parent  # the compiled functions the kernels import
 
 HEADER = """\
 # vecmath {digest}
@@ -44,15 +45,15 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from aclnn_conformance.conformance.judge.measure import _round
-from aclnn_conformance.reference.vecmath import _bits
-from aclnn_conformance.reference.vecmath import half_to_double as _h2d
-from aclnn_conformance.reference.vecmath import verfc as _verfc
-from aclnn_conformance.reference.vecmath import verfinv as _verfinv
-from aclnn_conformance.reference.vecmath import vexp as _vexp
-from aclnn_conformance.reference.vecmath import vexpm1 as _vexpm1
-from aclnn_conformance.reference.vecmath import vlog1p as _vlog1p
-from aclnn_conformance.reference.vecmath import vtanh as _vtanh
+from aclnn_conformance.conformance.compiled.intrinsics import as_bits as _bits
+from aclnn_conformance.conformance.compiled.measure import narrow_bits as _narrow
+from aclnn_conformance.conformance.compiled.vecmath import half_to_double as _h2d
+from aclnn_conformance.conformance.compiled.vecmath import verfc as _verfc
+from aclnn_conformance.conformance.compiled.vecmath import verfinv as _verfinv
+from aclnn_conformance.conformance.compiled.vecmath import vexp as _vexp
+from aclnn_conformance.conformance.compiled.vecmath import vexpm1 as _vexpm1
+from aclnn_conformance.conformance.compiled.vecmath import vlog1p as _vlog1p
+from aclnn_conformance.conformance.compiled.vecmath import vtanh as _vtanh
 
 _INF = math.inf
 _NAN = math.nan
@@ -83,20 +84,6 @@ def _flag(r, drop, guard, emin):
     tie = near & (low == 0)
     return (np.uint8(near) | (np.uint8((e < emin) & (b != 0)) << np.uint8(1))
             | (np.uint8(tie) << np.uint8(2)))
-
-
-@njit(inline="always")
-def _narrow(r, p, emin, all_ones, nbits):
-    b = _bits(r)
-    mag = b & 0x7FFFFFFFFFFFFFFF
-    sign = (b >> 63) & 1
-    if mag > 0x7FF0000000000000:  # NaN: the quiet NaN
-        m = (all_ones << p) | (1 << (p - 1))
-    elif mag == 0x7FF0000000000000:
-        m = all_ones << p
-    else:
-        m = _round(mag, p, emin, all_ones)
-    return np.uint16((sign << (nbits - 1)) | m)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -168,11 +155,11 @@ def near_midpoint(yb, flags, drop, guard, emin):
 """
 
 
-# numba's cache follows the kernel file only: vecmath's own text (and its intrinsics') is part
+# numba's cache follows the kernel file only: vecmath's own text (and its intrinsics' and the
+# narrow rounding's) is part
 # of every kernel's key
 _VECMATH = hashlib.sha256(
-    Path(__file__).with_name("vecmath.py").read_bytes()
-    + (Path(__file__).parents[1] / "conformance" / "judge" / "intrinsics.py").read_bytes()
+    b"".join((COMPILED / f).read_bytes() for f in ("vecmath.py", "intrinsics.py", "measure.py"))
 ).hexdigest()[:16]
 
 
@@ -203,17 +190,16 @@ def generate(
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
-    lets = {x.name: x for x in spec.formula.lets}
-    for i, n in enumerate(lets):
-        names[n] = f"t{i}"
-    gen = _Gen(names, strings, APPROX if approx else MATH)
+    for i, x in enumerate(spec.formula.lets):
+        names[x.name] = f"t{i}"
+    emit = EMIT_APPROX if approx else EMIT_MATH
     half = half & frozenset(tensors)
     lines = [
         f"        {names[n]} = " + (f"_h2d(a{i}[k])" if n in half else f"np.float64(a{i}[k])")
         for i, n in enumerate(tensors)
     ]
     lines += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
-    lines += _chain(gen, lets, list(spec.formula.branches), set(), 2)
+    lines += ["        " + line for line in emit.body(spec, names, strings)]
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
     body = "\n".join(lines)
     text = HEADER.format(args=", ".join(args), digest=_VECMATH, body=body, block=FLAG_BLOCK)
@@ -221,136 +207,172 @@ def generate(
     return Source(text, tensors, attrs, half)
 
 
-def _chain(gen: _Gen, lets: dict, branches: list, done: set[str], depth: int) -> list[str]:
-    """The if/else chain of `branches` (lets bound on first need), indented `depth` levels."""
-    pad = "    " * depth
-    br, rest = branches[0], branches[1:]
-    if br.when is None or not rest:
-        # the last branch, or an otherwise: a last guarded branch that is false leaves NaN
-        out = _bind(gen, lets, br.value.names, done, pad)
-        value = f"{pad}r = float({gen.expr(br.value._tree)})"
-        if br.when is None:
-            return [*out, value]
-        out += _bind(gen, lets, br.when.names, set(done), pad)
-        return [
-            *out,
-            f"{pad}if {gen.cond(br.when._tree)}:",
-            "    " + value,
-            f"{pad}else:",
-            f"{pad}    r = _NAN",
-        ]
-    out = _bind(gen, lets, br.when.names, done, pad)
-    out.append(f"{pad}if {gen.cond(br.when._tree)}:")
-    inner = set(done)
-    out += _bind(gen, lets, br.value.names, inner, pad + "    ")
-    out.append(f"{pad}    r = float({gen.expr(br.value._tree)})")
-    out.append(f"{pad}else:")
-    out += _chain(gen, lets, rest, set(done), depth + 1)
-    return out
+class _Names(dict):
+    """The walk's environment: each name's variable in the kernel, each string parameter's
+    value; any other name has no compiled form."""
+
+    def __missing__(self, name: str) -> Any:
+        raise Unsupported(f"unknown name {name}")
 
 
-def _bind(gen: _Gen, lets: dict, names: frozenset[str], done: set[str], pad: str) -> list[str]:
-    out: list[str] = []
-    for name in sorted(names):
-        if name in lets and name not in done:
-            out += _bind(gen, lets, lets[name].value.names, done, pad)
-            done.add(name)
-            out.append(f"{pad}{gen.names[name]} = {gen.expr(lets[name].value._tree)}")
-    return out
+class Code(str):
+    """Python source of a value, knowing whether it is a constant (no name in it) and an
+    irrational one (pi, e or a function call in it: sqrt(2 * pi))."""
+
+    const: bool = False
+    irrational: bool = False
 
 
-class _Gen:
-    def __init__(self, names: dict[str, str], strings: dict[str, Any], functions: dict[str, str]):
-        self.names = names
-        self.strings = strings
+def _code(text: str, const: bool = False, irrational: bool = False) -> Code:
+    c = Code(text)
+    c.const, c.irrational = const, const and irrational
+    return c
+
+
+def _const(*xs: Any) -> bool:
+    return all(getattr(x, "const", False) for x in xs)
+
+
+def _irr(*xs: Any) -> bool:
+    return any(getattr(x, "irrational", False) for x in xs)
+
+
+class Emitter(Arithmetic):
+    """The walker's arithmetic whose values are the numba float64 source computing them (the
+    kernel's `r = float(...)` lines): an emitter that writes source from the same walk."""
+
+    def __init__(self, name: str, functions: dict[str, str]):
+        self.name = name
         self.functions = functions
+        self.state = threading.local()  # the walk under way: its names and current block
+        for fn, target in functions.items():
+            setattr(self, "f_" + fn, self._call(target))
 
-    def cond(self, node: ast.AST) -> str:
-        return f"bool({self.expr(node)})"
+    def body(self, spec: OpSpec, names: dict[str, str], strings: dict[str, Any]) -> list[str]:
+        """The loop body's statements computing `r` for one element, unindented: the formula
+        walked with each name's variable (`names`) and the string parameters decided."""
+        st = self.state
+        st.names, st.lines = names, []
+        lets = {x.name for x in spec.formula.lets}
+        env = _Names({n: _code(v) for n, v in names.items() if n not in lets})
+        env.update(strings)
+        return Formula.of(spec.formula).evaluate(env, self)
 
-    def expr(self, node: ast.AST) -> str:
-        method = getattr(self, "_" + type(node).__name__, None)
-        if method is None:
-            raise Unsupported(f"no compiled form for {type(node).__name__}")
-        return method(node)
+    # the formula walk (walk.Formula): lets are assignments in the block that first needs them,
+    # a branch some elements take an if/else, the value `r = float(...)`
 
-    def _Constant(self, node: ast.Constant) -> str:
-        v = node.value
-        if isinstance(v, bool):
-            return "True" if v else "False"
-        return _number(float(v))
+    def decide(self, cond: Any) -> bool | None:
+        return None  # an if for every guarded branch
 
-    def _Name(self, node: ast.Name) -> str:
-        if node.id in self.names:
-            return self.names[node.id]
-        if node.id in CONSTANTS:
-            return _number(CONSTANTS[node.id])
-        raise Unsupported(f"unknown name {node.id}")
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> list[str]:
+        st = self.state
+        outer, st.lines = st.lines, []
+        yes = then()
+        yes, st.lines = st.lines + yes, []
+        no = other()
+        no, st.lines = st.lines + no, outer
+        return [f"if bool({cond}):", *_indent(yes), "else:", *_indent(no)]
 
-    def _BinOp(self, node: ast.BinOp) -> str:
-        a, b = self.expr(node.left), self.expr(node.right)
-        if isinstance(node.op, ast.Pow):
-            return f"_pow(float({a}), float({b}))"
-        if isinstance(node.op, ast.Div) and self.functions is APPROX and _irrational(node.right):
+    def nothing(self) -> list[str]:
+        return ["r = _NAN"]  # a last guarded branch that is false
+
+    def result(self, value: Any) -> list[str]:
+        return [f"r = float({value})"]
+
+    def finish(self, value: Any, n: int | None) -> list[str]:
+        return self.state.lines + value
+
+    def let(self, name: str, value: Any) -> Code:
+        var = self.state.names[name]
+        self.state.lines.append(f"{var} = {value}")
+        return _code(var)
+
+    def scope(self, env: Any) -> Any:
+        return _Names(env)  # a branch's block: the lets it binds stay in it
+
+    def lacks(self, fn: str) -> Exception:
+        return Unsupported(f"no compiled form for {fn}()")
+
+    @staticmethod
+    def _call(target: str) -> Any:
+        def call(*args: Any) -> Code:
+            text = f"{target}(" + ", ".join(f"float({a})" for a in args) + ")"
+            return _code(text, _const(*args), True)
+
+        return call
+
+    def number(self, value: bool | int | float) -> Code:
+        if isinstance(value, bool):
+            return _code("True" if value else "False", True)
+        return _code(_number(float(value)), True)
+
+    def constant(self, name: str, value: float) -> Code:
+        return _code(_number(value), True, name in ("pi", "e"))
+
+    def _bin(self, op: str, a: Any, b: Any) -> Code:
+        return _code(f"({a} {op} {b})", _const(a, b), _irr(a, b))
+
+    def add(self, a: Any, b: Any) -> Code:
+        return self._bin("+", a, b)
+
+    def sub(self, a: Any, b: Any) -> Code:
+        return self._bin("-", a, b)
+
+    def mul(self, a: Any, b: Any) -> Code:
+        return self._bin("*", a, b)
+
+    def div(self, a: Any, b: Any) -> Code:
+        if self.functions is APPROX and getattr(b, "irrational", False):
             # a product by the reciprocal (folded to one constant): within 1 ulp of the quotient,
             # which is never exact anyway, and a division costs 4-8 products in a vector loop
-            return f"({a} * (1.0 / {b}))"
-        return f"({a} {_BIN[type(node.op)]} {b})"
+            return _code(f"({a} * (1.0 / {b}))", _const(a, b), True)
+        return self._bin("/", a, b)
 
-    def _UnaryOp(self, node: ast.UnaryOp) -> str:
-        x = self.expr(node.operand)
-        if isinstance(node.op, ast.USub):
-            return f"(-{x})"
-        if isinstance(node.op, ast.UAdd):
-            return x
-        return f"(not {x})"
+    def pow(self, a: Any, b: Any) -> Code:
+        return _code(f"_pow(float({a}), float({b}))", _const(a, b), _irr(a, b))
 
-    def _BoolOp(self, node: ast.BoolOp) -> str:
-        op = " and " if isinstance(node.op, ast.And) else " or "
-        return "(" + op.join(f"bool({self.expr(v)})" for v in node.values) + ")"
+    def lt(self, a: Any, b: Any) -> Code:
+        return self._bin("<", a, b)
 
-    def _Compare(self, node: ast.Compare) -> str:
-        left = node.left
-        if isinstance(left, ast.Name) and left.id in self.strings:
-            return "True" if self._string(node) else "False"
-        parts, prev = [], self.expr(left)
-        for op, comp in zip(node.ops, node.comparators, strict=True):
-            cur = self.expr(comp)
-            parts.append(f"({prev} {_CMP[type(op)]} {cur})")
-            prev = cur
-        return "(" + " and ".join(parts) + ")"
+    def le(self, a: Any, b: Any) -> Code:
+        return self._bin("<=", a, b)
 
-    def _string(self, node: ast.Compare) -> bool:
-        return string_test(self.strings[node.left.id], node)  # type: ignore[attr-defined]
+    def gt(self, a: Any, b: Any) -> Code:
+        return self._bin(">", a, b)
 
-    def _Call(self, node: ast.Call) -> str:
-        name = node.func.id  # type: ignore[attr-defined]
-        args = [self.expr(a) for a in node.args]
-        if name == "where":
-            return f"(float({args[1]}) if bool({args[0]}) else float({args[2]}))"
-        if name not in self.functions:
-            raise Unsupported(f"no compiled form for {name}()")
-        return f"{self.functions[name]}(" + ", ".join(f"float({a})" for a in args) + ")"
+    def ge(self, a: Any, b: Any) -> Code:
+        return self._bin(">=", a, b)
 
+    def eq(self, a: Any, b: Any) -> Code:
+        return self._bin("==", a, b)
 
-def _irrational(node: ast.AST) -> bool:
-    """A constant expression with pi, e or a function call in it (sqrt(2 * pi)): its value is a
-    rounded irrational number. Rational constants (6, 3) keep their division, whose quotient
-    can be exact."""
-    names = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
-    funcs = {n.func for n in ast.walk(node) if isinstance(n, ast.Call)}
-    if any(n.id not in CONSTANTS for n in names if n not in funcs):
-        return False
-    return bool(funcs) or any(n.id in ("pi", "e") for n in names)
+    def ne(self, a: Any, b: Any) -> Code:
+        return self._bin("!=", a, b)
+
+    def neg(self, x: Any) -> Code:
+        return _code(f"(-{x})", _const(x), _irr(x))
+
+    def not_(self, x: Any) -> Code:
+        return _code(f"(not {x})", _const(x), _irr(x))
+
+    def chain(self, links: list[Any]) -> Code:
+        return _code("(" + " and ".join(links) + ")", _const(*links), _irr(*links))
+
+    def logic(self, op: str, parts: list[Any]) -> Code:
+        text = "(" + f" {op} ".join(f"bool({x})" for x in parts) + ")"
+        return _code(text, _const(*parts), _irr(*parts))
+
+    def where(self, cond: Any, a: Any, b: Any) -> Code:
+        text = f"(float({a}) if bool({cond}) else float({b}))"
+        return _code(text, _const(cond, a, b), True)
 
 
-def string_test(value: Any, node: ast.Compare) -> bool:
-    """A comparison of a string parameter holding `value` with a literal or a tuple of them."""
-    op, comp = node.ops[0], node.comparators[0]
-    if isinstance(op, ast.Eq | ast.NotEq):
-        return (value == comp.value) == isinstance(op, ast.Eq)  # type: ignore[attr-defined]
-    choices = {e.value for e in comp.elts}  # type: ignore[attr-defined]
-    return (value in choices) == isinstance(op, ast.In)
+EMIT_MATH = Emitter("numba float64", MATH)
+EMIT_APPROX = Emitter("numba float64 (vectorizable)", APPROX)
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
 
 
 def _number(v: float) -> str:

@@ -1,7 +1,8 @@
-"""A spec's formula as a fused, parallel loop in double-double (reference/ddmath.py) for DOUBLE.
+"""A spec's formula as a fused, parallel loop in double-double (conformance/compiled/ddmath.py) for DOUBLE.
 
-Like codegen.py (same whitelist, same generated names, strings decided at generation, no spec
-text in the source), but every value is a (hi, lo) pair and the branches are selects: every
+Like codegen.py (an arithmetic of the expression walker, conformance/spec/expr/walk.py, whose
+values are source text; same generated names, strings decided at generation, no spec text in
+the source), but every value is a (hi, lo) pair and the branches are selects: every
 branch and condition is evaluated for every element and the first true branch's value kept, so
 the loop has no control flow and vectorizes. Each element gets a flag: 1 when its pair is
 poisoned (ddmath's range limits), not finite, tiny, or when a condition compared a poisoned
@@ -13,13 +14,14 @@ outputs with it.
 
 from __future__ import annotations
 
-import ast
 import hashlib
-from pathlib import Path
+import threading
+from collections.abc import Callable
 from typing import Any
 
+from ..conformance.spec.expr.walk import Arithmetic, Formula
 from ..conformance.spec.model import OpSpec
-from .codegen import _VECMATH, CONSTANTS, Source, Unsupported, _number, string_test
+from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number
 
 FUNCTIONS = {
     "exp": "dexp",
@@ -32,10 +34,8 @@ FUNCTIONS = {
     "minimum": "dmin",
     "maximum": "dmax",
 }
-_BIN = {ast.Add: "dadd", ast.Sub: "dsub", ast.Mult: "dmul", ast.Div: "ddiv"}
 _DIGEST = hashlib.sha256(
-    b"".join(Path(__file__).with_name(f).read_bytes() for f in ("ddmath.py", "exactmath.py"))
-    + _VECMATH.encode()
+    b"".join((COMPILED / f).read_bytes() for f in ("ddmath.py", "exactmath.py")) + _VECMATH.encode()
 ).hexdigest()[:16]
 
 HEADER = """\
@@ -43,8 +43,8 @@ HEADER = """\
 import numpy as np
 from numba import njit, prange
 
-from aclnn_conformance.reference.{module} import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p
-from aclnn_conformance.reference.{module} import dlt, dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
+from aclnn_conformance.conformance.compiled.{module} import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog1p
+from aclnn_conformance.conformance.compiled.{module} import dlt, dmax, dmin, dmul, dneg, dresult, dsel, dsqrt, dsub, dtanh
 
 _NAN = np.nan
 _INF = np.inf
@@ -78,38 +78,15 @@ def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
     bools = {p.name for p in spec.attributes if p.kind == "bool"}
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
-    lets = {x.name: x for x in spec.formula.lets}
-    for i, n in enumerate(lets):
-        names[n] = f"t{i}"
-    gen = _Gen(names, strings, [0])
+    for i, x in enumerate(spec.formula.lets):
+        names[x.name] = f"t{i}"
     pad = "        "
     lines = [f"{pad}{names[n]} = (np.float64(a{i}[k]), 0.0)" for i, n in enumerate(tensors)]
     lines += [
         f"{pad}{names[n]} = p{i}" if n in bools else f"{pad}{names[n]} = (p{i}, 0.0)"
         for i, n in enumerate(attrs)
     ]
-    chosen: list[tuple[str | None, str]] = []  # (condition, value) of the branches that count
-    for br in spec.formula.branches:
-        if br.when is None:
-            chosen.append((None, gen.expr(br.value._tree)))
-            break
-        cond = gen.cond(br.when._tree)
-        if cond == "False":
-            continue
-        value = gen.expr(br.value._tree)
-        if cond == "True":
-            chosen.append((None, value))
-            break
-        chosen.append((cond, value))
-    bound: set[str] = set()
-    for name in gen.used:
-        lines += _bind(gen, lets, name, bound, pad)
-    lines += [f"{pad}{s}" for s in gen.pre]
-    if not chosen or chosen[-1][0] is not None:
-        chosen.append((None, "(_NAN, _NAN)"))  # a last guarded branch that is false: NaN
-    lines.append(f"{pad}r = {chosen[-1][1]}")
-    for cond, value in reversed(chosen[:-1]):
-        lines.append(f"{pad}r = dsel({cond}, {value}, r)")
+    lines += [pad + line for line in EMIT.body(spec, names, strings, (*tensors, *attrs))]
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
     text = HEADER.format(
         args=", ".join(args),
@@ -120,95 +97,163 @@ def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
     return Source(text, tensors, attrs)
 
 
-def _bind(gen: _Gen, lets: dict, name: str, bound: set[str], pad: str) -> list[str]:
-    if name not in lets or name in bound:
-        return []
-    bound.add(name)
-    sub = _Gen(gen.names, gen.strings, gen._count)
-    value = sub.expr(lets[name].value._tree)
-    out: list[str] = []
-    for dep in sub.used:
-        out += _bind(gen, lets, dep, bound, pad)
-    out += [f"{pad}{s}" for s in sub.pre]
-    return [*out, f"{pad}{gen.names[name]} = {value}"]
+class Code(str):
+    """Source of a value: kind "pair" (a double-double), "bool" (a condition) or "name" (a
+    parameter or let, usable as either, as a bool parameter is)."""
+
+    kind = "pair"
 
 
-class _Gen:
-    def __init__(self, names: dict[str, str], strings: dict[str, Any], count: list[int]):
-        self.names, self.strings = names, strings
-        self.used: list[str] = []  # spec names read, in order (lets are bound before use)
-        self.pre: list[str] = []  # statements a condition needs first (its operands, q)
-        self._count = count  # shared by a kernel's generators: temporaries are c0, c1, ...
+def _code(text: str, kind: str = "pair") -> Code:
+    c = Code(text)
+    c.kind = kind
+    return c
 
-    def cond(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Compare):
-            return self._compare(node)
-        if isinstance(node, ast.BoolOp):
-            op = " & " if isinstance(node.op, ast.And) else " | "
-            return "(" + op.join(self.cond(v) for v in node.values) + ")"
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return f"(not {self.cond(node.operand)})"
-        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            return str(node.value)
-        if isinstance(node, ast.Name) and node.id in self.names:
-            self.used.append(node.id)
-            return self.names[node.id]  # a bool parameter
-        raise Unsupported(f"no double-double form for the condition {type(node).__name__}")
 
-    def _compare(self, node: ast.Compare) -> str:
-        left = node.left
-        if isinstance(left, ast.Name) and left.id in self.strings:
-            return "True" if string_test(self.strings[left.id], node) else "False"
-        parts, prev = [], self._operand(left)
-        for op, comp in zip(node.ops, node.comparators, strict=True):
-            cur = self._operand(comp)
-            parts.append(_cmp(op, prev, cur))
-            prev = cur
-        return "(" + " & ".join(parts) + ")"
+def _pair(x: Any) -> Code:
+    if not isinstance(x, Code) or x.kind == "bool":
+        raise Unsupported(f"no double-double form for {x!r} as a value")
+    return x
 
-    def _operand(self, node: ast.AST) -> str:
+
+def _cond(x: Any) -> str:
+    if isinstance(x, bool):  # a string parameter's comparison, decided at generation
+        return str(x)
+    if x.kind == "pair":
+        raise Unsupported(f"no double-double form for the condition {x}")
+    return x
+
+
+class _Names(dict):
+    """The walk's environment: the parameters' variables, the string parameters' values and the
+    lets bound so far; any other name has no double-double form."""
+
+    def __missing__(self, name: str) -> Any:
+        raise Unsupported(f"no double-double form for the name {name}")
+
+
+class DoubleDouble(Arithmetic):
+    """The walker's arithmetic whose values are the double-double source computing them (see
+    the module docstring); the generator it writes for is `state.gen` (one walk at a time per
+    thread). Comparison operands become temporaries whose poison flags the element."""
+
+    name = "numba double-double"
+
+    def __init__(self) -> None:
+        self.state = threading.local()
+        for fn, target in FUNCTIONS.items():
+            setattr(self, "f_" + fn, self._call(target))
+
+    def body(
+        self, spec: OpSpec, names: dict[str, str], strings: dict[str, Any], params: tuple[str, ...]
+    ) -> list[str]:
+        """The loop body's statements computing the pair `r` (and the poison `q`) for one
+        element, unindented: the formula walked with each name's variable (`names`)."""
+        st = self.state
+        st.names, st.lines, st.count = names, [], 0
+        env = _Names({n: _code(names[n], "name") for n in params})
+        env.update(strings)
+        chain = Formula.of(spec.formula).evaluate(env, self)
+        if not isinstance(chain, list):
+            chain = [(None, chain)]
+        selects = [f"r = dsel({c}, {v}, r)" for c, v in reversed(chain[:-1])]
+        return [*st.lines, f"r = {chain[-1][1]}", *selects]
+
+    # the formula walk (walk.Formula): every statement in the loop body (no control flow), a
+    # let assigned where first needed, a branch some elements take a select of the pairs
+
+    def decide(self, cond: Any) -> bool | None:
+        c = _cond(cond)
+        return True if c == "True" else False if c == "False" else None
+
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> list:
+        """[(condition, value), ..., (None, value)]: `r` written as a select per branch."""
+        c, yes, no = _cond(cond), _pair(then()), other()
+        return [(c, yes), *(no if isinstance(no, list) else [(None, _pair(no))])]
+
+    def nothing(self) -> Code:
+        return _code("(_NAN, _NAN)")  # a last guarded branch that is false
+
+    def result(self, value: Any) -> Code:
+        return _pair(value)
+
+    def let(self, name: str, value: Any) -> Code:
+        var = self.state.names[name]
+        self.state.lines.append(f"{var} = {_pair(value)}")
+        return _code(var, "name")
+
+    def lacks(self, fn: str) -> Exception:
+        return Unsupported(f"no double-double form for {fn}()")
+
+    @staticmethod
+    def _call(target: str) -> Any:
+        return lambda *args: _code(f"{target}(" + ", ".join(_pair(a) for a in args) + ")")
+
+    def number(self, value: bool | int | float) -> Code:
+        if isinstance(value, bool):
+            return _code(str(value), "bool")
+        return _code(f"({_number(float(value))}, 0.0)")
+
+    def constant(self, name: str, value: float) -> Code:
+        return _code(name.upper() if name in ("pi", "e") else f"({_number(value)}, 0.0)")
+
+    def add(self, a: Any, b: Any) -> Code:
+        return _code(f"dadd({_pair(a)}, {_pair(b)})")
+
+    def sub(self, a: Any, b: Any) -> Code:
+        return _code(f"dsub({_pair(a)}, {_pair(b)})")
+
+    def mul(self, a: Any, b: Any) -> Code:
+        return _code(f"dmul({_pair(a)}, {_pair(b)})")
+
+    def div(self, a: Any, b: Any) -> Code:
+        return _code(f"ddiv({_pair(a)}, {_pair(b)})")
+
+    def pow(self, a: Any, b: Any) -> Code:
+        raise Unsupported("no double-double form for a power")
+
+    def neg(self, x: Any) -> Code:
+        return _code(f"dneg({_pair(x)})")
+
+    def not_(self, x: Any) -> Code:
+        return _code(f"(not {_cond(x)})", "bool")
+
+    def operand(self, x: Any) -> Code:
         """A comparison's operand as a temporary whose poison flags the element."""
-        name = f"c{self._count[0]}"
-        self._count[0] += 1
-        self.pre.append(f"{name} = {self.expr(node)}")
-        self.pre.append(f"q = q | ({name}[1] != {name}[1])")
-        return name
+        st = self.state
+        name = f"c{st.count}"
+        st.count += 1
+        st.lines.append(f"{name} = {_pair(x)}")
+        st.lines.append(f"q = q | ({name}[1] != {name}[1])")
+        return _code(name)
 
-    def expr(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Constant) and not isinstance(node.value, bool | str):
-            return f"({_number(float(node.value))}, 0.0)"
-        if isinstance(node, ast.Name):
-            if node.id in self.names:
-                self.used.append(node.id)
-                return self.names[node.id]
-            if node.id in ("pi", "e"):
-                return node.id.upper()
-            if node.id in CONSTANTS:
-                return f"({_number(CONSTANTS[node.id])}, 0.0)"
-        if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
-            return f"{_BIN[type(node.op)]}({self.expr(node.left)}, {self.expr(node.right)})"
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            x = self.expr(node.operand)
-            return f"dneg({x})" if isinstance(node.op, ast.USub) else x
-        if isinstance(node, ast.Call):
-            fn = node.func.id  # type: ignore[attr-defined]
-            if fn == "where":
-                c, a, b = node.args
-                return f"dsel({self.cond(c)}, {self.expr(a)}, {self.expr(b)})"
-            if fn in FUNCTIONS:
-                return f"{FUNCTIONS[fn]}(" + ", ".join(self.expr(a) for a in node.args) + ")"
-        raise Unsupported(f"no double-double form for {ast.dump(node)[:60]}")
+    def lt(self, a: Any, b: Any) -> Code:
+        return _code(f"dlt({a}, {b})", "bool")
+
+    def le(self, a: Any, b: Any) -> Code:
+        return _code(f"dle({a}, {b})", "bool")
+
+    def gt(self, a: Any, b: Any) -> Code:
+        return _code(f"dlt({b}, {a})", "bool")
+
+    def ge(self, a: Any, b: Any) -> Code:
+        return _code(f"dle({b}, {a})", "bool")
+
+    def eq(self, a: Any, b: Any) -> Code:
+        return _code(f"deq({a}, {b})", "bool")
+
+    def ne(self, a: Any, b: Any) -> Code:
+        return _code(f"(not deq({a}, {b}))", "bool")
+
+    def chain(self, links: list[Any]) -> Code:
+        return _code("(" + " & ".join(links) + ")", "bool")
+
+    def logic(self, op: str, parts: list[Any]) -> Code:
+        sep = " & " if op == "and" else " | "
+        return _code("(" + sep.join(_cond(p) for p in parts) + ")", "bool")
+
+    def where(self, cond: Any, a: Any, b: Any) -> Code:
+        return _code(f"dsel({_cond(cond)}, {_pair(a)}, {_pair(b)})")
 
 
-# a comparison as (function, operands swapped)
-_CMP = {ast.Lt: ("dlt", False), ast.LtE: ("dle", False), ast.Gt: ("dlt", True),
-        ast.GtE: ("dle", True), ast.Eq: ("deq", False)}  # fmt: skip
-
-
-def _cmp(op: ast.cmpop, a: str, b: str) -> str:
-    if isinstance(op, ast.NotEq):
-        return f"(not deq({a}, {b}))"
-    if type(op) not in _CMP:
-        raise Unsupported(f"no double-double form for {type(op).__name__}")
-    fn, swap = _CMP[type(op)]
-    return f"{fn}({b}, {a})" if swap else f"{fn}({a}, {b})"
+EMIT = DoubleDouble()

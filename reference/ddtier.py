@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from ..conformance.acl import dtypes as dt
+from ..conformance.compiled.ranges import TINY
 from ..conformance.spec.model import OpSpec
 from . import kernel
 
 MARGIN = 2.0**-50  # relative to |hi|
-TINY = 2.0**-969  # below it a pair may have lost bits (ddmath.TINY)
 
 
 def decide(

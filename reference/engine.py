@@ -33,8 +33,10 @@ from ..conformance.run.backend import OracleTimeout
 from ..conformance.spec.interpret import attribute_env, validate, with_defaults
 from ..conformance.spec.model import OpSpec
 from ..conformance.spec.registry import Registry, UnknownOp, default_registry
-from . import errbound, kernel, precise, roundings, settle
-from .formula import evaluate_formula
+from . import kernel, precise, settle
+from .evaluate_compiled import CompiledEvaluator
+from .evaluate_numpy import NumpyEvaluator
+from .plan import plan
 
 # Elements evaluated per step: bounds the float64 temporaries on very large tensors.
 CHUNK = 1 << 16  # numpy path: float64 temporaries of 512 KiB stay in cache
@@ -161,7 +163,9 @@ def chunks(
     into: FlatView | None = None,
     values: bool = True,
 ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray | None]]:
-    """(start, stop, rounded result, float64 value) for each chunk of the output's elements.
+    """(start, stop, rounded result, float64 value) for each chunk of the output's elements:
+    tier 1 (the compiled evaluator where it applies, else numpy) gives the chunk's values and
+    flags, the settling pipeline (settle.py) the flagged elements' right values.
 
     into: the output's view, which the compiled kernel writes directly where it is contiguous
     and FLOAT or DOUBLE (the yielded result is then that slice of its storage).
@@ -169,165 +173,63 @@ def chunks(
     keeps no float64 copy of the chunk (the float64 value yielded may be None). True: the
     caller wants the values only (the judge's golden stream): a FLOAT, FLOAT16 or BF16 output's
     rounded result yielded is None."""
-    out = call.tensor(spec.formula.output)
-    out_dtype = dt.get(out.dtype)
-    shape = tuple(out.shape)
+    shape = tuple(call.tensor(spec.formula.output).shape)
     total = numel(shape)
     env: dict[str, Any] = attribute_env(spec, call)
     flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
-    in_dtypes = {p.name: call.tensor(p.name).dtype for p in spec.tensor_inputs}
-    scalars = {
-        p.name: call.args[p.name].typed()
-        for p in spec.attributes
-        if isinstance(call.args.get(p.name), ScalarArg)
-    }
-    complex_out = out_dtype.category == "complex"
-    if not complex_out and any(dt.get(d).category == "complex" for d in in_dtypes.values()):
-        raise CallError(
-            f"{spec.name}: a complex input with the real output dtype {out_dtype.name} "
-            "is not modelled"
-        )
-    # a formula float64 rounds once (roundings.py) is correctly rounded as it stands: its
-    # DOUBLE output needs neither long double nor, with --exact, mpmath
-    once = out_dtype.name == "DOUBLE" and roundings.correctly_rounded(spec)
-    refine_all = precise.needs_all(scalars, out_dtype.name, exact and not once)
-    faithful = out_dtype.name == "DOUBLE" and not refine_all and not once
-    fmt = precise.FORMATS.get(out_dtype.name)
-    mode = 2 if refine_all and precise.is_float_output(out_dtype.name) else (1 if fmt else 0)
-    wide = any(
-        dt.get(d).category == "int" and dt.get(d).np.itemsize == 8 for d in in_dtypes.values()
-    )
-    k = kdd = None
-    if not complex_out and not faithful and kernel.wanted(total):
-        half = frozenset(n for n, d in in_dtypes.items() if d == "FLOAT16")
-        k = kernel.get(spec, env, approx=fmt is not None, half=half)
-    if faithful and not wide and kernel.wanted(total):
-        kdd = kernel.get_dd(spec, env)  # double-double, long double where it cannot certify
-    fused = mode == 1 and not wide  # one pass, flags inline (values: float64, unrounded)
-    writable = (
-        into is not None
-        and into.contiguous
-        and not wide
-        and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values())
-    )
-    direct = writable and into.storage.dtype in (np.float32, np.float64)  # type: ignore[union-attr]
-    narrow = None  # FLOAT16 / BF16 written as bits by the fused kernel, straight into the output
-    if (
-        writable
-        and k is not None
-        and fused
-        and into.storage.dtype.itemsize == 2  # type: ignore[union-attr]
-        and into.storage.dtype.kind in "fV"
-    ):  # type: ignore[union-attr]
-        from ..conformance.judge.measure import FORMATS as NARROW  # numba's: k exists
-
-        narrow = NARROW.get(out_dtype.name)
-    short = direct or narrow is not None  # no float64 copy of the chunk is kept
-    size = chunk or _settings["chunk"] or (KERNEL_CHUNK if k or kdd else CHUNK)
+    route = plan(spec, call, exact)
+    out_dtype = route.out_dtype
+    numpy = NumpyEvaluator(spec, env, route)
+    compiled = CompiledEvaluator.make(spec, env, route, total)
+    direct = compiled is not None and any(compiled.writes(into, flats))
+    size = chunk or _settings["chunk"] or (KERNEL_CHUNK if compiled else CHUNK)
     check = _deadline_check(deadline)
 
     def rounded(y: np.ndarray) -> np.ndarray | None:
         # the golden stream reads a float output's values only: rounding them would be waste
-        return None if values and fmt is not None else dt.round_to(y, out_dtype)
+        return None if values and route.fmt is not None else dt.round_to(y, out_dtype)
 
     for start, stop in ranges(total, size):
         n = stop - start
         raw = {name: f.get(start, stop) for name, f in flats.items()}
-        y = mask = target = None
-        if kdd is not None:
+        c = None
+        if compiled is not None:
             target = into.storage[into.offset + start : into.offset + stop] if direct else None  # type: ignore[union-attr]
-            buf = target if target is not None else np.empty(n, np.float64)
-            flags = np.empty(n, np.bool_)
-            try:
-                kdd.run_dd(raw, env, buf, flags)
-            except Exception as exc:  # numba cannot type these arguments: numpy from now on
-                kdd.fail(exc)
-                kdd = target = None
-            else:
-                idx = settle.flagged(flags.view(np.uint8))
-                if idx.size:
-                    buf[idx] = settle.faithful_at(spec, env, raw, in_dtypes, idx, check)
-                if check is not None:
-                    check()
-                yield start, stop, buf, buf
-                continue
-        if k is not None and fused:
-            if short:
-                target = into.storage[into.offset + start : into.offset + stop]  # type: ignore[union-attr]
-            buf = np.empty(n, np.float64) if target is None else target
-            buf = buf.view(np.uint16) if narrow else buf
-            flags = np.empty(n, np.uint8)
-            try:
-                listed = k.run_fused(raw, env, buf, flags, fmt, narrow)  # type: ignore[arg-type]
-            except Exception as exc:  # numba cannot type these arguments: numpy from now on
-                k.fail(exc)
-                k = target = None
-        if k is not None and fused:
-            settle.patch(spec, env, raw, in_dtypes, buf, flags, out_dtype, check, listed)
-            result = target if target is not None else rounded(buf)
+            c = compiled.chunk(raw, n, target)
+            if c is None:
+                compiled = None
+        if c is None:
+            c = numpy.chunk(raw, n)
+        if c.faithful:  # a double-double DOUBLE: what it cannot certify, the numpy way
+            idx = settle.flagged(c.flags.view(np.uint8))  # type: ignore[union-attr]
+            if idx.size:
+                c.buf[idx] = settle.faithful_at(spec, env, raw, route.in_dtypes, idx, check)  # type: ignore[index]
             if check is not None:
                 check()
-            yield start, stop, result, (buf if target is None else None)
+            yield start, stop, c.buf, c.buf  # type: ignore[misc]
             continue
-        if k is not None:
-            y, flags = np.empty(n, np.float64), np.empty(n, np.uint8)
-            if direct:
-                target = into.storage[into.offset + start : into.offset + stop]  # type: ignore[union-attr]
-            try:
-                k.run(raw, env, y, flags, mode, fmt, target)
-            except Exception as exc:  # numba cannot type these arguments: numpy from now on
-                k.fail(exc)
-                k = y = target = None
-            else:  # (mode 1 without a wide input took the fused path above)
-                mask = flags == 1
-                sub = np.flatnonzero(flags == 2)
-                if sub.size:
-                    mask[sub] = precise.near_midpoint(y[sub], out_dtype.name)
-        if y is None:
-            chunk_env = dict(env)
-            for name, arr in raw.items():  # complex values stay complex (numpy path only)
-                chunk_env[name] = arr.astype(np.complex128 if np.iscomplexobj(arr) else np.float64)
-            if faithful and errbound.extended(spec):
-                y = errbound.evaluate_extended(spec, chunk_env, n)
-            elif faithful:
-                y, mask = errbound.faithful_mask(spec, chunk_env, n)
-            else:
-                y = evaluate_formula(
-                    spec, chunk_env, n, np.complex128 if complex_out else np.float64
-                )
-                if precise.is_float_output(out_dtype.name) and not complex_out:
-                    mask = (
-                        np.isfinite(y) if refine_all else precise.near_midpoint(y, out_dtype.name)
-                    )
-
         exact_in = None
-        if wide:
-            exact_in = {nm: precise.exact_values(a, in_dtypes[nm]) for nm, a in raw.items()}
+        if route.wide:  # a 64-bit integer past 2^53: to mpmath from its exact value
+            exact_in = {nm: precise.exact_values(a, route.in_dtypes[nm]) for nm, a in raw.items()}
             beyond = precise.beyond_float64(exact_in, n)
-            if mask is not None and beyond.any():
-                mask = mask | (beyond & np.isfinite(y))
-        if fmt and mask is not None and mask.any():  # an exact float64 value needs no mpmath
-            idx = np.flatnonzero(mask)
-            sub = {**env, **{nm: a[idx].astype(np.float64) for nm, a in raw.items()}}
-            mask[idx[errbound.exact_mask(spec, sub, idx.size)]] = False
-        if mask is not None and mask.any():
-            idx = np.flatnonzero(mask)
-            at = (
-                {nm: a[idx] for nm, a in exact_in.items()}
-                if exact_in is not None
-                else {nm: precise.exact_values(a[idx], in_dtypes[nm]) for nm, a in raw.items()}
-            )
-            y = precise.refine(spec, env, y, idx, at, out_dtype.name, check)
-            if target is not None:  # the kernel wrote float64's rounding: patch the refined
-                target[idx] = dt.round_to(y[idx], out_dtype)
-        result = target if target is not None else rounded(y)
-        if out_dtype.category == "int" and wide:
-            beyond = precise.beyond_float64(exact_in, n)
+            if c.flags is not None and beyond.any():
+                c.flags |= beyond & np.isfinite(c.values)  # type: ignore[arg-type]
+        if c.flags is not None:
+            idx = c.listed if c.listed is not None else np.flatnonzero(c.flags)
+            idx = settle.patch(
+                spec, env, raw, route.in_dtypes, c.buf, c.flags, out_dtype, check, idx,  # type: ignore[arg-type]
+                compiled=c.listed is not None,
+            )  # fmt: skip
+            if c.target is not None and c.values is not None and idx.size:  # float64's rounding
+                c.target[idx] = dt.round_to(c.values[idx], out_dtype)  # type: ignore[index]
+        result = c.target if c.target is not None else rounded(c.buf)  # type: ignore[arg-type]
+        if out_dtype.category == "int" and route.wide:
+            beyond = precise.beyond_float64(exact_in, n)  # type: ignore[arg-type]
             if beyond.any():
-                precise.refine_integers(spec, env, result, beyond, exact_in)
+                precise.refine_integers(spec, env, result, beyond, exact_in)  # type: ignore[arg-type]
         if check is not None:
             check()
-        yield start, stop, result, y
+        yield start, stop, result, c.values
 
 
 def _deadline_check(deadline: float | None) -> Callable[[], None] | None:

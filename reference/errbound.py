@@ -18,15 +18,20 @@ mpmath is exact but slow (about 6 k elements/s). Two ways instead:
 
 from __future__ import annotations
 
-import ast
+import contextlib
 import math
 import os
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from ..conformance.spec.expr.language import FUNCTIONS
+from ..conformance.compiled.ranges import BIG as _BIG
+from ..conformance.compiled.ranges import TINY as _TINY
+from ..conformance.spec.expr.numpy_arith import NUMPY
+from ..conformance.spec.expr.walk import Arithmetic, Formula, require
 from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
 
@@ -46,13 +51,7 @@ Pair = tuple[Any, Any]
 
 def extended(spec: OpSpec) -> bool:
     """Whether spec's DOUBLE outputs are evaluated in long double here."""
-    used = {
-        f
-        for x in (*spec.formula.lets, *spec.formula.branches)
-        for e in ((x.value, x.when) if hasattr(x, "when") else (x.value,))
-        if e is not None
-        for f in e.functions
-    }
+    used = {f for e in Formula.of(spec.formula).expressions() for f in e.functions}
     return EXTENDED and used <= LONG_DOUBLE_FUNCTIONS
 
 
@@ -101,9 +100,8 @@ def _pool() -> ThreadPoolExecutor:
 def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
     """(y, mask): the formula's float64 value over `n` elements and the elements whose value may
     be more than 1 ulp from the exact one (finite values only: IEEE specials stay float64's)."""
-    ev = _Eval(spec, env)
     with np.errstate(all="ignore"):
-        y, err, undecided = ev.formula(n)
+        y, err, undecided = _bounded(spec, env, n)
         y = np.asarray(np.broadcast_to(y, (n,)), dtype=np.float64)
         err = np.broadcast_to(err, (n,))
         gap = np.abs(y) - np.nextafter(np.abs(y), 0.0)  # the smaller gap, toward zero
@@ -112,149 +110,12 @@ def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray
     return y, mask
 
 
-class _Eval:
-    def __init__(self, spec: OpSpec, env: dict[str, Any]):
-        self.spec = spec
-        self.lets = {x.name: x for x in spec.formula.lets}
-        self.vals: dict[str, Pair] = {}
-        for k, v in env.items():
-            self.vals[k] = (v, 0.0)
-        self.undecided: Any = False
-
-    def formula(self, n: int) -> tuple[Any, Any, Any]:
-        base: Pair | None = None
-        pending = []
-        for br in self.spec.formula.branches:
-            if br.when is None:
-                base = self.expr(br.value._tree)
-                break
-            cond, und = self.cond(br.when._tree)
-            self.undecided = self.undecided | und
-            if np.ndim(cond) == 0:
-                if bool(cond):
-                    base = self.expr(br.value._tree)
-                    break
-                continue
-            if np.all(cond):
-                base = self.expr(br.value._tree)
-                break
-            if np.any(cond):
-                pending.append((cond, br))
-        y, e = base if base is not None else (np.nan, 0.0)
-        y, e = np.broadcast_to(y, (n,)), np.broadcast_to(e, (n,))
-        for cond, br in reversed(pending):
-            v, ve = self.expr(br.value._tree)
-            y, e = np.where(cond, v, y), np.where(cond, ve, e)
-        return y, e, self.undecided
-
-    def name(self, name: str) -> Pair:
-        if name not in self.vals:
-            self.vals[name] = self.expr(self.lets[name].value._tree)
-        return self.vals[name]
-
-    def cond(self, node: ast.AST) -> tuple[Any, Any]:
-        """(truth value, undecided: a compared pair closer than its error bounds)."""
-        if isinstance(node, ast.Compare):
-            left = self.expr(node.left)
-            if isinstance(left[0], str):
-                return self._string(node, left[0]), False
-            truth: Any = True
-            und: Any = False
-            for op, comp in zip(node.ops, node.comparators, strict=True):
-                right = self.expr(comp)
-                truth = truth & _COMPARE[type(op)](left[0], right[0])
-                und = und | (
-                    (np.abs(left[0] - right[0]) <= left[1] + right[1]) & (left[1] + right[1] > 0)
-                )
-                left = right
-            return truth, und
-        if isinstance(node, ast.BoolOp):
-            parts = [self.cond(v) for v in node.values]
-            op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-            truth, und = parts[0]
-            for t, u in parts[1:]:
-                truth, und = op(truth, t), und | u
-            return truth, und
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            t, u = self.cond(node.operand)
-            return np.logical_not(t), u
-        v, e = self.expr(node)
-        return v, False
-
-    def _string(self, node: ast.Compare, value: str) -> bool:
-        op, comp = node.ops[0], node.comparators[0]
-        if isinstance(op, ast.Eq | ast.NotEq):
-            return (value == comp.value) == isinstance(op, ast.Eq)  # type: ignore[attr-defined]
-        return (value in {e.value for e in comp.elts}) == isinstance(op, ast.In)  # type: ignore[attr-defined]
-
-    def expr(self, node: ast.AST) -> Pair:
-        if isinstance(node, ast.Constant):
-            return (float(node.value) if not isinstance(node.value, bool) else node.value), 0.0
-        if isinstance(node, ast.Name):
-            if node.id in _CONSTANTS:
-                c = _CONSTANTS[node.id]
-                return c, (abs(c) * U if node.id in ("pi", "e") else 0.0)
-            return self.name(node.id)
-        if isinstance(node, ast.UnaryOp):
-            if isinstance(node.op, ast.Not):
-                t, u = self.cond(node.operand)
-                self.undecided = self.undecided | u
-                return np.logical_not(t), 0.0
-            v, e = self.expr(node.operand)
-            return (np.negative(v) if isinstance(node.op, ast.USub) else v), e
-        if isinstance(node, ast.Compare | ast.BoolOp):
-            t, u = self.cond(node)
-            self.undecided = self.undecided | u
-            return t, 0.0
-        if isinstance(node, ast.BinOp):
-            return self._binop(node)
-        if isinstance(node, ast.Call):
-            return self._call(node)
-        raise ValueError(f"no error bound for {type(node).__name__}")
-
-    def _binop(self, node: ast.BinOp) -> Pair:
-        (a, ea), (b, eb) = self.expr(node.left), self.expr(node.right)
-        op = type(node.op)
-        if op is ast.Add or op is ast.Sub:
-            v = np.add(a, b) if op is ast.Add else np.subtract(a, b)
-            own = _sum_err(a, b if op is ast.Add else np.negative(b), v)
-            return v, ea + eb + own
-        if op is ast.Mult:
-            v = np.multiply(a, b)
-            return v, np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v)
-        if op is ast.Div:
-            v = np.true_divide(a, b)
-            den = np.abs(b) - eb
-            e = np.where(den > 0, (ea + np.abs(v) * eb) / np.where(den > 0, den, 1.0), np.inf)
-            p = np.multiply(v, b)
-            resid = np.abs((np.subtract(a, p) - _prod_err(v, b, p, signed=True)) / b)
-            own = np.where(_safe(v) & _safe(b) & _safe(a), resid, np.abs(v) * U)
-            return v, e + own
-        v = np.power(a, b)  # Pow
-        la = np.log(np.abs(a))
-        e = np.abs(v) * (np.abs(np.true_divide(b, a)) * ea + np.abs(la) * eb)
-        exact = np.equal(ea, 0) & np.equal(eb, 0)  # x ** 2 of an input: one rounding
-        return v, np.where(exact, 0.0, e) + np.abs(v) * FUNC_ULPS * U
-
-    def _call(self, node: ast.Call) -> Pair:
-        name = node.func.id  # type: ignore[attr-defined]
-        if name == "where":
-            c, und = self.cond(node.args[0])
-            self.undecided = self.undecided | und
-            (a, ea), (b, eb) = self.expr(node.args[1]), self.expr(node.args[2])
-            return np.where(c, a, b), np.where(c, ea, eb)
-        if name in ("minimum", "maximum"):
-            (a, ea), (b, eb) = self.expr(node.args[0]), self.expr(node.args[1])
-            return getattr(np, name)(a, b), np.maximum(ea, eb)
-        a, ea = self.expr(node.args[0])
-        if name == "abs":
-            return np.abs(a), ea
-        if name == "conj":  # exact: the identity on real values
-            return np.conj(a), ea
-        v = FUNCTIONS[name][1](a)  # the numpy evaluator's own function
-        slope = _SLOPES[name]
-        own = U if name == "sqrt" else FUNC_ULPS * U
-        return v, np.abs(slope(a, v)) * ea + np.abs(v) * own
+def _bounded(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[Any, Any, Any]:
+    """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED."""
+    pairs = {k: v if isinstance(v, str) else (v, 0.0) for k, v in env.items()}
+    BOUNDED.state.undecided = False
+    y, e = Formula.of(spec.formula).evaluate(pairs, BOUNDED, n)
+    return y, e, BOUNDED.state.undecided
 
 
 def exact_mask(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
@@ -262,16 +123,173 @@ def exact_mask(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
     operation exact: float32 and narrower inputs often multiply, add and divide exactly): their
     float64 value is the exact value, so its rounding to the output needs no mpmath, tie or
     not. Library functions (exp, erf, ...) are never taken as exact."""
-    ev = _Eval(spec, env)
     with np.errstate(all="ignore"):
-        y, err, undecided = ev.formula(n)
+        y, err, undecided = _bounded(spec, env, n)
         ok = np.broadcast_to(np.equal(err, 0.0), (n,)) & ~np.broadcast_to(undecided, (n,))
         return ok & np.isfinite(np.broadcast_to(y, (n,)))
 
 
+def _p(x: Any) -> Pair:
+    """A value as a (value, error) pair: a string comparison's bool is exact."""
+    return x if isinstance(x, tuple) else (x, 0.0)
+
+
+class ErrorBound(Arithmetic):
+    """float64 values carrying a first-order bound on their absolute error, as an arithmetic of
+    the walker: (value, error) pairs. Inputs and literals are exact; each operation adds its own
+    rounding and propagates its operands' errors through its derivative. A comparison whose
+    operands are closer than their error bounds marks its elements undecided (collected per
+    thread in `state.undecided` during one walk)."""
+
+    name = "float64 with error bound"
+
+    def __init__(self) -> None:
+        self.state = threading.local()
+
+    def number(self, value: bool | int | float) -> Pair:
+        return (value if isinstance(value, bool) else float(value)), 0.0
+
+    def constant(self, name: str, value: float) -> Pair:
+        return value, (abs(value) * U if name in ("pi", "e") else 0.0)
+
+    def _compare(self, op: Any, a: Pair, b: Pair) -> Pair:
+        (a, ea), (b, eb) = _p(a), _p(b)
+        truth = True & op(a, b)
+        und = (np.abs(a - b) <= ea + eb) & (ea + eb > 0)
+        self.state.undecided = getattr(self.state, "undecided", False) | und
+        return truth, 0.0
+
+    def lt(self, a: Pair, b: Pair) -> Pair:
+        return self._compare(np.less, a, b)
+
+    def le(self, a: Pair, b: Pair) -> Pair:
+        return self._compare(np.less_equal, a, b)
+
+    def gt(self, a: Pair, b: Pair) -> Pair:
+        return self._compare(np.greater, a, b)
+
+    def ge(self, a: Pair, b: Pair) -> Pair:
+        return self._compare(np.greater_equal, a, b)
+
+    def eq(self, a: Pair, b: Pair) -> Pair:
+        return self._compare(np.equal, a, b)
+
+    def ne(self, a: Pair, b: Pair) -> Pair:
+        return self._compare(np.not_equal, a, b)
+
+    @staticmethod
+    def and_(a: Pair, b: Pair) -> Pair:
+        return np.logical_and(_p(a)[0], _p(b)[0]), 0.0
+
+    @staticmethod
+    def or_(a: Pair, b: Pair) -> Pair:
+        return np.logical_or(_p(a)[0], _p(b)[0]), 0.0
+
+    @staticmethod
+    def not_(x: Pair) -> Pair:
+        return np.logical_not(_p(x)[0]), 0.0
+
+    @staticmethod
+    def neg(x: Pair) -> Pair:
+        return np.negative(x[0]), x[1]
+
+    @staticmethod
+    def add(a: Pair, b: Pair) -> Pair:
+        (a, ea), (b, eb) = a, b
+        v = np.add(a, b)
+        return v, ea + eb + _sum_err(a, b, v)
+
+    @staticmethod
+    def sub(a: Pair, b: Pair) -> Pair:
+        (a, ea), (b, eb) = a, b
+        v = np.subtract(a, b)
+        return v, ea + eb + _sum_err(a, np.negative(b), v)
+
+    @staticmethod
+    def mul(a: Pair, b: Pair) -> Pair:
+        (a, ea), (b, eb) = a, b
+        v = np.multiply(a, b)
+        return v, np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v)
+
+    @staticmethod
+    def div(a: Pair, b: Pair) -> Pair:
+        (a, ea), (b, eb) = a, b
+        v = np.true_divide(a, b)
+        den = np.abs(b) - eb
+        e = np.where(den > 0, (ea + np.abs(v) * eb) / np.where(den > 0, den, 1.0), np.inf)
+        p = np.multiply(v, b)
+        resid = np.abs((np.subtract(a, p) - _prod_err(v, b, p, signed=True)) / b)
+        own = np.where(_safe(v) & _safe(b) & _safe(a), resid, np.abs(v) * U)
+        return v, e + own
+
+    @staticmethod
+    def pow(a: Pair, b: Pair) -> Pair:
+        (a, ea), (b, eb) = a, b
+        v = np.power(a, b)
+        la = np.log(np.abs(a))
+        e = np.abs(v) * (np.abs(np.true_divide(b, a)) * ea + np.abs(la) * eb)
+        exact = np.equal(ea, 0) & np.equal(eb, 0)  # x ** 2 of an input: one rounding
+        return v, np.where(exact, 0.0, e) + np.abs(v) * FUNC_ULPS * U
+
+    @staticmethod
+    def where(cond: Pair, a: Pair, b: Pair) -> Pair:
+        c = _p(cond)[0]
+        return np.where(c, a[0], b[0]), np.where(c, a[1], b[1])
+
+    @staticmethod
+    def f_minimum(a: Pair, b: Pair) -> Pair:
+        return np.minimum(a[0], b[0]), np.maximum(a[1], b[1])
+
+    @staticmethod
+    def f_maximum(a: Pair, b: Pair) -> Pair:
+        return np.maximum(a[0], b[0]), np.maximum(a[1], b[1])
+
+    @staticmethod
+    def f_abs(x: Pair) -> Pair:
+        return np.abs(x[0]), x[1]
+
+    @staticmethod
+    def f_sign(x: Pair) -> Pair:  # exact unless the error bound reaches across zero
+        a, ea = x
+        return np.sign(a), np.where((np.abs(a) > ea) | (ea == 0), 0.0, 2.0)
+
+    @staticmethod
+    def f_conj(x: Pair) -> Pair:  # exact: the identity on real values
+        return np.conj(x[0]), x[1]
+
+    def decide(self, cond: Any) -> bool | None:
+        return NUMPY.decide(_p(cond)[0])
+
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        c = _p(cond)[0]
+        (v, ve), (o, oe) = then(), other()
+        return np.where(c, v, o), np.where(c, ve, oe)
+
+    def nothing(self) -> Any:
+        return np.nan, 0.0
+
+    def finish(self, value: Any, n: int | None) -> Any:
+        return np.broadcast_to(value[0], (n,)), np.broadcast_to(value[1], (n,))
+
+    def context(self) -> contextlib.AbstractContextManager[Any]:
+        return np.errstate(all="ignore")
+
+
+def _library(name: str) -> Callable[[Pair], Pair]:
+    """A library function with its error: FUNC_ULPS ulps of its own (sqrt: correctly rounded)
+    plus its operand's error times the function's slope."""
+    fn, slope = NUMPY.function(name), _SLOPES[name]
+    own = U if name == "sqrt" else FUNC_ULPS * U
+
+    def call(x: Pair) -> Pair:
+        a, ea = x
+        v = fn(a)  # the numpy arithmetic's own function
+        return v, np.abs(slope(a, v)) * ea + np.abs(v) * own
+
+    return call
+
+
 _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitter for float64
-_BIG = 2.0**995  # beyond it the split overflows
-_TINY = 2.0**-969  # below it a product's error may underflow
 
 
 def _safe(x: Any) -> Any:
@@ -303,9 +321,6 @@ def _sum_err(a: Any, b: Any, s: Any) -> Any:
     return np.where(np.isfinite(s), e, np.abs(s) * U)
 
 
-_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
-_COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
-            ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}  # fmt: skip
 # |derivative| of each function as a function of (argument, value)
 _SLOPES = {
     "exp": lambda a, v: v,
@@ -318,3 +333,7 @@ _SLOPES = {
     "tanh": lambda a, v: 1.0 - v * v,
     "sqrt": lambda a, v: 0.5 / v,
 }
+
+for _name in _SLOPES:
+    setattr(ErrorBound, "f_" + _name, staticmethod(_library(_name)))
+BOUNDED = require(ErrorBound())

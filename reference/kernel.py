@@ -5,7 +5,7 @@ Why numba: it compiles the scalar loop codegen.py writes into one fused, multi-t
 machine code on disk (cache=True), so a formula is compiled once per machine, not once per run.
 numexpr lacks erf; a C extension would need a compiler at install time. numba is an optional
 extra (`pip install aclnn-conformance[fast]`); without it, or for a formula it cannot compile,
-or for small tensors (KERNEL_MIN: compiling would cost more than it saves), the numpy evaluator
+or for small tensors (conformance/compiled/mode.py, COMPILED_MIN: compiling would cost more than it saves), the numpy evaluator
 runs, with the same near-midpoint test and mpmath refinement, so results are the same bits.
 
 ACLNN_CONFORM_KERNEL=numpy|numba|auto picks the path (auto: numba where installed);
@@ -36,11 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from ..conformance.acl import dtypes as dt
+from ..conformance.compiled import mode as compiled_mode
 from ..conformance.spec.model import OpSpec
 from . import ddgen
 from .codegen import FLAG_BLOCK, Source, Unsupported, generate
 
-KERNEL_MIN = 1 << 21  # elements: smaller outputs (the default suite's included) keep the numpy path
 NATIVE = {
     np.dtype(t)
     for t in (
@@ -62,36 +63,18 @@ _lock = threading.Lock()
 _loaded: dict[str, Any] = {}
 _failed: dict[str, str] = {}
 _dd: dict[tuple, tuple[OpSpec, Kernel | None]] = {}  # (spec, kind, its strings) -> kernel
-_mode = {"value": os.environ.get("ACLNN_CONFORM_KERNEL", "auto")}
-
-
-def set_mode(mode: str) -> str:
-    """'numpy', 'numba' or 'auto'; returns the previous mode (tests force each path)."""
-    if mode not in ("numpy", "numba", "auto"):
-        raise ValueError(f"kernel mode must be numpy, numba or auto, not {mode!r}")
-    old, _mode["value"] = _mode["value"], mode
-    return old
-
-
-def numba_version() -> str | None:
-    try:
-        import numba
-    except ImportError:
-        return None
-    return str(numba.__version__)
+# the one switch of evaluation and comparison (conformance/compiled/mode.py), re-exported
+set_mode, numba_version, wanted = (
+    compiled_mode.set_mode,
+    compiled_mode.numba_version,
+    compiled_mode.wanted,
+)
 
 
 def name() -> str:
     """The path large evaluations take here: 'numba X.Y' or 'numpy'."""
-    version = numba_version() if _mode["value"] != "numpy" else None
+    version = numba_version() if compiled_mode.mode() != "numpy" else None
     return f"numba {version}" if version else "numpy"
-
-
-def wanted(total: int) -> bool:
-    mode = _mode["value"]
-    if mode == "numpy" or (mode == "auto" and total < KERNEL_MIN):
-        return False
-    return numba_version() is not None
 
 
 def cache_dir() -> Path:
@@ -123,18 +106,18 @@ class Kernel:
         y: np.ndarray,
         flags: np.ndarray,
         mode: int,
-        fmt: tuple[int, int] | None,
+        fmt: dt.FloatFormat | None,
         out: np.ndarray | None = None,
     ) -> None:
         """Fill y (float64) and flags (uint8) for the chunk; mode 0: no flags, 1: near-midpoint
-        of the float format fmt = (mantissa bits, min exponent) (2: in its subnormal range,
-        for the arithmetic test), 2: every finite value. out (float32 or float64): also
-        receives each value rounded once to its dtype."""
+        of the float format fmt (2: in its subnormal range, for the arithmetic test), 2: every
+        finite value. out (float32 or float64): also receives each value rounded once to its
+        dtype."""
         self.fn(*self._args(inputs, env), y, y if out is None else out)
         if mode == 1 and fmt is not None:
             from .precise import GUARD
 
-            p, emin = fmt
+            p, emin = fmt.p, fmt.emin
             drop = 53 - p
             self.flags_fn(y.view(np.int64), flags, drop, int(GUARD * 2**drop), emin + 1023)
         elif mode == 2:
@@ -148,11 +131,10 @@ class Kernel:
         env: dict[str, Any],
         out: np.ndarray,
         flags: np.ndarray,
-        fmt: tuple[int, int],
-        narrow: tuple[int, int, int, int] | None = None,
+        fmt: dt.FloatFormat,
     ) -> np.ndarray:
         """Fill out (float32 or float64: each value rounded once to its dtype; uint16: the bits
-        of the narrow format narrow = measure.FORMATS's (bits, emin, emax, nbits)) and flags
+        of the narrow format fmt, FLOAT16 or BF16) and flags
         (as run's mode 1) in one pass that keeps no float64 copy: the evaluation's form, where
         memory traffic, not arithmetic, bounds the cheap formulas. Returns the indices of the
         flagged elements, found by compiled passes of their own (counting them in the kernel's
@@ -160,12 +142,10 @@ class Kernel:
         formula with one exp)."""
         from .precise import GUARD
 
-        p, emin = fmt
-        drop = 53 - p
-        args = [*self._args(inputs, env), out, flags, drop, int(GUARD * 2**drop), emin + 1023]
+        drop = 53 - fmt.p
+        args = [*self._args(inputs, env), out, flags, drop, int(GUARD * 2**drop), fmt.emin + 1023]
         if out.dtype == np.uint16:  # FLOAT16 or BF16 bits, rounded in integers (measure.py)
-            bits, femin, emax, nbits = narrow  # type: ignore[misc]
-            self.narrow_fn(*args, bits, femin, 2 * emax + 1, nbits)
+            self.narrow_fn(*args, fmt.mant, fmt.emin, fmt.all_ones, fmt.nbits)
         else:
             self.fused_fn(*args)
         counts = np.empty(-(-out.shape[0] // FLAG_BLOCK), np.int64)

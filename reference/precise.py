@@ -21,8 +21,8 @@ semantics (inf * 0 = NaN), which is what every float implementation of these for
 
 from __future__ import annotations
 
-import ast
 import math
+import operator
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -32,14 +32,19 @@ import numpy as np
 from mpmath.libmp import round_down, to_float
 
 from ..conformance.acl import dtypes as dt
-from ..conformance.spec.expr.mpeval import evaluate_mp
+from ..conformance.spec.expr import ir
+from ..conformance.spec.expr.mpeval import MpArithmetic, mp_arithmetic
+from ..conformance.spec.expr.walk import Arithmetic, Formula, missing
 from ..conformance.spec.model import OpSpec
 
 GUARD = 2.0**-20  # in units of the output dtype's ulp
 PRECISION = 128  # bits of the first mpmath evaluation
 MAX_PRECISION = 4096  # enough for any term of a float64 input (2**-1074 next to 1)
-# mantissa bits (with the implicit one) and the smallest normal exponent of each float output
-FORMATS = {"FLOAT": (24, -126), "FLOAT16": (11, -14), "BF16": (8, -126)}
+
+
+def narrow_format(out_dtype: str) -> dt.FloatFormat | None:
+    """The format of a float output float64 rounds correctly (FLOAT, FLOAT16, BF16), else None."""
+    return dt.float_format(out_dtype) if out_dtype in dt.NARROW_FLOATS else None
 
 
 def needs_all(scalars: dict[str, Any], out_dtype: str, exact: bool) -> bool:
@@ -57,10 +62,10 @@ def near_midpoint(y: np.ndarray, out_dtype: str) -> np.ndarray:
     Where y is a normal number of the output format, the test is on float64's bits: the
     53 - p fraction bits the output drops are, as an integer, within GUARD * 2**(53 - p) of
     their half-way value. The output's subnormal range keeps the arithmetic test."""
-    fmt = FORMATS.get(out_dtype)
+    fmt = narrow_format(out_dtype)
     if fmt is None:
         return np.zeros(y.shape, dtype=bool)
-    p, emin = fmt
+    p, emin = fmt.p, fmt.emin
     drop = 53 - p
     bits = np.abs(np.asarray(y, dtype=np.float64)).view(np.int64)
     low = bits & ((1 << drop) - 1)
@@ -101,12 +106,7 @@ def _sticky(t: float) -> float:
 
 def _formula_at(spec: OpSpec, e: dict[str, Any], m: Any) -> Any:
     """The formula's value at one element bound in e, with the library m (None: no branch)."""
-    for let in spec.formula.lets:
-        e[let.name] = evaluate_mp(let.value, e, m)
-    for br in spec.formula.branches:
-        if br.when is None or evaluate_mp(br.when, e, m):
-            return evaluate_mp(br.value, e, m)
-    return None
+    return Formula.of(spec.formula).evaluate(e, mp_arithmetic(m))
 
 
 def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits: int) -> Any:
@@ -125,44 +125,67 @@ def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits:
         return value if m.isfinite(value) else None
 
 
-class _Rational:
-    """mpmath's interface to MpEval, over exact rationals (Fraction): for formulas of + - * /
-    alone, one exact evaluation replaces mpmath's two or more at growing precision. A NaN or
-    infinity (a division by zero) leaves the Fraction type, and the element goes to mpmath."""
+class RationalArithmetic(Arithmetic):
+    """Exact rationals (Fraction) as an arithmetic of the walker: for formulas of + - * / alone,
+    one exact evaluation replaces mpmath's two or more at growing precision. A division by zero
+    gives a float NaN or infinity (as the mpmath arithmetic does), which leaves the Fraction type,
+    and the element goes to mpmath; so does a power (never taken as rational)."""
 
-    mpf = staticmethod(Fraction)
-    nan, inf, pi, e = math.nan, math.inf, math.nan, math.nan
+    name = "rational"
 
-    class mpc:  # noqa: N801 - MpEval's isinstance test; no value here is complex
-        pass
+    add = staticmethod(operator.add)
+    sub = staticmethod(operator.sub)
+    mul = staticmethod(operator.mul)
+    neg = staticmethod(operator.neg)
+    lt = staticmethod(operator.lt)
+    le = staticmethod(operator.le)
+    gt = staticmethod(operator.gt)
+    ge = staticmethod(operator.ge)
+    eq = staticmethod(operator.eq)
+    ne = staticmethod(operator.ne)
+    f_abs = staticmethod(abs)
+    f_sign = staticmethod(MpArithmetic.f_sign)
+    not_ = staticmethod(MpArithmetic.not_)
+    and_ = staticmethod(MpArithmetic.and_)
+    or_ = staticmethod(MpArithmetic.or_)
+    choose = staticmethod(MpArithmetic.choose)
+    f_minimum = staticmethod(MpArithmetic.f_minimum)
+    f_maximum = staticmethod(MpArithmetic.f_maximum)
 
-    def __getattr__(self, name: str) -> Any:  # exp, erf, power, ...: never rational
-        def irrational(*args: Any) -> Any:
-            raise _NotRational(name)
+    def number(self, value: bool | int | float) -> Any:
+        return value if isinstance(value, bool) else Fraction(value)
 
-        return irrational
+    @staticmethod
+    def div(a: Any, b: Any) -> Any:
+        if b == 0:
+            if a != a or a == 0:
+                return math.nan
+            return -math.inf if a < 0 else math.inf
+        return a / b
+
+    @staticmethod
+    def pow(a: Any, b: Any) -> Any:
+        raise _NotRational("pow")
 
 
 class _NotRational(Exception):
     pass
 
 
-_RATIONAL = _Rational()
-_RATIONAL_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where", "conj"})
+RATIONAL = RationalArithmetic()
 
 
 def rational(spec: OpSpec) -> bool:
     """Whether every expression of spec's formula is rational: + - * /, comparisons, where,
-    abs, minimum and maximum over its inputs and literals (no power, function or pi/e)."""
-    exprs = [x.value for x in spec.formula.lets]
-    exprs += [e for br in spec.formula.branches for e in (br.value, br.when) if e is not None]
-    for e in exprs:
-        if not e.functions <= _RATIONAL_FUNCTIONS:
+    abs, sign, minimum and maximum over its inputs and literals (no power, function or pi/e): the
+    functions RationalArithmetic has."""
+    for e in Formula.of(spec.formula).expressions():
+        if missing(RATIONAL, e.functions - {"where"}):
             return False
-        for node in ast.walk(e._tree):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        for node in ir.walk(e.ir):
+            if isinstance(node, ir.Binary) and node.op == "pow":
                 return False
-            if isinstance(node, ast.Name) and node.id in ("pi", "e"):
+            if isinstance(node, ir.Const) and node.name in ("pi", "e"):
                 return False
     return True
 
@@ -179,7 +202,7 @@ def _value_rational(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any])
             return None
         e[name] = Fraction(v)
     try:
-        value = _formula_at(spec, e, _RATIONAL)
+        value = Formula.of(spec.formula).evaluate(e, RATIONAL)
     except (_NotRational, TypeError):
         return None
     return value if isinstance(value, Fraction) else None
@@ -277,7 +300,7 @@ def refine_integers(
 
 
 def is_float_output(out_dtype: str) -> bool:
-    return out_dtype in FORMATS or out_dtype == "DOUBLE"
+    return out_dtype in dt.NARROW_FLOATS or out_dtype == "DOUBLE"
 
 
 def exact_values(arr: np.ndarray, dtype: str) -> np.ndarray:

@@ -12,83 +12,102 @@ as more than one and keeps the faithful paths of errbound.py.
 
 from __future__ import annotations
 
-import ast
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from ..conformance.spec.expr.walk import Arithmetic, Formula, require
 from ..conformance.spec.model import OpSpec
 
 MANY = 2  # two or more roundings: not correctly rounded by construction
-_EXACT_FUNCTIONS = frozenset({"abs", "minimum", "maximum", "where", "conj"})
-_ROUNDED_ONCE = frozenset({"sqrt"})
-_EXACT_CONSTANTS = frozenset({"inf", "nan"})
 
 
 def correctly_rounded(spec: OpSpec) -> bool:
-    """Whether every branch of spec's formula is correctly rounded in float64 (see above)."""
-    counter = _Counter(spec)
-    for br in spec.formula.branches:
-        if br.when is not None and counter.count(br.when._tree) != 0:
-            return False
-        if counter.count(br.value._tree) >= MANY:
-            return False
-    return True
+    """Whether every branch of spec's formula is correctly rounded in float64 (see above): the
+    formula walked in the rounding count, every branch visited."""
+    return Formula.of(spec.formula).evaluate(_Exact(), COUNT) < MANY
 
 
-class _Counter:
-    def __init__(self, spec: OpSpec):
-        self.lets = {x.name: x.value._tree for x in spec.formula.lets}
-        self.strings = {p.name for p in spec.attributes if p.kind == "string"}
-        self.memo: dict[str, int] = {}
+class _Exact(dict):
+    """Every input, scalar, bool or string parameter is exact: 0 roundings."""
 
-    def count(self, node: ast.AST) -> int:
-        method = getattr(self, "_" + type(node).__name__, None)
-        return MANY if method is None else min(method(node), MANY)
+    def __missing__(self, name: str) -> int:
+        return 0
 
-    def _Constant(self, node: ast.Constant) -> int:
-        v: Any = node.value
-        if isinstance(v, bool | str | int):
+
+def _n(x: Any) -> int:
+    """A count; a string comparison's bool is exact (0)."""
+    return 0 if isinstance(x, bool) else x
+
+
+class RoundingCount(Arithmetic):
+    """The walker's arithmetic whose values are how many roundings float64 made (capped at
+    MANY): + - * / and sqrt round once on top of their operands', negation, abs, minimum,
+    maximum, conj and where are exact, a comparison of rounded operands counts as MANY (it may
+    decide otherwise than the exact values), every other function and a power as MANY."""
+
+    name = "rounding count"
+
+    def number(self, value: bool | int | float) -> int:
+        if isinstance(value, bool | int):
             return 0
-        return 0 if Fraction(repr(v)) == Fraction(float(v)) else 1
+        return 0 if Fraction(repr(value)) == Fraction(float(value)) else 1
 
-    def _Name(self, node: ast.Name) -> int:
-        if node.id in self.lets:
-            if node.id not in self.memo:
-                self.memo[node.id] = self.count(self.lets[node.id])
-            return self.memo[node.id]
-        if node.id in ("pi", "e"):
-            return 1
-        return 0  # an input, a scalar or bool parameter, a string parameter, inf, nan
+    def constant(self, name: str, value: float) -> int:
+        return 1 if name in ("pi", "e") else 0
 
-    def _BinOp(self, node: ast.BinOp) -> int:
-        if isinstance(node.op, ast.Pow):
-            return MANY
-        return self.count(node.left) + self.count(node.right) + 1
+    @staticmethod
+    def _once(a: Any, b: Any) -> int:
+        return min(_n(a) + _n(b) + 1, MANY)
 
-    def _UnaryOp(self, node: ast.UnaryOp) -> int:
-        return self.count(node.operand)
+    add = sub = mul = div = _once
 
-    def _BoolOp(self, node: ast.BoolOp) -> int:
-        return max(self.count(v) for v in node.values)
-
-    def _Compare(self, node: ast.Compare) -> int:
-        # a comparison of rounded operands may decide otherwise than the exact values
-        parts = [self.count(node.left), *(self.count(c) for c in node.comparators)]
-        return MANY if any(parts) else 0
-
-    def _Tuple(self, node: ast.Tuple) -> int:  # the choices of a string parameter's `in`
-        return max((self.count(e) for e in node.elts), default=0)
-
-    def _List(self, node: ast.List) -> int:
-        return max((self.count(e) for e in node.elts), default=0)
-
-    def _Call(self, node: ast.Call) -> int:
-        name = node.func.id  # type: ignore[attr-defined]
-        counts = [self.count(a) for a in node.args]
-        if name == "where":
-            return MANY if counts[0] else max(counts[1:])
-        if name in _EXACT_FUNCTIONS:
-            return max(counts)
-        if name in _ROUNDED_ONCE:
-            return counts[0] + 1
+    @staticmethod
+    def pow(a: Any, b: Any) -> int:
         return MANY
+
+    @staticmethod
+    def _same(x: Any) -> int:
+        return _n(x)
+
+    neg = not_ = f_abs = f_sign = f_conj = _same
+
+    @staticmethod
+    def _max(a: Any, b: Any) -> int:
+        return max(_n(a), _n(b))
+
+    and_ = or_ = f_minimum = f_maximum = _max
+
+    @staticmethod
+    def _compare(a: Any, b: Any) -> int:
+        return MANY if _n(a) or _n(b) else 0
+
+    lt = le = gt = ge = eq = ne = _compare
+
+    @staticmethod
+    def where(cond: Any, a: Any, b: Any) -> int:
+        return MANY if _n(cond) else max(_n(a), _n(b))
+
+    def decide(self, cond: Any) -> bool | None:
+        return None  # every branch counts
+
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> int:
+        # a branch condition must make no rounding (a string comparison, one bool for the
+        # call, is not credited: != 0)
+        return MANY if cond != 0 else max(_n(then()), _n(other()))
+
+    def nothing(self) -> int:
+        return 0
+
+    @staticmethod
+    def f_sqrt(x: Any) -> int:
+        return min(_n(x) + 1, MANY)
+
+    @staticmethod
+    def _many(x: Any) -> int:
+        return MANY
+
+    f_exp = f_expm1 = f_log1p = f_log = f_erf = f_erfc = f_erfinv = f_tanh = _many
+
+
+COUNT = require(RoundingCount())

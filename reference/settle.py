@@ -1,12 +1,19 @@
-"""Settling the elements a compiled kernel flagged: the ones float64 alone cannot decide.
+"""Tiers 2-4: settling the elements tier 1 flagged, the ones float64 alone cannot decide.
 
-A FLOAT, FLOAT16 or BF16 kernel flags the elements near a rounding midpoint of the output (1) and
-those in its subnormal range (2, where the arithmetic test of precise.near_midpoint decides).
-They are settled in three tiers, cheapest first: the double-double pair (ddtier.py), an exact
-float64 value (exactmath.py compiled, else errbound.exact_mask: its rounding is right), and mpmath
-(precise.refine); a float64 value exactly on a midpoint (flag 4, a likely tie of a rational
-formula, which the pair never decides) is asked for exactness first. A DOUBLE kernel (ddgen.py)
-flags the elements it cannot certify; they are evaluated the numpy way (faithful_at).
+Both evaluators (evaluate_compiled.py, evaluate_numpy.py) flag a chunk's elements: near a
+rounding midpoint of a FLOAT, FLOAT16 or BF16 output (1), in its subnormal range (2, where the
+arithmetic test of precise.near_midpoint decides), exactly on a midpoint (4, a likely tie of a
+rational formula, which the pair never decides: asked for exactness first); every finite one
+where all go to mpmath; a DOUBLE value the error bound does not certify. `patch` settles them
+in tiers, cheapest first:
+
+2. the double-double pair (ddtier.py; compiled, inputs as float64 holds them);
+3. exactness: an exact float64 value is the right one (exactmath.py compiled, else
+   errbound.exact_mask; narrow outputs);
+4. exact rationals, then mpmath (precise.refine).
+
+A DOUBLE double-double kernel (ddgen.py) flags the elements it cannot certify; they are
+evaluated the numpy way (faithful_at).
 """
 
 from __future__ import annotations
@@ -44,10 +51,13 @@ def patch(
     out_dtype: dt.DType,
     check: Check,
     idx: np.ndarray,
+    compiled: bool = True,
 ) -> np.ndarray:
-    """Patch buf (the kernel's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
-    before the rounding) at the flagged elements idx (as the fused kernel listed them) that need
-    it; returns the indices patched."""
+    """Patch buf (tier 1's values: rounded as float32 or as FLOAT16 / BF16 bits, or float64
+    before the rounding) at the flagged elements idx that need it, tier after tier (see the
+    module docstring); returns the indices patched. compiled: the compiled tiers (the pair,
+    the exactness kernel) may settle, the inputs being what float64 holds; else exactness is
+    errbound's and a narrow output's only (a DOUBLE value goes to mpmath as flagged)."""
     if idx.size == 0:
         return idx
 
@@ -69,20 +79,25 @@ def patch(
         return idx
     ys = np.empty(idx.size)
     todo = np.ones(idx.size, bool)
+    narrow = out_dtype.name in dt.NARROW_FLOATS
     tie = np.flatnonzero(f & 4)  # float64 exactly on a midpoint: first, is it exact?
     if tie.size:
-        tie = tie[_exact(spec, env, xs, tie)]
+        tie = tie[_exact(spec, env, xs, tie, compiled)]
         ys[tie] = values(tie)
         todo[tie] = False
     rest = np.flatnonzero(todo)
-    decided = ddtier.decide(spec, env, {nm: v[rest] for nm, v in xs.items()}, out_dtype)
+    decided = None
+    if compiled:
+        decided = ddtier.decide(spec, env, {nm: v[rest] for nm, v in xs.items()}, out_dtype)
     if decided is not None:
         ys[rest[decided[0]]] = decided[1][decided[0]]
         rest = rest[~decided[0]]
     if rest.size:  # an exact float64 value needs no mpmath (the ties were asked already)
         ys[rest] = values(rest)
+    if rest.size and narrow:
         again = rest[(f[rest] & 4) == 0]
-        rest = np.setdiff1d(rest, again[_exact(spec, env, xs, again)], assume_unique=True)
+        exact = again[_exact(spec, env, xs, again, compiled)]
+        rest = np.setdiff1d(rest, exact, assume_unique=True)
     if rest.size:
         at = {nm: precise.exact_values(a[idx[rest]], in_dtypes[nm]) for nm, a in raw.items()}
         ys[rest] = precise.refine(
@@ -96,14 +111,14 @@ def patch(
 
 
 def _exact(
-    spec: OpSpec, env: dict[str, Any], xs: dict[str, np.ndarray], at: np.ndarray
+    spec: OpSpec, env: dict[str, Any], xs: dict[str, np.ndarray], at: np.ndarray, compiled: bool
 ) -> np.ndarray:
     """Mask over `at`: the elements whose float64 value is exact (the compiled exactness kernel,
     else errbound.exact_mask)."""
     if at.size == 0:
         return np.zeros(0, bool)
     sub = {nm: v[at] for nm, v in xs.items()}
-    k = kernel.get_exact(spec, env)
+    k = kernel.get_exact(spec, env) if compiled else None
     if k is not None:
         out, flags = np.empty(at.size), np.empty(at.size, np.bool_)
         try:

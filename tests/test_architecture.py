@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("specs",),
     ("conformance.files",),
     ("conformance.acl",),
+    ("conformance.compiled",),
     ("conformance.spec",),
     ("conformance.cases",),
     ("conformance.judge",),

@@ -1,6 +1,6 @@
 """conformance.judge.compare: every expected value here is derived by hand (comments show how).
 
-Every test runs twice: through the numpy pass and through the compiled pass (conformance/judge/measure.py,
+Every test runs twice: through the numpy pass and through the compiled pass (conformance/compiled/measure.py,
 forced even for small arrays), so both are held to the same hand-derived figures.
 """
 

@@ -1,4 +1,4 @@
-"""reference/ddmath.py's double-double operations against mpmath at 400 bits.
+"""conformance/compiled/ddmath.py's double-double operations against mpmath at 400 bits.
 
 Each operation's (hi, lo) must be within its documented bound of the exact result of its exact
 operands (+ - * / sqrt: 2^-100 relative; exp: 2^-64; expm1: 2^-58; erfc: 2^-62; tanh: 2^-57; log1p: 2^-56), normalized (|lo| <= ulp(hi) / 2), poisoned
@@ -23,7 +23,7 @@ N = 2000
 
 
 def _kernels():
-    from aclnn_conformance.reference import ddmath as d
+    from aclnn_conformance.conformance.compiled import ddmath as d
     from numba import njit
 
     def binary(op):
@@ -145,7 +145,7 @@ def test_tanh_and_log1p_are_within_2_to_the_minus_57_and_56():
 
 def test_erfc_coefficients_are_what_the_fit_makes():
     """ddmath's tables are tests/support/erfc_fit.py's output, not a hand-edited copy."""
-    from aclnn_conformance.reference import ddmath
+    from aclnn_conformance.conformance.compiled import ddmath
 
     from tests.support import erfc_fit
 

@@ -1,4 +1,4 @@
-"""The compiled exactness test (reference/exactmath.py) never calls a rounded value exact.
+"""The compiled exactness test (conformance/compiled/exactmath.py) never calls a rounded value exact.
 
 For every spec it compiles, on inputs built to be exact often (small dyadic numbers) and on
 full-width float64 ones (whose products and sums round): every element it calls exact must have

@@ -1,4 +1,4 @@
-"""The compiled comparison pass (conformance/judge/measure.py) against numpy's casts and the numpy pass.
+"""The compiled comparison pass (conformance/compiled/measure.py) against numpy's casts and the numpy pass.
 
 The compiled pass rounds the float64 golden to the output format with integer arithmetic; numpy
 and ml_dtypes' casts (RNE, subnormals, overflow to inf) are the independent oracle for that. The

@@ -1,4 +1,4 @@
-"""reference/vecmath.py against mpmath: exp within 2 ulp, erfc within 8, expm1 and log1p within
+"""conformance/compiled/vecmath.py against mpmath: exp within 2 ulp, erfc within 8, expm1 and log1p within
 3, tanh and erfinv within 4, everywhere; IEEE at the edges.
 
 The compiled kernels of FLOAT, FLOAT16 and BF16 outputs inline it in place of libm's exp; its
@@ -35,14 +35,14 @@ def _elementwise(fn):
 
 @pytest.fixture(scope="module")
 def vexp():
-    from aclnn_conformance.reference.vecmath import vexp
+    from aclnn_conformance.conformance.compiled.vecmath import vexp
 
     return _elementwise(vexp)
 
 
 @pytest.fixture(scope="module")
 def verfc():
-    from aclnn_conformance.reference.vecmath import verfc
+    from aclnn_conformance.conformance.compiled.vecmath import verfc
 
     return _elementwise(verfc)
 
@@ -137,7 +137,7 @@ def test_erfc_subnormal_results_and_edges(verfc):
 
 def test_erfc_coefficients_are_what_the_fit_makes():
     """The table in vecmath.py is tests/support/erfc_fit.py's output, not a hand-edited copy."""
-    from aclnn_conformance.reference import vecmath
+    from aclnn_conformance.conformance.compiled import vecmath
 
     from tests.support import erfc_fit
 
@@ -148,7 +148,7 @@ def test_erfc_coefficients_are_what_the_fit_makes():
 def test_half_to_double_gives_numpys_value_for_every_float16_bit_pattern():
     """The compiled kernels read FLOAT16 tensors as bits: every one of the 65536 patterns
     must give numpy's float64 (its bits: signed zeros, subnormals, inf and NaN payloads)."""
-    from aclnn_conformance.reference.vecmath import half_to_double
+    from aclnn_conformance.conformance.compiled.vecmath import half_to_double
     from numba import njit
 
     @njit
@@ -170,7 +170,7 @@ def test_half_to_double_gives_numpys_value_for_every_float16_bit_pattern():
 
 @pytest.fixture(scope="module")
 def functions():
-    from aclnn_conformance.reference import vecmath
+    from aclnn_conformance.conformance.compiled import vecmath
 
     return {"expm1": _elementwise(vecmath.vexpm1), "log1p": _elementwise(vecmath.vlog1p),
             "tanh": _elementwise(vecmath.vtanh), "erfinv": _elementwise(vecmath.verfinv)}  # fmt: skip
@@ -241,7 +241,7 @@ def test_erfinv_ieee_edges(functions):
 
 
 def test_erfinv_first_guesses_are_what_the_fit_makes():
-    from aclnn_conformance.reference import vecmath
+    from aclnn_conformance.conformance.compiled import vecmath
 
     from tests.support import erfinv_fit
 

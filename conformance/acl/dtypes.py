@@ -111,6 +111,67 @@ def get(name: str) -> DType:
     return tables().get(name)
 
 
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary floating-point format as the rounding and comparison code needs it: the one
+    table of formats (the reference's midpoint test, the compiled rounding, the comparison and
+    the value generators all read it; ml_dtypes.finfo is asked nowhere else)."""
+
+    name: str
+    mant: int  # stored mantissa bits (the precision p is mant + 1)
+    emin: int  # exponent of the smallest normal
+    emax: int  # exponent of the largest finite
+    nbits: int  # storage bits
+    max: float  # largest finite value
+    tiny: float  # smallest normal
+    smallest_subnormal: float
+
+    @property
+    def p(self) -> int:
+        """Precision in bits, the implicit one included."""
+        return self.mant + 1
+
+    @property
+    def all_ones(self) -> int:
+        """The exponent field of infinity and NaN."""
+        return (1 << (self.nbits - 1 - self.mant)) - 1
+
+
+@cache
+def float_formats() -> dict[str, FloatFormat]:
+    """FloatFormat of every float dtype with a host type (not the opaque 8/6/4-bit formats)."""
+    out = {}
+    for d in tables().by_name.values():
+        if d.category != "float" or d.opaque:
+            continue
+        fi = ml_dtypes.finfo(d.np)
+        out[d.name] = FloatFormat(
+            d.name,
+            int(fi.nmant),
+            int(fi.minexp),
+            int(fi.maxexp) - 1,
+            int(fi.bits),
+            float(fi.max),
+            float(fi.smallest_normal),
+            float(fi.smallest_subnormal),
+        )
+    return out
+
+
+def float_format(name: str) -> FloatFormat:
+    """The FloatFormat of a float dtype (DtypeError for any other)."""
+    f = float_formats().get(get(name).name)
+    if f is None:
+        raise DtypeError(f"{name} is not a float format with a host type")
+    return f
+
+
+# the float outputs the reference rounds correctly from float64 (DOUBLE is faithful, or exact)
+NARROW_FLOATS = ("FLOAT", "FLOAT16", "BF16")
+# the IEEE-style formats (infinity and NaN in the all-ones exponent) the compiled code handles
+IEEE_FLOATS = (*NARROW_FLOATS, "DOUBLE")
+
+
 def _round_to_odd_f32(x: np.ndarray) -> np.ndarray:
     """float64 -> float32 rounding to odd: exact results stay, inexact ones get an odd mantissa."""
     y = x.astype(np.float32)

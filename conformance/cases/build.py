@@ -15,6 +15,8 @@ import numpy as np
 from ..acl import dtypes as dt
 from ..acl.call import Call, ScalarArg
 from ..acl.planned import ScalarPlan, TensorPlan
+from ..spec.expr.numpy_arith import NUMPY
+from ..spec.expr.walk import Formula
 from ..spec.interpret import Validation, attribute_env, branch_hits, lets_used, validate
 from ..spec.model import OpSpec, SpecialPoint
 from . import layouts
@@ -72,9 +74,8 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
 
 def _point_value(spec: OpSpec, point: SpecialPoint, args: dict[str, Any]) -> float:
     env = {k: v for k, v in attribute_env(spec, Call(spec.name, "", args)).items()}
-    for let in spec.formula.lets:
-        if let.value.names <= set(env):
-            env[let.name] = let.value.evaluate(env)
+    with np.errstate(all="ignore"):
+        Formula.of(spec.formula).bind(env, point.value.names, NUMPY)
     return float(point.value.evaluate(env))
 
 

@@ -15,12 +15,6 @@ VALUE_KINDS = ("normal", "wide", "tiny", "large", "special")
 CHUNKED = 1 << 22  # larger "normal" tensors are drawn this many elements at a time
 
 
-def _finfo(d: dt.DType):
-    import ml_dtypes
-
-    return ml_dtypes.finfo(d.np)
-
-
 def draw(kind: str, d: dt.DType, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Logical values of `kind` for dtype `d`, already exactly representable in it."""
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
@@ -50,8 +44,8 @@ def draw(kind: str, d: dt.DType, shape: tuple[int, ...], rng: np.random.Generato
             stop = min(start + CHUNKED, n)
             out[start:stop] = dt.round_to(rng.normal(0.0, 2.0, stop - start), d)
         return out.reshape(shape)
-    fi = _finfo(d)
-    big, sub = float(fi.max), float(fi.smallest_subnormal)
+    fi = dt.float_format(d.name)
+    big, sub = fi.max, fi.smallest_subnormal
     if kind == "normal":
         v = rng.normal(0.0, 2.0, n)
     elif kind == "wide":

@@ -12,13 +12,13 @@ the worst elements are chosen by a total order (ulp, abs error, then lowest inde
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import numpy as np
 
 from ..acl import dtypes
 from ..acl.views import BLOCK, ranges
+from ..compiled import mode as compiled_mode
 from ..spec.tolerances import Policy
 from .compare import _TINY, MERE_EPS, Comparison, Stats, Worst, _as_parts, _top, ulp_distance
 
@@ -36,7 +36,7 @@ def _magnitude(parts: np.ndarray) -> np.ndarray:
 
 
 def _block_sums(terms: np.ndarray) -> np.ndarray:
-    """Sums per BLOCK, added in index order (cumsum), as conformance.judge.measure adds them."""
+    """Sums per BLOCK, added in index order (cumsum), as conformance.compiled.measure adds them."""
     full = terms.size - terms.size % BLOCK
     sums = np.cumsum(terms[:full].reshape(-1, BLOCK), axis=1)[:, -1] if full else np.zeros(0)
     if full < terms.size:
@@ -45,16 +45,15 @@ def _block_sums(terms: np.ndarray) -> np.ndarray:
 
 
 CHUNK = 1 << 20  # output elements per chunk of a whole-array comparison
-COMPILED_MIN = 1 << 21  # output elements: smaller outputs keep the numpy pass (no compilation)
 
 
 def _compiled(total: int) -> Any:
-    """conformance.judge.measure where it applies (ACLNN_CONFORM_KERNEL=numpy|numba|auto), else None."""
-    mode = os.environ.get("ACLNN_CONFORM_KERNEL", "auto")
-    if mode == "numpy" or (mode != "numba" and total < COMPILED_MIN):
+    """conformance.compiled.measure where the one switch (conformance/compiled/mode.py) says the
+    compiled path, else None."""
+    if not compiled_mode.wanted(total):
         return None
     try:
-        from . import measure
+        from ..compiled import measure
     except ImportError:  # numba is the optional `fast` extra
         return None
     return measure
@@ -96,9 +95,9 @@ class Accumulator:
         self.candidates: list[tuple[float, float, int, float, float, float]] = []
         fmt = None if self.part.opaque else self.part.name
         self.compiled = _compiled(math.prod(self.shape))
-        if self.compiled is not None and fmt in self.compiled.FORMATS and not self.complex:
-            self.format = self.compiled.FORMATS[fmt]
-            self.pow2 = self.compiled.powers(self.format[0], self.format[1], self.format[3])
+        if self.compiled is not None and fmt in dtypes.IEEE_FLOATS and not self.complex:
+            self.format = dtypes.float_format(fmt)
+            self.pow2 = self.compiled.powers(self.format.mant, self.format.emin, self.format.nbits)
             # compiled (or loaded from numba's cache) now, before a judge's clock starts: the
             # first compilation on a machine takes 20-25 s on 2 cores, the work it times not
             self._measure_pass(np.zeros(1), np.zeros(1, self.part.np))
@@ -218,7 +217,7 @@ class Accumulator:
         return sorted(self.candidates, key=lambda c: (-c[0], -c[1], c[2]))[: self.n_worst]
 
     def _measure_compiled(self, start: int, g_in: np.ndarray, a_in: np.ndarray) -> None:
-        """The same figures as _measure, from conformance.judge.measure's single compiled pass."""
+        """The same figures as _measure, from conformance.compiled.measure's single compiled pass."""
         if self.complex:
             g = np.ascontiguousarray(_as_parts(g_in).reshape(-1))
             a_store = np.ascontiguousarray(a_in).view(self.part.np)
@@ -242,7 +241,8 @@ class Accumulator:
             )
 
     def _measure_pass(self, g: np.ndarray, a_store: np.ndarray) -> tuple[np.ndarray, ...]:
-        p, emin, emax, nbits = self.format
+        f = self.format
+        p, emin, emax, nbits = f.mant, f.emin, f.emax, f.nbits
         pol, k = self.policy, max(self.n_worst, 1)
         return self.compiled.measure(  # type: ignore[union-attr]
             g,

@@ -575,9 +575,7 @@ def _stream_compare(
 
 
 def _mantissa_bits(name: str) -> int:
-    import ml_dtypes
-
-    return int(ml_dtypes.finfo(dt.get(name).np).nmant)
+    return dt.float_format(name).mant
 
 
 def tolerance_dtype(spec: OpSpec, call: Call, out_dtype: str) -> str:

@@ -15,6 +15,8 @@ from ..acl.call import Call
 from ..acl.views import FlatView, numel, ranges
 from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
 from .checks.kinds import kind_of
+from .expr.numpy_arith import NUMPY
+from .expr.walk import Formula
 from .model import Check, OpSpec
 from .tables import status_name
 
@@ -75,47 +77,24 @@ def formula_env(
         with np.errstate(all="ignore"):
             v = flat.get(start, flat.size if stop is None else stop)
             env[p.name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
-    for let in spec.formula.lets:
-        env[let.name] = let.value.evaluate(env)
     return env
 
 
 def branch_hits(spec: OpSpec, call: Call) -> list[str]:
-    """Ids of the formula branches that at least one output element of a valid call takes."""
+    """Ids of the formula branches that at least one output element of a valid call takes (the
+    formula walk's `taken`, chunk by chunk)."""
     total = numel(call.tensor(spec.formula.output).shape)
-    hit: set[str] = set()
+    walk = Formula.of(spec.formula)
+    hit: set[int] = set()
     for start, stop in ranges(total, 1 << 20):
-        env = formula_env(spec, call, start, stop)
-        n = stop - start
-        taken = np.zeros(n, dtype=bool)
-        for br in spec.formula.branches:
-            cond = (
-                np.ones(n, bool)
-                if br.when is None
-                else np.broadcast_to(br.when.evaluate(env), (n,))
-            )
-            if (cond & ~taken).any():
-                hit.add(br.id)
-            taken |= cond
-    return [br.id for br in spec.formula.branches if br.id in hit]
+        taken = walk.taken(formula_env(spec, call, start, stop), NUMPY, stop - start)
+        hit |= {int(i) for i in np.unique(taken[~np.isnan(taken)])}
+    return [br.id for i, br in enumerate(spec.formula.branches) if i in hit]
 
 
 def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:
-    """Ids of the `let`s the evaluation of the taken branches `hits` reads: the names of their
-    conditions and values and of every condition tested before the last of them, closed over
-    lets that use other lets. A let no taken branch needs is not credited as exercised."""
-    names: set[str] = set()
-    last = max((i for i, b in enumerate(spec.formula.branches) if b.id in hits), default=-1)
-    for br in spec.formula.branches[: last + 1]:
-        if br.when is not None:
-            names |= br.when.names
-        if br.id in hits:
-            names |= br.value.names
-    by_name = {x.name: x for x in spec.formula.lets}
-    todo = [n for n in names if n in by_name]
-    while todo:
-        for n in by_name[todo.pop()].value.names:
-            if n in by_name and n not in names:
-                names.add(n)
-                todo.append(n)
+    """Ids of the `let`s the evaluation of the taken branches `hits` binds (the formula walk's
+    `needs`): a let no taken branch needs is not credited as exercised."""
+    index = [i for i, b in enumerate(spec.formula.branches) if b.id in hits]
+    names = Formula.of(spec.formula).needs(index)
     return [x.id for x in spec.formula.lets if x.name in names]

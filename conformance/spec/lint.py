@@ -24,7 +24,9 @@ from ..acl import dtypes as dt
 from . import bindings, dtypecond
 from .atk_section import section_problems
 from .checks.kinds import CHECK_KINDS
+from .expr import walk
 from .expr.language import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
+from .expr.walk import unsupported
 from .inplace import derive as derive_inplace
 from .model import (
     TERM_PROMOTE,
@@ -84,13 +86,16 @@ class Linter:
         if isinstance(text, int | float) and not isinstance(text, bool):
             text = self.doc.numbers.get(tuple(path), text)  # a number keeps its spelling: 6e-8
         try:
-            return compile_expr(text, known, strings)
+            e = compile_expr(text, known, strings)
         except ExprError as exc:
             # A literal block (`|`) starts on the line after its key and keeps its lines; other
             # multi-line styles fold into one line, so the key's line is the best we can say.
             offset = exc.line if self.doc.literal.get(tuple(path)) else 0
             self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
             return None
+        for arith, fns in unsupported(e.functions).items():
+            self.err(path, f"the {arith} arithmetic has no {', '.join(fns)} (expression {text!r})")
+        return e
 
     def dtype_name(self, path: tuple[Any, ...], name: Any) -> str | None:
         try:
@@ -279,8 +284,7 @@ class Linter:
         null_checked = {n for c in checks if c.kind == "not_null" for n in c.params}
         exprs = [c.violated_if for c in checks]
         if formula is not None:
-            exprs += [x.value for x in formula.lets]
-            exprs += [e for b in formula.branches for e in (b.when, b.value)]
+            exprs += walk.Formula.of(formula).expressions()
         read = {n for e in exprs if e is not None for n in e.names}
         for i, p in enumerate(params):
             where = ("params", i, "if_null")

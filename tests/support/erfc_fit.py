@@ -1,4 +1,4 @@
-"""How the erfc coefficients of reference/vecmath.py and reference/ddmath.py were made (and tests
+"""How the erfc coefficients of conformance/compiled/vecmath.py and conformance/compiled/ddmath.py were made (and tests
 check they still are).
 
 erfc(x) = exp(-x^2) * phi(x) / (1 + sqrt(pi) x) for x >= 0, where phi(x) = erfc(x) exp(x^2)

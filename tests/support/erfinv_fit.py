@@ -1,4 +1,4 @@
-"""How the erfinv first-guess coefficients of reference/vecmath.py were made (and tests check
+"""How the erfinv first-guess coefficients of conformance/compiled/vecmath.py were made (and tests check
 they still are).
 
 With a = |x| and w = -log((1 - a)(1 + a)), erfinv is smooth in w (M. Giles' variable): below

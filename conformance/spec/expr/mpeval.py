@@ -1,47 +1,97 @@
-"""Evaluating a compiled spec expression in arbitrary precision (mpmath), IEEE-style: a NaN or
-infinity where numpy would give one, never an exception or a complex number. The reference
-engine uses it to decide roundings float64 cannot (reference/precise.py)."""
+"""The arbitrary-precision (mpmath) arithmetic of the expression walker (walk.py), IEEE-style: a
+NaN or infinity where numpy would give one, never an exception or a complex number. The
+reference engine uses it to decide roundings float64 cannot (reference/precise.py)."""
 
 from __future__ import annotations
 
-import ast
+import operator
 from collections.abc import Callable
 from typing import Any
 
-from .language import PY_COMPARE, Env, Expr, ExprError
+import mpmath
+
+from .walk import Arithmetic, Env, Expression, require
 
 
-class MpEval:
-    """Walks an already validated tree (so only whitelisted node kinds can appear)."""
+class MpArithmetic(Arithmetic):
+    """One element at a time in the library `m` (mpmath.mp, or an object with its interface):
+    a condition is a Python bool, so where() and a formula take one side only."""
+
+    name = "mpmath"
+
+    add = staticmethod(operator.add)
+    sub = staticmethod(operator.sub)
+    mul = staticmethod(operator.mul)
+    neg = staticmethod(operator.neg)
+    lt = staticmethod(operator.lt)
+    le = staticmethod(operator.le)
+    gt = staticmethod(operator.gt)
+    ge = staticmethod(operator.ge)
+    eq = staticmethod(operator.eq)
+    ne = staticmethod(operator.ne)
+    f_abs = staticmethod(abs)
+
+    @staticmethod
+    def f_sign(x: Any) -> Any:
+        return x if x != x else (x > 0) - (x < 0)
 
     def __init__(self, m: Any):
         self.m = m
         nan = m.nan
         real = self._real
 
-        def guarded(f, domain):
+        def guarded(f: Callable[[Any], Any], domain: Callable[[Any], bool]) -> Callable[[Any], Any]:
             return lambda x: real(f(x)) if x != x or domain(x) else nan
 
-        self.funcs: dict[str, Callable[..., Any]] = {
-            "exp": m.exp,
-            "expm1": m.expm1,
-            "erf": m.erf,
-            "erfc": m.erfc,
-            "erfinv": guarded(m.erfinv, lambda x: -1 <= x <= 1),
-            "tanh": m.tanh,
-            "abs": abs,
-            "conj": m.conj,
-            "log": guarded(m.log, lambda x: x >= 0),
-            "log1p": guarded(m.log1p, lambda x: x >= -1),
-            "sqrt": guarded(m.sqrt, lambda x: x >= 0),
-            "minimum": lambda a, b: a if a != a else (b if b != b else min(a, b)),
-            "maximum": lambda a, b: a if a != a else (b if b != b else max(a, b)),
-        }
+        self.f_exp = m.exp
+        self.f_expm1 = m.expm1
+        self.f_erf = m.erf
+        self.f_erfc = m.erfc
+        self.f_erfinv = guarded(m.erfinv, lambda x: -1 <= x <= 1)
+        self.f_tanh = m.tanh
+        self.f_conj = m.conj
+        self.f_log = guarded(m.log, lambda x: x >= 0)
+        self.f_log1p = guarded(m.log1p, lambda x: x >= -1)
+        self.f_sqrt = guarded(m.sqrt, lambda x: x >= 0)
+
+    def number(self, value: bool | int | float) -> Any:
+        if isinstance(value, bool):
+            return value
+        with mpmath.workprec(128):  # a literal (|int| <= 10**30) is exact at any precision
+            return self.m.mpf(value)
+
+    def constant(self, name: str, value: float) -> Any:
+        m = self.m
+        return {"pi": m.pi, "e": m.e, "inf": m.inf, "nan": m.nan}[name]
+
+    @staticmethod
+    def not_(x: Any) -> bool:
+        return not x
+
+    @staticmethod
+    def and_(a: Any, b: Any) -> bool:
+        return bool(a) and bool(b)
+
+    @staticmethod
+    def or_(a: Any, b: Any) -> bool:
+        return bool(a) or bool(b)
+
+    @staticmethod
+    def choose(cond: Any) -> bool:
+        return bool(cond)
+
+    @staticmethod
+    def f_minimum(a: Any, b: Any) -> Any:
+        return a if a != a else (b if b != b else min(a, b))
+
+    @staticmethod
+    def f_maximum(a: Any, b: Any) -> Any:
+        return a if a != a else (b if b != b else max(a, b))
 
     def _real(self, x: Any) -> Any:
         return self.m.nan if isinstance(x, self.m.mpc) else x
 
-    def _div(self, a: Any, b: Any) -> Any:
+    def div(self, a: Any, b: Any) -> Any:
         m = self.m
         if b == 0:
             if a != a or a == 0:
@@ -49,70 +99,29 @@ class MpEval:
             return -m.inf if a < 0 else m.inf  # mpmath has no signed zero: b counts as +0
         return a / b
 
-    def _pow(self, a: Any, b: Any) -> Any:
+    def pow(self, a: Any, b: Any) -> Any:
         try:
             return self._real(self.m.power(a, b))
         except (ZeroDivisionError, ValueError):
             return self.m.inf
 
-    def run(self, node: ast.AST, env: Env) -> Any:
-        m = self.m
-        if isinstance(node, ast.Constant):
-            return node.value if isinstance(node.value, bool) else m.mpf(node.value)
-        if isinstance(node, ast.Name):
-            if node.id in env:
-                return env[node.id]
-            return {"pi": m.pi, "e": m.e, "inf": m.inf, "nan": m.nan}[node.id]
-        if isinstance(node, ast.BinOp):
-            a, b = self.run(node.left, env), self.run(node.right, env)
-            op = type(node.op)
-            if op is ast.Add:
-                return a + b
-            if op is ast.Sub:
-                return a - b
-            if op is ast.Mult:
-                return a * b
-            if op is ast.Div:
-                return self._div(a, b)
-            return self._pow(a, b)
-        if isinstance(node, ast.UnaryOp):
-            x = self.run(node.operand, env)
-            if isinstance(node.op, ast.Not):
-                return not x
-            return -x if isinstance(node.op, ast.USub) else x
-        if isinstance(node, ast.BoolOp):
-            vals = [self.run(v, env) for v in node.values]
-            return all(vals) if isinstance(node.op, ast.And) else any(vals)
-        if isinstance(node, ast.Compare):
-            if isinstance(node.left, ast.Name) and isinstance(env.get(node.left.id), str):
-                v, op, comp = env[node.left.id], node.ops[0], node.comparators[0]
-                if isinstance(op, ast.Eq | ast.NotEq):
-                    return (v == comp.value) == isinstance(op, ast.Eq)  # type: ignore[attr-defined]
-                choices = {e.value for e in comp.elts}  # type: ignore[attr-defined]
-                return (v in choices) == isinstance(op, ast.In)
-            left = self.run(node.left, env)
-            for op, comp in zip(node.ops, node.comparators, strict=True):
-                right = self.run(comp, env)
-                if not PY_COMPARE[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.Call):
-            name = node.func.id  # type: ignore[attr-defined]
-            args = [self.run(a, env) for a in node.args]
-            if name == "where":
-                return args[1] if args[0] else args[2]
-            return self.funcs[name](*args)
-        raise ExprError(f"cannot evaluate {type(node).__name__}")
+
+_ARITHMETICS: dict[int, MpArithmetic] = {}
 
 
-_MP_EVALS: dict[int, MpEval] = {}
+def mp_arithmetic(m: Any) -> MpArithmetic:
+    """The arithmetic of the library object `m`: one per object, so it keeps its staged
+    expressions."""
+    ar = _ARITHMETICS.get(id(m))
+    if ar is None or ar.m is not m:
+        ar = _ARITHMETICS[id(m)] = MpArithmetic(m)
+    return ar
 
 
-def evaluate_mp(expr: Expr, env: Env, m: Any) -> Any:
+require(mp_arithmetic(mpmath.mp))
+
+
+def evaluate_mp(expr: Expression, env: Env, m: Any) -> Any:
     """Evaluate `expr` on scalars with the arbitrary-precision library `m` (mpmath), IEEE-style:
     a NaN or infinity where numpy would give one, never an exception or a complex number."""
-    ev = _MP_EVALS.get(id(m))
-    if ev is None or ev.m is not m:  # one evaluator per library object: its table is fixed
-        ev = _MP_EVALS[id(m)] = MpEval(m)
-    return ev.run(expr._tree, env)
+    return expr.run(env, mp_arithmetic(m))

@@ -17,11 +17,10 @@ import math
 
 from numba import njit
 
-from ..conformance.judge.intrinsics import fma as _fma
-from ..conformance.judge.intrinsics import select as _sel
-
 # the pair-generic operations are ddmath's own, re-exported for the generated kernels
 from .ddmath import TINY, dabs, deq, dle, dlt, dmax, dmin, dneg, dresult, dsel
+from .intrinsics import fma as _fma
+from .intrinsics import select as _sel
 
 _NAN = math.nan
 PI = (math.pi, _NAN)

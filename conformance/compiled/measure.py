@@ -7,8 +7,8 @@ and leaves per-partition counts, maxima, the sequential per-BLOCK MERE sums and 
 candidates, which accumulate.py merges. The figures are the numpy pass's, bit for bit
 (tests/test_measure.py), so records do not depend on whether numba is installed.
 
-Only imported where numba is (the `fast` extra); real floating outputs of the formats in FORMATS
-take it, everything else the numpy pass (complex outputs too: a part's error is relative to the
+Only imported where numba is (the `fast` extra); real floating outputs of the formats in
+conformance.acl.dtypes.IEEE_FLOATS take it, everything else the numpy pass (complex outputs too: a part's error is relative to the
 element's magnitude, accumulate._magnitude).
 """
 
@@ -21,13 +21,6 @@ from numba import get_num_threads, njit, prange
 
 from .intrinsics import as_bits, as_double, select, small_to_double
 
-# output format -> (mantissa bits, minimum normal exponent, maximum exponent, storage bits)
-FORMATS = {
-    "FLOAT": (23, -126, 127, 32),
-    "FLOAT16": (10, -14, 15, 16),
-    "BF16": (7, -126, 127, 16),
-    "DOUBLE": (52, -1022, 1023, 64),
-}
 _TINY = float(np.finfo(np.float64).tiny)
 
 
@@ -43,9 +36,11 @@ def _decode(mag, p, all_ones, pow2):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _round(mag64, p, emin, all_ones):  # pragma: no cover - compiled
+def round_narrow(mag64, p, emin, all_ones):  # pragma: no cover - compiled
     """A finite float64's magnitude bits rounded RNE to the format's magnitude bits, in integers:
-    subnormal results and overflow to infinity included."""
+    subnormal results and overflow to infinity included. The one compiled rounding to a narrow
+    format (the comparison's and the evaluation kernels', through narrow_bits); numpy's is
+    conformance.acl.dtypes.round_to."""
     e = (mag64 >> 52) - 1023
     if e < emin - p - 1:  # below half the smallest subnormal (a tie there goes to zero too)
         return np.int64(0)
@@ -57,6 +52,21 @@ def _round(mag64, p, emin, all_ones):  # pragma: no cover - compiled
         shift = 52 - p + (emin - e)
     r = (x + ((np.int64(1) << (shift - 1)) - 1) + ((x >> shift) & 1)) >> shift
     return min(r, all_ones << p)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def narrow_bits(r, p, emin, all_ones, nbits):  # pragma: no cover - compiled
+    """A float64 rounded RNE to a 16-bit format's bits (FLOAT16, BF16): NaN the quiet NaN."""
+    b = as_bits(r)
+    mag = b & 0x7FFFFFFFFFFFFFFF
+    sign = (b >> 63) & 1
+    if mag > 0x7FF0000000000000:  # NaN: the quiet NaN
+        m = (all_ones << p) | (1 << (p - 1))
+    elif mag == 0x7FF0000000000000:
+        m = all_ones << p
+    else:
+        m = round_narrow(mag, p, emin, all_ones)
+    return np.uint16((sign << (nbits - 1)) | m)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -168,7 +178,7 @@ def measure(g, gbits, abits, pow2, p, emin, emax, nbits, exact, thr, atol, rel, 
                 if nbits == 64 or gv != gv:
                     gs = gv
                 else:
-                    gmag = _round(gmag, p, emin, all_ones) if gmag < inf64 else all_ones << p
+                    gmag = round_narrow(gmag, p, emin, all_ones) if gmag < inf64 else all_ones << p
                     gs = _decode(gmag, p, all_ones, pow2) * (1.0 - 2.0 * gneg)
                 g_nan, a_nan = gv != gv, av != av
                 g_inf, a_inf = math.isinf(gs), math.isinf(av)

@@ -21,11 +21,11 @@ import math
 import numpy as np
 from numba import njit
 
-from ..conformance.judge.intrinsics import as_bits as _bits
-from ..conformance.judge.intrinsics import as_double as _double
-from ..conformance.judge.intrinsics import fma as _fma
-from ..conformance.judge.intrinsics import select as _sel
-from ..conformance.judge.intrinsics import small_to_double
+from .intrinsics import as_bits as _bits
+from .intrinsics import as_double as _double
+from .intrinsics import fma as _fma
+from .intrinsics import select as _sel
+from .intrinsics import small_to_double
 
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 with 21 trailing zero bits: k * _LN2_HI is exact

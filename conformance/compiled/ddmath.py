@@ -21,14 +21,13 @@ import mpmath
 import numpy as np
 from numba import njit
 
-from ..conformance.judge.intrinsics import as_bits as _bits
-from ..conformance.judge.intrinsics import as_double as _double
-from ..conformance.judge.intrinsics import fma as _fma
-from ..conformance.judge.intrinsics import select as _sel
+from .intrinsics import as_bits as _bits
+from .intrinsics import as_double as _double
+from .intrinsics import fma as _fma
+from .intrinsics import select as _sel
+from .ranges import BIG, TINY
 from .vecmath import _K, _XMAX
 
-BIG = 2.0**995  # beyond it an operation's intermediate may overflow
-TINY = 2.0**-969  # below it a product's error term may underflow
 _NAN = math.nan
 
 

@@ -3,7 +3,7 @@ an int64-to-float64 conversion built on them, and the loop vectorizer's interlea
 
 Bit casts between float64 and int64 (no memory round trip), fused multiply-add, and a select
 (numba's conditional expression is a branch). The compiled comparison pass (measure.py) and the
-reference's vectorizable functions (reference/vecmath.py) both build on them; only imported
+reference's vectorizable functions (conformance/compiled/vecmath.py) both build on them; only imported
 where numba is.
 """
 

@@ -1,0 +1,118 @@
+"""The typed IR a checked spec expression is lowered into once (conformance/spec/expr/language.py
+checks the text and lowers it): the whitelisted node kinds only, with constants and function names
+resolved. Every evaluator walks this IR through conformance/spec/expr/walk.py; none reads Python's
+`ast` again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# the operators, by the name an arithmetic's method carries
+BINARY = ("add", "sub", "mul", "div", "pow")
+COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+@dataclass(frozen=True)
+class Num:
+    """A literal: a bool, or a number as written (an int stays an int; each arithmetic converts)."""
+
+    value: bool | int | float
+
+
+@dataclass(frozen=True)
+class Const:
+    """A named constant of the language (pi, e, inf, nan), with its float64 value."""
+
+    name: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Var:
+    """A parameter, input or `let` name, bound in the environment."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string parameter compared with literals: name == "a", name != "a", name in ("a", "b")."""
+
+    name: str
+    negate: bool  # != or not in
+    choices: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # "neg" or "not"
+    x: Node
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # one of BINARY
+    a: Node
+    b: Node
+
+
+@dataclass(frozen=True)
+class Compare:
+    """A comparison chain: operands[0] ops[0] operands[1] ops[1] ... (all must hold)."""
+
+    ops: tuple[str, ...]  # each one of COMPARE
+    operands: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Logic:
+    op: str  # "and" or "or"
+    parts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Where:
+    cond: Node
+    a: Node
+    b: Node
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function of the language (FUNCTIONS in language.py) other than where."""
+
+    fn: str
+    args: tuple[Node, ...]
+
+
+Node = Num | Const | Var | Text | Unary | Binary | Compare | Logic | Where | Call
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The direct sub-expressions of `node`."""
+    if isinstance(node, Unary):
+        return (node.x,)
+    if isinstance(node, Binary):
+        return (node.a, node.b)
+    if isinstance(node, Compare):
+        return node.operands
+    if isinstance(node, Logic):
+        return node.parts
+    if isinstance(node, Where):
+        return (node.cond, node.a, node.b)
+    if isinstance(node, Call):
+        return node.args
+    return ()
+
+
+def walk(node: Node) -> list[Node]:
+    """`node` and every node below it."""
+    out: list[Node] = []
+    stack: list[Any] = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(children(n))
+    return out

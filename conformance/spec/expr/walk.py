@@ -1,0 +1,338 @@
+"""The one walker of the expression IR (conformance/spec/expr/ir.py), and the `Formula` walk of a
+spec's lets and branches. The semantics live here once; an *arithmetic* supplies the values.
+
+What the walker decides, for every arithmetic alike:
+- a comparison chain a < b <= c holds where every link holds (`chain`: the links joined with
+  `and_`);
+- `and`/`or` fold their parts left to right with `and_`/`or_` (`logic`);
+- `where(c, a, b)` evaluates only the side taken when the arithmetic says `c` is one value for
+  every element (`choose`); otherwise both sides and the arithmetic's `where`;
+- a formula binds a `let` only when an expression it evaluates names it, takes its branches in
+  order (the first true one wins, `otherwise` ends the walk), skips a branch no element takes,
+  and hands a branch some elements take, with the walk of the branches after it, to the
+  arithmetic's `select`; where no branch holds the value is the arithmetic's `nothing`. The
+  same walk tells which branch each element takes (`taken`) and which lets an evaluation
+  binds (`needs`). Emitters (numba source) are arithmetics too: `let` names a bound let's
+  variable, `scope` gives each branch value its own block.
+
+What an arithmetic decides (its methods, see `Arithmetic`): the values of literals and constants,
+the operators (division by zero, NaN in comparisons: IEEE in every float arithmetic), NaN in
+minimum/maximum (propagated), and each function of the language as a method `f_<name>`. An
+arithmetic that lacks a function the spec uses is found by `missing` (at lint time).
+
+Expressions are *staged*: the walk is done once per (expression, arithmetic) into closures, so
+evaluating one is a call per node, no dispatch on node kinds (numpy chunks, mpmath elements).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .ir import Binary, Call, Compare, Const, Logic, Node, Num, Text, Unary, Var, Where
+
+Env = dict[str, Any]
+Fn = Callable[[Env], Any]
+
+
+class Arithmetic:
+    """The values an expression is evaluated in. Subclasses define the operators below (names
+    from ir.BINARY and ir.COMPARE), `f_<name>` for each language function they support, and,
+    for a formula, `decide`, `select`, `nothing` and `finish`."""
+
+    name = "arithmetic"
+
+    def number(self, value: bool | int | float) -> Any:
+        return value
+
+    def constant(self, name: str, value: float) -> Any:
+        return value
+
+    def choose(self, cond: Any) -> bool | None:
+        """True/False when `cond` is one value for every element (where() then evaluates only
+        that side), None to evaluate both sides and `where`."""
+        return None
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        """Elementwise selection (scalar arithmetics: the one side `cond` names)."""
+        return a if cond else b
+
+    def decide(self, cond: Any) -> bool | None:
+        """A branch condition: True (every element takes it), False (none does), None (some)."""
+        return bool(cond)
+
+    def select(self, cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
+        """The value of a branch some elements take: `then()` where `cond` holds, `other()` (the
+        branches after it) elsewhere."""
+        return then() if cond else other()
+
+    def nothing(self) -> Any:
+        """The value where no branch holds (after a last guarded branch): NaN, None for a
+        scalar arithmetic."""
+        return None
+
+    def finish(self, value: Any, n: int | None) -> Any:
+        """The formula's value as `evaluate` returns it (over `n` elements)."""
+        return value
+
+    def result(self, value: Any) -> Any:
+        """A branch's value as the formula returns it."""
+        return value
+
+    def let(self, name: str, value: Any) -> Any:
+        """What a bound `let` holds in the environment (an emitter: the variable it assigns)."""
+        return value
+
+    def scope(self, env: Env) -> Env:
+        """The environment a branch value is evaluated in: `env` itself (a let is bound once for
+        every branch), or a copy for an emitter writing each branch in a block of its own."""
+        return env
+
+    def context(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def operand(self, value: Any) -> Any:
+        """A value a comparison reads, as the comparison reads it (an emitter: a temporary)."""
+        return value
+
+    def chain(self, links: list[Any]) -> Any:
+        """A comparison chain's value from its links (a < b, b < c): all of them, by `and_`."""
+        acc = links[0]
+        for link in links[1:]:
+            acc = self.and_(acc, link)
+        return acc
+
+    def logic(self, op: str, parts: list[Any]) -> Any:
+        """`and`/`or` of `parts`, folded left to right with `and_`/`or_`."""
+        f = self.and_ if op == "and" else self.or_
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = f(acc, p)
+        return acc
+
+    def supports(self, fn: str) -> bool:
+        return callable(getattr(self, "f_" + fn, None))
+
+    def lacks(self, fn: str) -> Exception:
+        """The error for a function this arithmetic has no method for (lint reports it first)."""
+        return ValueError(f"the {self.name} arithmetic has no function {fn!r}")
+
+
+def missing(arith: Arithmetic, functions: Iterable[str]) -> list[str]:
+    """The functions among `functions` (where aside: the walker's own) that `arith` cannot
+    evaluate."""
+    return sorted(f for f in functions if f != "where" and not arith.supports(f))
+
+
+_FORMULA_ARITHMETICS: list[Arithmetic] = []
+
+
+def require(arith: Arithmetic) -> Arithmetic:
+    """Register `arith` as one every spec formula must be evaluable in (a tier of the reference:
+    numpy, mpmath, the error bound, the rounding count); returns it."""
+    _FORMULA_ARITHMETICS.append(arith)
+    return arith
+
+
+def unsupported(functions: Iterable[str]) -> dict[str, list[str]]:
+    """For each registered formula arithmetic lacking some of `functions`: its name -> those
+    functions (the spec linter reports them, so that no tier meets one at run time)."""
+    functions = set(functions)
+    out = {ar.name: missing(ar, functions) for ar in _FORMULA_ARITHMETICS}
+    return {name: fns for name, fns in out.items() if fns}
+
+
+def stage(node: Node, ar: Arithmetic) -> Fn:
+    """`node` as a closure env -> value in the arithmetic `ar`."""
+    if isinstance(node, Num):
+        v = ar.number(node.value)
+        return lambda env: v
+    if isinstance(node, Const):
+        c = ar.constant(node.name, node.value)
+        return lambda env: c
+    if isinstance(node, Var):
+        name = node.name
+        return lambda env: env[name]
+    if isinstance(node, Text):
+        name, choices, negate = node.name, node.choices, node.negate
+        return lambda env: (env[name] in choices) != negate
+    if isinstance(node, Unary):
+        x = stage(node.x, ar)
+        f = ar.neg if node.op == "neg" else ar.not_
+        return lambda env: f(x(env))
+    if isinstance(node, Binary):
+        a, b = stage(node.a, ar), stage(node.b, ar)
+        f = getattr(ar, node.op)
+        return lambda env: f(a(env), b(env))
+    if isinstance(node, Compare):
+        return _stage_compare(node, ar)
+    if isinstance(node, Logic):
+        parts = [stage(p, ar) for p in node.parts]
+        op, logic = node.op, ar.logic
+        if len(parts) == 2 and type(ar).logic is Arithmetic.logic:  # the fold: one call
+            f, (p0, p1) = (ar.and_ if op == "and" else ar.or_), parts
+            return lambda env: f(p0(env), p1(env))
+        return lambda env: logic(op, [p(env) for p in parts])
+    if isinstance(node, Where):
+        return _stage_where(node, ar)
+    if isinstance(node, Call):
+        f = getattr(ar, "f_" + node.fn, None)
+        if f is None:
+            raise ar.lacks(node.fn)
+        args = [stage(a, ar) for a in node.args]
+        if len(args) == 1:
+            (a0,) = args
+            return lambda env: f(a0(env))
+        return lambda env: f(*(a(env) for a in args))
+    raise TypeError(f"not an expression node: {node!r}")
+
+
+def _stage_compare(node: Compare, ar: Arithmetic) -> Fn:
+    operands = [stage(o, ar) for o in node.operands]
+    ops = [getattr(ar, op) for op in node.ops]
+    chain, operand = ar.chain, ar.operand
+    default = type(ar).operand is Arithmetic.operand and type(ar).chain is Arithmetic.chain
+    if len(ops) == 1 and default:  # one link, its operands read as they are
+        (f,), (a, b) = ops, operands
+        return lambda env: f(a(env), b(env))
+
+    def compare(env: Env) -> Any:
+        vals = [operand(o(env)) for o in operands]
+        return chain([op(vals[i], vals[i + 1]) for i, op in enumerate(ops)])
+
+    return compare
+
+
+def _stage_where(node: Where, ar: Arithmetic) -> Fn:
+    c, a, b = stage(node.cond, ar), stage(node.a, ar), stage(node.b, ar)
+    choose, where = ar.choose, ar.where
+
+    def select(env: Env) -> Any:
+        cond = c(env)
+        side = choose(cond)
+        if side is None:
+            return where(cond, a(env), b(env))
+        return a(env) if side else b(env)
+
+    return select
+
+
+class Expression:
+    """What the walker needs of a checked expression: its IR and the names it reads. Staged
+    closures are cached per arithmetic on the expression itself."""
+
+    ir: Node
+    names: frozenset[str]
+
+    def staged(self, ar: Arithmetic) -> Fn:
+        cache: dict[int, tuple[Arithmetic, Fn]] = self.__dict__.setdefault("_staged", {})
+        hit = cache.get(id(ar))
+        if hit is None or hit[0] is not ar:
+            hit = cache[id(ar)] = (ar, stage(self.ir, ar))
+        return hit[1]
+
+    def run(self, env: Env, ar: Arithmetic) -> Any:
+        """The value of the expression in `ar` with the names of `env` bound."""
+        return self.staged(ar)(env)
+
+
+class Formula:
+    """A spec formula's walk: its lets (name, expression) and branches (condition or None for
+    `otherwise`, value), evaluated in an arithmetic (see the module docstring)."""
+
+    def __init__(
+        self,
+        lets: Sequence[tuple[str, Expression]],
+        branches: Sequence[tuple[Expression | None, Expression]],
+    ):
+        self.lets = dict(lets)
+        self.branches = tuple(branches)
+
+    @classmethod
+    def of(cls, formula: Any) -> Formula:
+        """The walk of a model Formula (records with .lets: name/value, .branches: when/value),
+        made once per formula object."""
+        hit = _WALKS.get(id(formula))
+        if hit is None or hit[0] is not formula:
+            walk = cls(
+                [(x.name, x.value) for x in formula.lets],
+                [(br.when, br.value) for br in formula.branches],
+            )
+            hit = _WALKS[id(formula)] = (formula, walk)
+        return hit[1]
+
+    def bind(self, env: Env, names: Iterable[str], ar: Arithmetic) -> None:
+        """Bind in `env` each let among `names` (and the lets they read) not bound yet, in name
+        order (an emitter's source is the same from run to run)."""
+        for name in sorted(names):
+            if name in self.lets and name not in env:
+                x = self.lets[name]
+                self.bind(env, x.names, ar)
+                env[name] = ar.let(name, x.run(env, ar))
+
+    def evaluate(self, env: Env, ar: Arithmetic, n: int | None = None) -> Any:
+        """The formula's value with `env` bound (`env` is extended with the lets it binds), over
+        `n` elements for an array arithmetic; None from a scalar one where no branch holds."""
+
+        def value(i: int, x: Expression, env: Env) -> Any:
+            self.bind(env, x.names, ar)
+            return ar.result(x.run(env, ar))
+
+        with ar.context():
+            return ar.finish(self._walk(0, env, ar, value), n)
+
+    def taken(self, env: Env, ar: Arithmetic, n: int | None = None) -> Any:
+        """The index of the branch each element takes (the arithmetic's `nothing` where none
+        does): the same walk, each branch's value being its index."""
+        with ar.context():
+            return ar.finish(self._walk(0, env, ar, lambda i, x, env: ar.result(ar.number(i))), n)
+
+    def _walk(self, first: int, env: Env, ar: Arithmetic, value: Callable[..., Any]) -> Any:
+        """The value of the branches from `first` on: the first true one wins, `otherwise` ends
+        the walk, a branch no element takes is skipped, one some take is the arithmetic's
+        `select`."""
+        for i in range(first, len(self.branches)):
+            when, val = self.branches[i]
+            if when is None:
+                return value(i, val, ar.scope(env))
+            self.bind(env, when.names, ar)
+            cond = when.run(env, ar)
+            d = ar.decide(cond)
+            if d is True:
+                return value(i, val, ar.scope(env))
+            if d is None:
+                return ar.select(
+                    cond,
+                    lambda i=i, val=val: value(i, val, ar.scope(env)),
+                    lambda i=i: self._walk(i + 1, ar.scope(env), ar, value),
+                )
+        return ar.nothing()
+
+    def expressions(self) -> list[Expression]:
+        """Every expression of the formula: the lets' values, the conditions and the branch
+        values (for static questions: which functions, names or node kinds it uses)."""
+        out = list(self.lets.values())
+        return out + [x for br in self.branches for x in br if x is not None]
+
+    def needs(self, hits: Iterable[int]) -> set[str]:
+        """The lets an evaluation that takes the branches `hits` (indices) binds: those the
+        conditions tested up to the last of them and the values of `hits` read, closed over
+        lets reading lets."""
+        hits = set(hits)
+        names: set[str] = set()
+        for i, (when, val) in enumerate(self.branches[: max(hits, default=-1) + 1]):
+            if when is not None:
+                names |= when.names
+            if i in hits:
+                names |= val.names
+        todo = [n for n in names if n in self.lets]
+        while todo:
+            for n in self.lets[todo.pop()].names:
+                if n in self.lets and n not in names:
+                    names.add(n)
+                    todo.append(n)
+        return names & set(self.lets)
+
+
+_WALKS: dict[int, tuple[Any, Formula]] = {}
