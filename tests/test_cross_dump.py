@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from aclnn_conformance.conformance.acl import dtypes as dt
 from aclnn_conformance.conformance.cases.casedir import read_case
-from aclnn_conformance.conformance.run.cross import LEVELS, SMALL, ratios
+from aclnn_conformance.conformance.run.cross import LEVELS, ratios, small_values
 
 from tests.support.runcli import REPO, assert_clean, assert_one_line_error, conform, read_jsonl
 
@@ -28,8 +28,8 @@ SEL = ["--op", "leaky_relu_backward", "--product", "atlas-a2", "--dtype", "f32"]
 def test_levels_and_small_values_are_ttks():
     # TTK docs/Precision_Comparison.md section 8: Level presets and small_value table
     assert LEVELS == {"L0": (10.0, 2.0, 2.0), "L1": (5.0, 1.5, 1.5), "L2": (2.0, 1.2, 1.2)}
-    assert SMALL["FLOAT16"] == (2**-11, 2**-16) and SMALL["BF16"] == (2**-8, 2**-16)
-    assert SMALL["FLOAT"] == (2**-14, 2**-30)
+    assert small_values("FLOAT16") == (2**-11, 2**-16) and small_values("BF16") == (2**-8, 2**-16)
+    assert small_values("FLOAT") == (2**-14, 2**-30)
 
 
 def test_ratios_by_hand():

@@ -25,6 +25,7 @@ import numpy as np
 from ..acl.call import Outcome, TensorArg
 from ..cases.generate import Case
 from ..spec.model import OpSpec
+from ..spec.tolerances import policy_for
 from .backend import Backend
 from .golden import golden_values
 from .judging import backend_call
@@ -36,14 +37,18 @@ LEVELS: dict[str, tuple[float, float, float]] = {
     "L2": (2.0, 1.2, 1.2),  # strict
 }
 DEFAULT_LEVEL = "L1"
-# output dtype -> (small_value, small_value_atol)
-SMALL: dict[str, tuple[float, float]] = {
-    "FLOAT16": (2.0**-11, 2.0**-16),
-    "BF16": (2.0**-8, 2.0**-16),
-    "FLOAT": (2.0**-14, 2.0**-30),
-}
+# the outputs TTK cross-checks; their small-value domain is the tolerance table's
+# (specs/tolerances.yaml small_threshold and small_atol: TTK's small_value and small_value_atol)
+CROSS_DTYPES = ("FLOAT16", "BF16", "FLOAT")
 SMALL_COUNT_RATIO = 2.0
 MAX_ELEMENTS = 1 << 26  # outputs larger than this are not cross-checked (memory)
+
+
+def small_values(dtype: str) -> tuple[float, float]:
+    """TTK's (small_value, small_value_atol) of an output dtype: the tolerance table's
+    small-value domain, which restates the same vendor figures."""
+    pol = policy_for(dtype)
+    return pol.small_threshold, pol.small_atol
 
 
 def _ratio(num: float, den: float, floor: float) -> float:
@@ -63,7 +68,7 @@ def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def ratios(t: np.ndarray, g: np.ndarray, b: np.ndarray, dtype: str, level: str) -> dict[str, Any]:
     """The cross-check of one output: backend values t, golden g, second backend b (float64,
     the same elements); its figures and `ok`."""
-    small_value, small_atol = SMALL[dtype]
+    small_value, small_atol = small_values(dtype)
     mare_max, mere_max, rmse_max = LEVELS[level]
     out: dict[str, Any] = {
         "limits": {"mare": mare_max, "mere": mere_max, "rmse": rmse_max,
@@ -130,7 +135,7 @@ def cross_check(
         p.name
         for p in spec.outputs
         if isinstance(case.call.args.get(p.name), TensorArg)
-        and case.call.tensor(p.name).dtype in SMALL
+        and case.call.tensor(p.name).dtype in CROSS_DTYPES
         and not case.call.tensor(p.name).is_empty
     ]
     if not names:
