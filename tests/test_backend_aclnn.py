@@ -254,6 +254,18 @@ def test_softplus_values_beta_threshold(backend):
     assert got.outputs["gradInput"][5] == np.float32(0.5)
 
 
+def test_swish_null_beta_reaches_the_library_as_a_null_pointer(backend, counter):
+    """A nullable scalar (swish's betaOptional, if_null: default) goes to the library as a null
+    aclScalar* (the double, as op_api aclnn_swish.cpp, then uses 1.0; a non-null pointer that is
+    no aclScalar would be refused with 161002), and nothing is left allocated."""
+    call = Call("swish", "atlas-a2", {"self": T(XS), "betaOptional": None, "out": O((6,))})
+    check(backend, call, "out", [x / (1 + math.exp(-x)) for x in XS])
+    assert live(counter) == dict.fromkeys(live(counter), 0)
+    beta = 2.0  # a non-null beta is read: the values differ from beta = 1
+    call = Call("swish", "atlas-a2", {"self": T(XS), "betaOptional": S(beta), "out": O((6,))})
+    check(backend, call, "out", [x / (1 + math.exp(-beta * x)) for x in XS])
+
+
 def test_gelu_none_and_tanh(backend):
     def none(g, x):
         return g * (
@@ -566,6 +578,19 @@ def test_generated_leaky_suite_through_the_double(lib_dir, tmp_path):
     for r in failed:
         assert _kernel_precision_only(r), (r["id"], r["reason"])
         assert r["status_match"] is True and "mismatch ratio" in r["reason"]
+
+
+@pytest.mark.gates
+def test_generated_null_scalar_cases_through_the_double(lib_dir, tmp_path):
+    """The suite's positive null cases (`.../null=betaOptional`) run on the aclnn backend: the
+    null pointer reaches the library, which computes with beta = 1 as the reference does."""
+    out = tmp_path / "r.jsonl"
+    res = run_cli("--backend", "aclnn", "--backend-opt", f"lib_dir={lib_dir}", "--op", "swish",
+                  "--product", "atlas-a2", "-k", "null=", "--results", str(out), "-q")  # fmt: skip
+    recs = records(out)
+    assert res.exit_code == 0, res.output
+    assert recs and all(r["id"].endswith("/null=betaOptional") for r in recs)
+    assert {r["verdict"] for r in recs} == {"pass"}
 
 
 @pytest.mark.gates

@@ -20,7 +20,7 @@
 
 #include "aclnn_double.h"
 
-enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU };
+enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH };
 #define UNDEF (-2)
 
 typedef struct aclOpExecutor {
@@ -281,6 +281,8 @@ static double kernel(const aclOpExecutor *e, double gd, double xd) {
             if (isnan(resp)) resp = 0.0f;
             return g * (resp + t);
         }
+    case OP_SWISH: /* s1 beta (1.0 for a null betaOptional); a and b are both self */
+        return x / (1.0f + expf(-s1 * x));
     case OP_ELU: { /* s1 alpha, s2 scale, s3 inputScale, flag isResult */
         float negcoef = s1 * s2;
         if (!(x <= 0)) return g * s2;
@@ -504,4 +506,33 @@ int aclnnEluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclScala
 
 int aclnnEluBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
     return run(OP_ELU, "aclnnEluBackward", workspace, workspaceSize, executor, stream);
+}
+
+/* aclnnSwish: a nullable scalar. op_api aclnn_swish.cpp: "float scale = 1.0f; if (betaOptional !=
+ * nullptr) scale = betaOptional->ToFloat()", and the dtype of beta is tested only when it is not
+ * null (CanCast to FLOAT: a complex beta is refused). self is passed as both kernel inputs. */
+int aclnnSwishGetWorkspaceSize(const aclTensor *self, const aclScalar *betaOptional, aclTensor *out,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *OP = "aclnnSwish";
+    aclOpExecutor *e;
+    PROLOGUE();
+    NEED_T(self, "self"); NEED_T(out, "out");
+    DTYPE(self, FLOAT3, "self"); DTYPE(out, FLOAT3, "out");
+    if (self->dtype != out->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out dtypes differ", OP);
+    if (betaOptional && betaOptional->magic != SCALAR_MAGIC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: betaOptional is not an aclScalar", OP);
+    if (betaOptional && (betaOptional->dtype == DT_COMPLEX64 || betaOptional->dtype == DT_COMPLEX128))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: betaOptional dtype %d cannot cast to FLOAT", OP,
+             betaOptional->dtype);
+    RANK(self, "self"); RANK(out, "out");
+    if (!same_shape(self, out)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out shapes differ", OP);
+    int nothing = numel(self) == 0 || numel(out) == 0;
+    int rc = finish(OP_SWISH, nothing, self, self, out, DT_FLOAT, workspaceSize, executor, &e);
+    if (rc == 0) e->s1 = betaOptional ? (float)scalar(betaOptional) : 1.0f;
+    return rc;
+}
+
+int aclnnSwish(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
+    return run(OP_SWISH, "aclnnSwish", workspace, workspaceSize, executor, stream);
 }
