@@ -8,6 +8,7 @@ decided (it is mpmath's, which keeps it a tie for round-half-even).
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 from aclnn_conformance.conformance.acl import dtypes as dt
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.skipif(
 )
 REG = default_registry()
 N = 300
+MODERATE = 40
 
 
 def _params():
@@ -61,7 +63,7 @@ def test_decided_elements_round_as_the_exact_value_does(name, product, dtype):
         v = precise._value_at(spec, attrs, {k: float(a[i]) for k, a in inputs.items()}, 300)
         if v is None:  # an IEEE special among the inputs or the result: not mpmath's to say
             continue
-        if v != 0 and all(abs(a[i]) < 20 for a in inputs.values()):
+        if v != 0 and all(abs(a[i]) < 20 for a in inputs.values()) and not _boundary(v, dtype):
             moderate += 1  # no exp near its overflow: the pair is not poisoned
             decided_moderate += int(decided[i])
         if decided[i]:
@@ -71,7 +73,19 @@ def test_decided_elements_round_as_the_exact_value_does(name, product, dtype):
                 f"{name} {dtype}: { ({k: float(a[i]) for k, a in inputs.items()}) } rounds to "
                 f"{float(got)!r}, exactly {float(want)!r}"
             )
-    assert moderate > N // 4 and decided_moderate >= 0.9 * moderate
+    # at least MODERATE elements exercised (ops that select an attribute for half the inputs,
+    # threshold, keep fewer than N // 4), and nearly all of them decided by the pair
+    assert moderate >= MODERATE and decided_moderate >= 0.9 * moderate
+
+
+def _boundary(v, dtype: str) -> bool:
+    """Whether the exact value lies within 2^-60 of a rounding boundary of `dtype` (an exact
+    tie, common where the formula is a sum of two inputs): no finite pair decides it, the
+    tier leaves it to mpmath by design (test_an_exact_tie_is_left_to_mpmath)."""
+    with mpmath.workprec(400):
+        return round_exact(v * (1 - mpmath.mpf(2) ** -60), dtype) != round_exact(
+            v * (1 + mpmath.mpf(2) ** -60), dtype
+        )
 
 
 def test_an_exact_tie_is_left_to_mpmath():

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from aclnn_conformance.conformance.acl import dtypes
 from aclnn_conformance.reference import kernel
 
 from tests.support.paths import HAVE_NUMBA
@@ -129,7 +130,7 @@ def test_refused_cache_compiles_in_memory_and_gives_the_same_bits(fresh, monkeyp
         module = kernel._load(f"memtest{folder is None}", src.text)
         assert (getattr(module, "__file__", None) is None) == (folder is None)
         y, f = np.empty(n), np.empty(n, np.uint8)
-        kernel.Kernel("memtest", module, src).run(raw, env, y, f, 1, (24, -126))
+        kernel.Kernel("memtest", module, src).run(raw, env, y, f, 1, dtypes.float_format("FLOAT"))
         values.append(y)
     assert np.array_equal(values[0], values[1], equal_nan=True)
     assert not list(fresh.rglob("k_memtestTrue*"))  # nothing written for the in-memory one
