@@ -22,7 +22,6 @@ semantics (inf * 0 = NaN), which is what every float implementation of these for
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -33,7 +32,7 @@ from mpmath.libmp import round_down, to_float
 
 from ..conformance.acl import dtypes as dt
 from ..conformance.spec.expr import ir
-from ..conformance.spec.expr.mpeval import MpArithmetic, mp_arithmetic
+from ..conformance.spec.expr.mpeval import MpArithmetic, ScalarOperators, mp_arithmetic
 from ..conformance.spec.expr.walk import Arithmetic, Formula, missing
 from ..conformance.spec.model import OpSpec
 
@@ -125,7 +124,7 @@ def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits:
         return value if m.isfinite(value) else None
 
 
-class RationalArithmetic(Arithmetic):
+class RationalArithmetic(ScalarOperators, Arithmetic):
     """Exact rationals (Fraction) as an arithmetic of the walker: for formulas of + - * / alone,
     one exact evaluation replaces mpmath's two or more at growing precision. A division by zero
     gives a float NaN or infinity (as the mpmath arithmetic does), which leaves the Fraction type,
@@ -133,17 +132,6 @@ class RationalArithmetic(Arithmetic):
 
     name = "rational"
 
-    add = staticmethod(operator.add)
-    sub = staticmethod(operator.sub)
-    mul = staticmethod(operator.mul)
-    neg = staticmethod(operator.neg)
-    lt = staticmethod(operator.lt)
-    le = staticmethod(operator.le)
-    gt = staticmethod(operator.gt)
-    ge = staticmethod(operator.ge)
-    eq = staticmethod(operator.eq)
-    ne = staticmethod(operator.ne)
-    f_abs = staticmethod(abs)
     f_sign = staticmethod(MpArithmetic.f_sign)
     not_ = staticmethod(MpArithmetic.not_)
     and_ = staticmethod(MpArithmetic.and_)

@@ -13,11 +13,9 @@ import mpmath
 from .walk import Arithmetic, Env, Expression, require
 
 
-class MpArithmetic(Arithmetic):
-    """One element at a time in the library `m` (mpmath.mp, or an object with its interface):
-    a condition is a Python bool, so where() and a formula take one side only."""
-
-    name = "mpmath"
+class ScalarOperators:
+    """The operators of one Python number at a time (mpf, Fraction): Python's own, shared by the
+    mpmath and the exact-rational arithmetics."""
 
     add = staticmethod(operator.add)
     sub = staticmethod(operator.sub)
@@ -30,6 +28,13 @@ class MpArithmetic(Arithmetic):
     eq = staticmethod(operator.eq)
     ne = staticmethod(operator.ne)
     f_abs = staticmethod(abs)
+
+
+class MpArithmetic(ScalarOperators, Arithmetic):
+    """One element at a time in the library `m` (mpmath.mp, or an object with its interface):
+    a condition is a Python bool, so where() and a formula take one side only."""
+
+    name = "mpmath"
 
     @staticmethod
     def f_sign(x: Any) -> Any:
