@@ -25,6 +25,8 @@ from aclnn_conformance.reference import engine
 
 from tests.support.runcli import conform
 
+pytest_plugins = ["tests.aclnn_double.fixtures"]  # lib_dir, counter
+
 FIXTURE = Path(__file__).parent / "data" / "params" / "scale_shift.yaml"
 X = np.array([-3.0, -0.5, 0.0, 0.25, 1.0, 7.5], np.float32)
 
@@ -103,6 +105,7 @@ def test_lint_refuses_ill_typed_parameters(tmp_path, edit, needle):
     assert shown.startswith(f"{path}:")
 
 
+@pytest.mark.gates
 def test_the_lint_command_names_the_file_and_line(tmp_path):
     path = _edited(tmp_path, lambda d: _p(d, "mode").update(default=0.5))
     proc = conform("specs", "lint", path)
@@ -235,6 +238,7 @@ def test_a_billion_long_list_is_refused_by_the_file_size_before_parsing(tmp_path
     assert "case.json" in str(exc.value)
 
 
+@pytest.mark.gates
 def test_run_over_exported_cases_passes_and_a_bad_file_is_one_line(tmp_path):
     out = tmp_path / "cases"
     proc = conform("--specs", FIXTURE.parent, "cases", "export", "--op", "scale_shift", "-k",
@@ -246,3 +250,69 @@ def test_run_over_exported_cases_passes_and_a_bad_file_is_one_line(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert len(lines) == 4 and {r["verdict"] for r in lines} == {"pass"}
+
+
+# -- the aclnn ctypes backend against the C test double ----------------------------------------
+
+
+@pytest.fixture
+def scale_backend(lib_dir):
+    from aclnn_conformance.conformance.run.backends.aclnn_backend import AclnnBackend
+
+    b = AclnnBackend(registry=_reg(), lib_dir=str(lib_dir))
+    yield b
+    b.close()
+
+
+def _last_args(double_lib_dir: Path) -> str:
+    import ctypes
+
+    ops = ctypes.CDLL(str(double_lib_dir / "libopapi_nn.so"), mode=ctypes.RTLD_GLOBAL)
+    ops.aclnnTestDoubleLastArgs.restype = ctypes.c_char_p
+    return ops.aclnnTestDoubleLastArgs().decode()
+
+
+@pytest.mark.parametrize("mode, alpha, shift", [(0, 1.5, 2), (1, -3.25, -7)])
+def test_the_c_api_gets_int64_double_and_arrays_by_their_c_types(
+    scale_backend, lib_dir, counter, mode, alpha, shift
+):
+    dims = ArrayArg("int_array", (0, -1, 2**40))
+    weights = ArrayArg("float_array", (0.5, -2.25))
+    flags = ArrayArg("bool_array", (True, False, True))
+    call = _call(mode=mode, alpha=alpha, shift=shift, dims=dims, weights=weights, flags=flags)
+    got = scale_backend.execute(call)
+    assert got.status == 0, got.message
+    assert _last_args(lib_dir) == (
+        f"mode={mode} alpha={alpha!r} shift={shift} dims=0,-1,1099511627776 "
+        "weights=0.5,-2.25 flags=101"
+    )
+    x = X.astype(np.float64)
+    want = (x * alpha + shift) if mode == 1 else (x + alpha + shift)
+    np.testing.assert_array_equal(got.outputs["out"], want.astype(np.float32))
+    assert counter("arrays_live") == 0 and counter("tensors_live") == 0
+
+
+@pytest.mark.parametrize(
+    "over, status",
+    [({"mode": 2}, 161002), ({"alpha": 150.5}, 161002), ({"weights": None}, 161001)],
+)
+def test_the_c_api_statuses_agree_with_the_spec(scale_backend, counter, over, status):
+    call = _call(**over)
+    assert scale_backend.execute(call).status == status
+    assert validate(_reg().get("scale_shift"), call).status == status
+    assert counter("arrays_live") == 0
+
+
+def test_the_adapter_refuses_a_float_for_an_int_before_the_library(scale_backend, counter):
+    before = counter("phase1_calls")
+    with pytest.raises(CallError) as exc:
+        scale_backend.execute(_call(mode=1.0))
+    assert "mode: the spec declares a int (int64_t)" in str(exc.value)
+    assert counter("phase1_calls") == before
+
+
+@pytest.mark.gates
+def test_the_generated_suite_passes_on_the_double(tmp_path, lib_dir):
+    proc = conform("--specs", FIXTURE.parent, "run", "--op", "scale_shift", "--backend", "aclnn",
+                   "--backend-opt", f"lib_dir={lib_dir}", "--results", tmp_path / "r.jsonl")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
