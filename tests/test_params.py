@@ -316,3 +316,24 @@ def test_the_generated_suite_passes_on_the_double(tmp_path, lib_dir):
     proc = conform("--specs", FIXTURE.parent, "run", "--op", "scale_shift", "--backend", "aclnn",
                    "--backend-opt", f"lib_dir={lib_dir}", "--results", tmp_path / "r.jsonl")  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+# -- the exec protocol ---------------------------------------------------------------------------
+
+
+def test_an_exec_harness_reads_each_kind_from_the_case_file():
+    import shlex
+    import sys
+
+    from aclnn_conformance.conformance.run.backends.exec_backend import ExecBackend
+
+    harness = FIXTURE.parent / "scale_shift_harness.py"
+    b = ExecBackend(
+        registry=_reg(), cmd=f"{shlex.quote(sys.executable)} {shlex.quote(str(harness))}"
+    )
+    got = b.execute(_call(mode=1, alpha=-3.25, shift=-7))
+    assert got.status == 0, got.message
+    assert got.message == "dims=[0, -1] weights=[0.5, 2.0] flags=[True, False]"
+    x = X.astype(np.float64)
+    np.testing.assert_array_equal(got.outputs["out"], (x * -3.25 - 7).astype(np.float32))
+    assert b.execute(_call(mode=2)).status == 161002

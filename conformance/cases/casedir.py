@@ -103,18 +103,10 @@ def write_case(root: Path, case: Case, spec_sha256: str = "") -> Path:
             args[name] = {"kind": "null"}
         elif isinstance(a, TensorArg):
             args[name] = _tensor_json(d, name, a)
-        elif isinstance(a, ScalarArg):
-            args[name] = {"kind": "scalar", "dtype": a.dtype, "value": _jsonable_number(a.value)}
-        elif isinstance(a, bool):
-            args[name] = {"kind": "bool", "value": a}
-        elif isinstance(a, int):
-            args[name] = {"kind": "int", "value": a}
-        elif isinstance(a, float):
-            args[name] = {"kind": "float", "value": _jsonable_number(a)}
         elif isinstance(a, ArrayArg):
             args[name] = {"kind": a.kind, "values": _array_json(d, name, a)}
         else:
-            args[name] = {"kind": "string", "value": a}
+            args[name] = value_json(a)
     meta = {
         "format": FORMAT,
         "id": case.id,
@@ -131,6 +123,28 @@ def write_case(root: Path, case: Case, spec_sha256: str = "") -> Path:
     text = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8")
     safeio.write_file(d / "case.json", lambda f: f.write(text))
     return d
+
+
+def value_json(a: Any) -> dict[str, Any]:
+    """The case.json entry of an argument that has no storage file: null, a scalar, a bool, an
+    int, a float, a string or an int/float/bool array (docs/case-directories.md)."""
+    if a is None:
+        return {"kind": "null"}
+    if isinstance(a, ScalarArg):
+        return {"kind": "scalar", "dtype": a.dtype, "value": _jsonable_number(a.value)}
+    if isinstance(a, bool):
+        return {"kind": "bool", "value": a}
+    if isinstance(a, int):
+        return {"kind": "int", "value": a}
+    if isinstance(a, float):
+        return {"kind": "float", "value": _jsonable_number(a)}
+    if isinstance(a, ArrayArg) and a.kind in ARRAY_KINDS:
+        return {"kind": a.kind, "values": [_jsonable_number(v) for v in a.items]}
+    if isinstance(a, ArrayArg) and a.kind == "scalar_list":
+        return {"kind": a.kind, "values": [value_json(x) | {} for x in a.items]}
+    if isinstance(a, str):
+        return {"kind": "string", "value": a}
+    raise TypeError(f"{type(a).__name__} has storage or no case-file form")
 
 
 def _tensor_json(d: Path, name: str, a: TensorArg) -> dict[str, Any]:
@@ -155,9 +169,7 @@ def _array_json(d: Path, name: str, a: ArrayArg) -> list[Any]:
     list's tensors (item i's storage in d/<name>.<i>.npy)."""
     if a.kind == "tensor_list":
         return [_tensor_json(d, f"{name}.{i}", t) for i, t in enumerate(a.items)]
-    if a.kind == "scalar_list":
-        return [{"dtype": x.dtype, "value": _jsonable_number(x.value)} for x in a.items]
-    return [_jsonable_number(v) for v in a.items]
+    return value_json(a)["values"]
 
 
 MAX_DEPTH = 64  # directory levels under --cases; a case id has a handful
