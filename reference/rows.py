@@ -161,10 +161,10 @@ def tier1(
     (SAFETY times) reaches another output value; a DOUBLE element the bound does not keep
     within 1 ulp (every finite one with --exact); any element a comparison left undecided."""
     chunk_env = dict(env)
-    for nm, arr in raw.items():
-        chunk_env[nm] = arr.astype(np.float64)
     chunk_env[ROW] = shape
     with np.errstate(all="ignore"):
+        for nm, arr in raw.items():
+            chunk_env[nm] = arr.astype(np.float64)
         y, err, undecided = errbound.bounded(spec, chunk_env, shape)
         y = np.array(np.broadcast_to(y, shape), dtype=np.float64)
         err = np.broadcast_to(err, shape)
