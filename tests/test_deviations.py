@@ -716,3 +716,29 @@ def test_a_formula_and_a_nonfinite_deviation_together_excuse_both_and_nothing_el
     ]
     bad = judge(spec, case, _Fake("torch", lambda c: torchlike(c, True)), ORACLE, deviations=True)
     assert bad.verdict == "fail"
+
+
+def test_a_bound_and_a_nonfinite_deviation_together_excuse_both_and_nothing_else():
+    """logit_grad (eps = 0) on BF16 under torch's name: a NaN x, where the kernel writes 0 and
+    PyTorch NaN (torch-nan-x, nonfinite), beside an element 2 ulp off (torch-half-steps, bound
+    ulp 2) is a deviation of both; 4 ulp off beside the NaN stays a failure."""
+    x = np.array([np.nan, 0.3, 0.5, 0.25])
+    dy = np.array([1.0, 2.0, 3.0, -1.5])
+    args = {"x": TensorArg.from_array(x, "BF16"), "dy": TensorArg.from_array(dy, "BF16"),
+            "eps": 0.0, "out": TensorArg.empty_like_shape((4,), "BF16")}  # fmt: skip
+    case = _case("logit_grad", "atlas-a2", args)
+    xb = np.asarray(case.call.tensor("x").view(), np.float64)  # 0.3 as BF16 holds it
+    with np.errstate(all="ignore"):
+        exact = dy / (xb * (1 - xb))  # by hand; element 0 is PyTorch's NaN
+
+    def torchlike(call, ulps):
+        out = dt.round_to(exact, dt.get("BF16")).astype(np.float64)
+        out[1] += ulps * 2.0**-7 * 8  # |out[1]| = 9.5...: a BF16 ulp there is 2^-7 * 8 = 1/16
+        return Outcome(0, {"out": _out(call.args, "out", out, "BF16")})
+
+    spec = REG.get("logit_grad")
+    got = judge(spec, case, _Fake("torch", lambda c: torchlike(c, 2)), ORACLE, deviations=True)
+    assert got.verdict == "deviation", got.reason
+    assert "only NaN/inf placement differs" in got.record.expectation["checked"]
+    bad = judge(spec, case, _Fake("torch", lambda c: torchlike(c, 4)), ORACLE, deviations=True)
+    assert bad.verdict == "fail"

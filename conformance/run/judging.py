@@ -377,11 +377,22 @@ def _value_deviation(
         for d in found:
             if d.differs == "nonfinite":
                 return d, "nonfinite: the finite elements pass; only NaN/inf placement differs"
+    nonfinite = next((d for d in found if d.differs == "nonfinite"), None)
     for d in found:
         if d.differs != "values" or not d.bound:
             continue
         if all(_within_bound(f, d.bound, clock) for f in failed):
             return d, f"values: every element within {dv.bound_text(d.bound)} of the formula"
+        # the bound on the finite elements, NaN/inf placed as a nonfinite deviation says
+        if nonfinite is not None and all(
+            _within_bound(f, d.bound, clock, masked=True) for f in failed
+        ):
+            return (
+                d,
+                f"values and nonfinite: every finite element within {dv.bound_text(d.bound)} "
+                "of the formula; only NaN/inf placement differs",
+                (nonfinite,),
+            )
     if not oracle.capabilities.implements_specs:
         return None  # only an oracle that computes the specs can compute a derived one
     for trial in dv.formula_trials(found):
@@ -404,7 +415,6 @@ def _value_deviation(
                 tuple(trial[1:]),
             )
         # the formula's values, with NaN/inf placed as a nonfinite deviation of the case says
-        nonfinite = next((d for d in found if d.differs == "nonfinite"), None)
         if nonfinite is not None and all(
             _stream_compare(
                 f.t, f.out, want, f.name, f.policy, f.inputs, clock, mask=f.t.dtype
@@ -436,9 +446,12 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
     return out
 
 
-def _within_bound(f: _Failed, bound: dict[str, float], clock: Clock) -> bool:
+def _within_bound(f: _Failed, bound: dict[str, float], clock: Clock, masked: bool = False) -> bool:
+    """Every element of output `f` within `bound` of the formula (`masked`: the finite ones)."""
     check = dv.BoundCheck(f.t.dtype, bound)
     for _, g, a in _pairs(f.t, f.out, f.want, f.name, clock):  # type: ignore[arg-type]
+        if masked:
+            g, a = dv.mask_nonfinite(g, a, f.t.dtype)
         check.add(g, a)
     return check.violations == 0
 
