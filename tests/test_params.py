@@ -337,3 +337,22 @@ def test_an_exec_harness_reads_each_kind_from_the_case_file():
     x = X.astype(np.float64)
     np.testing.assert_array_equal(got.outputs["out"], (x * -3.25 - 7).astype(np.float32))
     assert b.execute(_call(mode=2)).status == 161002
+
+
+@pytest.mark.gates
+def test_replay_prints_each_kind_and_reports_render_the_results(tmp_path):
+    specs = ("--specs", FIXTURE.parent)
+    proc = conform(*specs, "replay", "scale_shift/atlas-a2/f32/mode=1/values=normal", "--seed", "0")
+    assert proc.returncode == 0, proc.stderr
+    for line in ("mode: int 1", "alpha: float 1.5", "shift: int 2", "dims: int_array [0, -1]",
+                 "weights: float_array [0.5, 2.0]", "flags: bool_array [True, False]"):  # fmt: skip
+        assert f"  {line}\n" in proc.stdout, proc.stdout
+    res = tmp_path / "r.jsonl"
+    proc = conform(*specs, "run", "--op", "scale_shift", "-k", "mode=1", "--results", res)
+    assert proc.returncode == 0, proc.stderr
+    md = tmp_path / "r.md"
+    proc = conform(*specs, "report", res, "--markdown", md, "--json", tmp_path / "r.json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "r.json").read_text("utf-8"))
+    assert summary["totals"]["verdicts"]["pass"] == summary["totals"]["cases"] > 0
+    assert "scale_shift" in md.read_text("utf-8")
