@@ -38,6 +38,7 @@ def _reg():
 def _call(**over) -> Call:
     args = {
         "self": TensorArg.from_array(X, "FLOAT"),
+        "biasOptional": None,
         "mode": 0,
         "alpha": 1.5,
         "shift": 2,
@@ -56,7 +57,7 @@ def _call(**over) -> Call:
 def test_the_fixture_reads_each_kind_with_its_type():
     spec = _reg().get("scale_shift")
     kinds = {p.name: p.kind for p in spec.params}
-    assert kinds == {"self": "tensor", "mode": "int", "alpha": "float", "shift": "int",
+    assert kinds == {"self": "tensor", "biasOptional": "tensor", "mode": "int", "alpha": "float", "shift": "int",
                      "dims": "int_array", "weights": "float_array", "flags": "bool_array",
                      "out": "tensor"}  # fmt: skip
     mode, alpha = spec.param("mode"), spec.param("alpha")
@@ -284,7 +285,7 @@ def test_the_c_api_gets_int64_double_and_arrays_by_their_c_types(
     assert got.status == 0, got.message
     assert _last_args(lib_dir) == (
         f"mode={mode} alpha={alpha!r} shift={shift} dims=0,-1,1099511627776 "
-        "weights=0.5,-2.25 flags=101"
+        "weights=0.5,-2.25 flags=101 bias=null"
     )
     x = X.astype(np.float64)
     want = (x * alpha + shift) if mode == 1 else (x + alpha + shift)
@@ -356,3 +357,31 @@ def test_replay_prints_each_kind_and_reports_render_the_results(tmp_path):
     summary = json.loads((tmp_path / "r.json").read_text("utf-8"))
     assert summary["totals"]["verdicts"]["pass"] == summary["totals"]["cases"] > 0
     assert "scale_shift" in md.read_text("utf-8")
+
+
+# -- a nullable tensor (if_null: absent) -----------------------------------------------------------
+
+
+def test_an_absent_tensor_gets_its_null_case_and_is_a_null_pointer_in_c(scale_backend, lib_dir):
+    spec = _reg().get("scale_shift")
+    nulls = [p for p in plan_op(spec) if p.id.endswith("/null=biasOptional")]
+    assert nulls and all(p.kind == "positive" and p.arg["biasOptional"] is None for p in nulls)
+    assert "neg/null-ptr/biasOptional" not in {p.id.split("/", 2)[2] for p in plan_op(spec)}
+    got = scale_backend.execute(_call(mode=1))
+    assert got.status == 0 and _last_args(lib_dir).endswith(" bias=null")
+    bias = TensorArg.from_array(np.ones(X.size), "FLOAT")
+    assert scale_backend.execute(_call(biasOptional=bias)).status == 0
+    assert _last_args(lib_dir).endswith(" bias=tensor")
+    short = TensorArg.from_array(np.ones(2), "FLOAT")  # its shape differs: both say 161002
+    assert scale_backend.execute(_call(biasOptional=short)).status == 161002
+    assert validate(spec, _call(biasOptional=short)).check.id == "shape-equal"
+
+
+def test_an_absent_tensor_round_trips_as_null_in_case_files(tmp_path):
+    spec = _reg().get("scale_shift")
+    plan = next(p for p in plan_op(spec) if p.id.endswith("/null=biasOptional"))
+    d = write_case(tmp_path, build(spec, plan, 0))
+    assert json.loads((d / "case.json").read_text("utf-8"))["args"]["biasOptional"] == {
+        "kind": "null"
+    }
+    assert read_case(d, tmp_path).call.args["biasOptional"] is None

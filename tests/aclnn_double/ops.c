@@ -550,7 +550,8 @@ const char *aclnnTestDoubleLastArgs(void) { return last_args; }
 
 static const int FLOAT2[] = {DT_FLOAT, DT_FLOAT16, UNDEF};
 
-int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, int64_t mode, double alpha,
+int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, const aclTensor *biasOptional,
+    int64_t mode, double alpha,
     int64_t shift, const aclIntArray *dims, const aclFloatArray *weights, const aclBoolArray *flags,
     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
     const char *OP = "aclnnScaleShift";
@@ -573,10 +574,16 @@ int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, int64_t mode, double 
     n += snprintf(last_args + n, sizeof last_args - n, " flags=");
     for (uint64_t i = 0; i < flags->size && n < 4000; i++)
         n += snprintf(last_args + n, sizeof last_args - n, "%d", flags->v[i] ? 1 : 0);
-    DTYPE(self, FLOAT2, "self"); DTYPE(out, FLOAT2, "out");
+    if (biasOptional && biasOptional->magic != TENSOR_MAGIC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: biasOptional is not an aclTensor", OP);
+    n += snprintf(last_args + n, sizeof last_args - n, " bias=%s", biasOptional ? "tensor" : "null");
+    DTYPE(self, FLOAT2, "self");
+    if (biasOptional) DTYPE(biasOptional, FLOAT2, "biasOptional");
+    DTYPE(out, FLOAT2, "out");
     if (mode < 0 || mode > 1) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: mode %lld is not 0 or 1", OP, (long long)mode);
     if (!(alpha >= -100 && alpha <= 100)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: alpha out of range", OP);
-    if (!same_shape(self, out)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out shapes differ", OP);
+    if (!same_shape(self, out) || (biasOptional && !same_shape(self, biasOptional)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self, biasOptional and out shapes differ", OP);
     int nothing = numel(self) == 0;
     int rc = finish(OP_SCALE_SHIFT, nothing, self, self, out, out->dtype, workspaceSize, executor, &e);
     if (rc == 0) { e->flag = (int)mode; e->d1 = alpha; e->d2 = (double)shift; }
