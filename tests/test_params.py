@@ -385,3 +385,75 @@ def test_an_absent_tensor_round_trips_as_null_in_case_files(tmp_path):
         "kind": "null"
     }
     assert read_case(d, tmp_path).call.args["biasOptional"] is None
+
+
+# -- tensor lists and scalar lists ---------------------------------------------------------------
+
+LISTS = Path(__file__).parent / "data" / "params" / "list_echo.yaml"
+
+
+def _list_reg():
+    return load_registry([LISTS])
+
+
+def test_generation_makes_lists_of_none_one_and_many_mixed_tensors():
+    spec = _list_reg().get("list_echo")
+    plans = {p.id.rsplit("/", 1)[1]: p for p in plan_op(spec)}
+    got = {
+        tag: [t.shape for t in plans[tag].arg["tensors"].items]
+        for tag in ("list=tensors:0", "list=tensors:1", "list=tensors:4-mixed")
+    }
+    assert got == {"list=tensors:0": [], "list=tensors:1": [(3, 5)],
+                   "list=tensors:4-mixed": [(2, 3), (7,), (), (1, 0, 2)]}  # fmt: skip
+    assert [s.value for s in plans["list=scales:3"].arg["scales"].items] == [-1.5, 0.0, 1.0e4]
+    assert plans["list=tensors:0"].kind == "positive"
+
+
+def test_list_case_files_store_one_npy_per_item_and_read_back(tmp_path):
+    spec = _list_reg().get("list_echo")
+    plan = next(p for p in plan_op(spec) if p.id.endswith("list=tensors:4-mixed"))
+    case = build(spec, plan, 0)
+    d = write_case(tmp_path, case)
+    entry = json.loads((d / "case.json").read_text("utf-8"))["args"]["tensors"]
+    assert entry["kind"] == "tensor_list"
+    assert [t["storage"] for t in entry["values"]] == [f"tensors.{i}.npy" for i in range(4)]
+    back = read_case(d, tmp_path).call.args["tensors"]
+    for a, b in zip(case.call.args["tensors"].items, back.items, strict=True):
+        assert a.shape == b.shape and np.array_equal(a.storage, b.storage, equal_nan=True)
+    meta = json.loads((d / "case.json").read_text("utf-8"))
+    meta["args"]["tensors"]["values"][1]["storage"] = "../../escape.npy"
+    (d / "case.json").write_text(json.dumps(meta), "utf-8")
+    with pytest.raises(CaseFileError, match=r"args\.tensors: values\[1\]: storage"):
+        read_case(d, tmp_path)
+
+
+def test_the_c_api_gets_tensor_and_scalar_lists_and_they_own_their_items(lib_dir, counter):
+    from aclnn_conformance.conformance.acl.call import ScalarArg
+    from aclnn_conformance.conformance.run.backends.aclnn_backend import AclnnBackend
+
+    b = AclnnBackend(registry=_list_reg(), lib_dir=str(lib_dir))
+    try:
+        items = (TensorArg.from_array(np.full((2, 3), 4.0), "FLOAT"),
+                 TensorArg.from_array(np.array([-1.5]), "FLOAT"),
+                 TensorArg.from_array(np.zeros((1, 0, 2)), "FLOAT"))  # fmt: skip
+        scales = ArrayArg("scalar_list", (ScalarArg("FLOAT", 2.0), ScalarArg("INT64", -3)))
+        call = Call("list_echo", "atlas-a2", {
+            "self": TensorArg.from_array(X, "FLOAT"), "tensors": ArrayArg("tensor_list", items),
+            "scales": scales, "out": TensorArg.from_array(np.zeros(X.size), "FLOAT")})  # fmt: skip
+        got = b.execute(call)
+        assert got.status == 0, got.message
+        np.testing.assert_array_equal(got.outputs["out"], X)
+        assert _last_args(lib_dir) == "tensors=3 [2x3]:4 [1]:-1.5 [1x0x2]:0 scales=2 2 -3"
+        # aclDestroyTensorList destroyed the three tensors: nothing is destroyed twice or leaked
+        assert counter("tensors_live") == 0 and counter("scalars_live") == 0
+        assert counter("arrays_live") == 0
+        empty = {
+            **call.args,
+            "tensors": ArrayArg("tensor_list", ()),
+            "scales": ArrayArg("scalar_list", ()),
+        }
+        assert b.execute(Call("list_echo", "atlas-a2", empty)).status == 0
+        assert _last_args(lib_dir) == "tensors=0 scales=0"
+        assert b.execute(Call("list_echo", "atlas-a2", {**empty, "tensors": None})).status == 161001
+    finally:
+        b.close()

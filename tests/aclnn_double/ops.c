@@ -20,7 +20,7 @@
 
 #include "aclnn_double.h"
 
-enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH, OP_SCALE_SHIFT };
+enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH, OP_SCALE_SHIFT, OP_LIST_ECHO };
 #define UNDEF (-2)
 
 typedef struct aclOpExecutor {
@@ -284,6 +284,8 @@ static double kernel(const aclOpExecutor *e, double gd, double xd) {
         }
     case OP_SCALE_SHIFT: /* flag mode, d1 alpha, d2 shift: computed in double, rounded once */
         return e->flag ? xd * e->d1 + e->d2 : xd + e->d1 + e->d2;
+    case OP_LIST_ECHO:
+        return xd;
     case OP_SWISH: /* s1 beta (1.0 for a null betaOptional); a and b are both self */
         return x / (1.0f + expf(-s1 * x));
     case OP_ELU: { /* s1 alpha, s2 scale, s3 inputScale, flag isResult */
@@ -592,4 +594,41 @@ int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, const aclTensor *bias
 
 int aclnnScaleShift(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
     return run(OP_SCALE_SHIFT, "aclnnScaleShift", workspace, workspaceSize, executor, stream);
+}
+
+/* aclnnListEcho: the made-up op of tests/data/params/list_echo.yaml: out = self, with an
+ * aclTensorList and an aclScalarList passed along; what arrived is recorded in last_args. */
+int aclnnListEchoGetWorkspaceSize(const aclTensor *self, const aclTensorList *tensors,
+    const aclScalarList *scales, aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *OP = "aclnnListEcho";
+    aclOpExecutor *e;
+    PROLOGUE();
+    NEED_T(self, "self");
+    if (!tensors || !scales) FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: tensors or scales is null", OP);
+    NEED_T(out, "out");
+    if (tensors->magic != TENSORLIST_MAGIC || scales->magic != SCALARLIST_MAGIC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: tensors or scales is not a list of its type", OP);
+    int n = snprintf(last_args, sizeof last_args, "tensors=%llu", (unsigned long long)tensors->size);
+    for (uint64_t i = 0; i < tensors->size && n < 3500; i++) {
+        const aclTensor *t = tensors->v[i];
+        if (!t || t->magic != TENSOR_MAGIC) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: tensors[%llu] is not a tensor", OP, (unsigned long long)i);
+        n += snprintf(last_args + n, sizeof last_args - n, " [");
+        for (uint64_t d = 0; d < t->ndim; d++)
+            n += snprintf(last_args + n, sizeof last_args - n, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
+        n += snprintf(last_args + n, sizeof last_args - n, "]:%g", numel(t) ? load(t, t->offset) : 0.0);
+    }
+    n += snprintf(last_args + n, sizeof last_args - n, " scales=%llu", (unsigned long long)scales->size);
+    for (uint64_t i = 0; i < scales->size && n < 4000; i++) {
+        const aclScalar *sc = scales->v[i];
+        if (!sc || sc->magic != SCALAR_MAGIC) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: scales[%llu] is not a scalar", OP, (unsigned long long)i);
+        n += snprintf(last_args + n, sizeof last_args - n, " %g", scalar(sc));
+    }
+    DTYPE(self, FLOAT2, "self"); DTYPE(out, FLOAT2, "out");
+    if (self->dtype != DT_FLOAT || out->dtype != DT_FLOAT) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: FLOAT only", OP);
+    if (!same_shape(self, out)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out shapes differ", OP);
+    return finish(OP_LIST_ECHO, numel(self) == 0, self, self, out, DT_FLOAT, workspaceSize, executor, &e);
+}
+
+int aclnnListEcho(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
+    return run(OP_LIST_ECHO, "aclnnListEcho", workspace, workspaceSize, executor, stream);
 }
