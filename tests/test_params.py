@@ -457,3 +457,24 @@ def test_the_c_api_gets_tensor_and_scalar_lists_and_they_own_their_items(lib_dir
         assert b.execute(Call("list_echo", "atlas-a2", {**empty, "tensors": None})).status == 161001
     finally:
         b.close()
+
+
+@pytest.mark.gates
+def test_ttk_export_and_import_carry_ints_floats_and_arrays(tmp_path):
+    specs = ("--specs", FIXTURE.parent)
+    src, out, back = tmp_path / "src", tmp_path / "out", tmp_path / "back"
+    assert (
+        conform(
+            *specs, "cases", "export", src, "--op", "scale_shift", "-k", "mode=1/values=normal"
+        ).returncode
+        == 0
+    )
+    assert conform(*specs, "cases", "export-ttk", src, "-o", out).returncode == 0
+    row = (out / "cases.csv").read_text("utf-8").splitlines()[1]
+    assert "'mode': 1, 'alpha': 1.5, 'shift': 2, 'dims': [0, -1]" in row
+    proc = conform(*specs, "cases", "import-ttk", out / "cases.csv", "-o", back,
+                   "--manual-data-dirs", out / "manual_data")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for a in src.rglob("case.json"):
+        b = back / a.relative_to(src)
+        assert json.loads(a.read_text())["args"] == json.loads(b.read_text())["args"]
