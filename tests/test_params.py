@@ -478,3 +478,40 @@ def test_ttk_export_and_import_carry_ints_floats_and_arrays(tmp_path):
     for a in src.rglob("case.json"):
         b = back / a.relative_to(src)
         assert json.loads(a.read_text())["args"] == json.loads(b.read_text())["args"]
+
+
+# -- the ATK importer and doc pages ------------------------------------------------------------
+
+
+def test_atk_int_float_and_array_attributes_become_typed_arguments(tmp_path):
+    from aclnn_conformance.cli.main import main
+    from click.testing import CliRunner
+
+    src = FIXTURE.parent / "atk_scale_shift.json"
+    res = CliRunner().invoke(main, ["--specs", str(FIXTURE.parent), "cases", "import-atk", str(src),
+                                    "-o", str(tmp_path)], catch_exceptions=False)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "4 ATK cases: 2 accepted, 1 rejected, 1 skipped" in res.output
+    assert "skipped, dims: 1.5 is not an item of a int_array" in res.output
+    first = json.loads((tmp_path / "scale_shift/atk/0000/case.json").read_text("utf-8"))["args"]
+    assert first["mode"] == {"kind": "int", "value": 1}
+    assert first["alpha"] == {"kind": "float", "value": 2.5}
+    assert first["shift"] == {"kind": "int", "value": -3}
+    assert first["dims"] == {"kind": "int_array", "values": [0, -1]}
+    assert first["weights"] == {"kind": "float_array", "values": [0.25]}
+    assert first["flags"] == {"kind": "bool_array", "values": [True, False]}
+    assert first["biasOptional"] == {"kind": "null"}  # absent in the file: if_null: absent
+    second = json.loads((tmp_path / "scale_shift/atk/0001/case.json").read_text("utf-8"))["args"]
+    assert second["shift"] == {"kind": "int", "value": 2}  # not in the file: the spec default
+
+
+@pytest.mark.parametrize(
+    "c_type, kind",
+    [("int64_t", "int"), ("double", "float"), ("const aclIntArray *", "int_array"),
+     ("const aclFloatArray*", "float_array"), ("const aclBoolArray*", "bool_array"),
+     ("const aclTensorList *", "tensor_list"), ("const aclScalarList*", "scalar_list")],
+)  # fmt: skip
+def test_doc_pages_name_the_new_kinds(c_type, kind):
+    from aclnn_conformance.conformance.vendor.docpage.page import c_kind
+
+    assert c_kind(c_type) == kind
