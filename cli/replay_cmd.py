@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from ..conformance.acl.call import ScalarArg, TensorArg
+from ..conformance.acl.call import ArrayArg, ScalarArg, TensorArg
 from ..conformance.cases.generate import build
 from ..conformance.judge.verdicts import BROKEN
 from ..conformance.run.backend import BackendError
@@ -65,8 +65,19 @@ def replay(case_id, as_json, **values):
                     "absent": "the parameter takes no part",
                 }.get(p.null, "")
                 click.echo(f"  {name}: null" + (f" (if_null: {p.null}: {means})" if means else ""))
+            elif isinstance(a, ArrayArg) and a.kind == "tensor_list":
+                click.echo(f"  {name}: tensor_list of {len(a.items)}")
+                for i, t in enumerate(a.items):
+                    click.echo(f"    [{i}]: {t.dtype} shape {list(t.shape)}")
+                    click.echo(_show_array("      values", t.view()))
+            elif isinstance(a, ArrayArg):
+                shown = [x.value if isinstance(x, ScalarArg) else x for x in a.items]
+                click.echo(f"  {name}: {a.kind} {shown!r}")
             elif not isinstance(a, TensorArg):
-                click.echo(f"  {name}: {a!r}")
+                kind = spec.param(name).kind
+                click.echo(
+                    f"  {name}: {kind} {a!r}" if kind in ("int", "float") else f"  {name}: {a!r}"
+                )
         click.echo(heading("status"))
         actual = rec.actual_status
         if rec.raised:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conformance import compiled
-from ..conformance.spec.expr.walk import Arithmetic, Formula
+from ..conformance.spec.expr.walk import Arithmetic, Formula, tensors_read
 from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
@@ -186,7 +186,7 @@ def generate(
     """The kernel's source for `spec` with the string parameters of `env` decided; approx: exp
     by vecmath's inlined, vectorizable form (for outputs whose midpoints mpmath settles); half:
     the FLOAT16 tensors, read from their bits in the loop."""
-    tensors = tuple(p.name for p in spec.tensor_inputs)
+    tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..conformance.spec.expr.walk import Arithmetic, Formula
+from ..conformance.spec.expr.walk import Arithmetic, Formula, tensors_read
 from ..conformance.spec.model import OpSpec
 from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number
 
@@ -73,7 +73,7 @@ def pairs({args}, hi, lo):
 def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
     """The double-double kernel's source for `spec`, string parameters of `env` decided; exact:
     the exactness kernel instead (exactmath.py: flags 0 where float64 makes no rounding)."""
-    tensors = tuple(p.name for p in spec.tensor_inputs)
+    tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
     bools = {p.name for p in spec.attributes if p.kind == "bool"}

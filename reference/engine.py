@@ -30,6 +30,7 @@ from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError, Outcome, TensorArg, arg_problem
 from ..conformance.acl.views import BLOCK, FlatView, numel, ranges
 from ..conformance.run.backend import OracleTimeout
+from ..conformance.spec.expr.walk import tensors_read
 from ..conformance.spec.interpret import attribute_env, validate, with_defaults
 from ..conformance.spec.model import OpSpec
 from ..conformance.spec.registry import Registry, UnknownOp, default_registry
@@ -181,7 +182,7 @@ def chunks(
     shape = tuple(call.tensor(spec.formula.output).shape)
     total = numel(shape)
     env: dict[str, Any] = attribute_env(spec, call)
-    flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
+    flats = {n: FlatView(call.tensor(n), shape) for n in tensors_read(spec)}
     route = plan(spec, call, exact)
     out_dtype = route.out_dtype
     numpy = NumpyEvaluator(spec, env, route)

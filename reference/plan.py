@@ -14,6 +14,7 @@ from typing import Any
 
 from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError, ScalarArg
+from ..conformance.spec.expr.walk import tensors_read
 from ..conformance.spec.model import OpSpec
 from . import precise, roundings
 
@@ -47,7 +48,7 @@ class Plan:
 def plan(spec: OpSpec, call: Call, exact: bool) -> Plan:
     """The route of `call`'s chunks; raises CallError for a complex input to a real output."""
     out_dtype = dt.get(call.tensor(spec.formula.output).dtype)
-    in_dtypes = {p.name: call.tensor(p.name).dtype for p in spec.tensor_inputs}
+    in_dtypes = {n: call.tensor(n).dtype for n in tensors_read(spec)}
     scalars: dict[str, Any] = {
         p.name: call.args[p.name].typed()
         for p in spec.attributes

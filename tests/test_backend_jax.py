@@ -337,3 +337,18 @@ def test_a_forward_binding_names_only_parameters(tmp_path):
     spec = load_spec(path)
     with pytest.raises(BindingError, match="unknown name 'x'"):
         parse_jax_binding(spec)
+
+
+@pytest.mark.parametrize("approximate", [0, 1])
+def test_an_int_attribute_is_a_number_in_the_forward(backend, approximate):
+    """gelu_v2's forward reads the int64_t approximate as a Python number: approximate 1 is
+    jax.nn.gelu(approximate=True), 0 is approximate=False (compared in float64 to a relative
+    1e-15: the forward is JAX's own expression)."""
+    import jax
+
+    x = [-3.0, -0.5, 0.0, 0.75, 2.0]
+    o = run(backend, "gelu_v2", x=t(x, "DOUBLE"), approximate=approximate, y=out([5], "DOUBLE"))
+    want = np.asarray(jax.nn.gelu(np.array(x), approximate=bool(approximate)))
+    np.testing.assert_allclose(result(o, "y"), want, rtol=1e-15, atol=0)
+    other = np.asarray(jax.nn.gelu(np.array(x), approximate=not approximate))
+    assert not np.allclose(result(o, "y"), other, rtol=1e-9, atol=0)

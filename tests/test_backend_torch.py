@@ -299,3 +299,23 @@ def test_cli_run_hardshrink_against_torch(tmp_path):
     for r in recs:
         if r["kind"] == "negative" and r["verdict"] == "fail":
             assert r["actual_status"] == 0 and r["expected_status"] != 0, r["id"]
+
+
+@pytest.mark.parametrize("approximate, form", [(0, "none"), (1, "tanh")])
+def test_an_int_attribute_reaches_aten_through_translate(backend, approximate, form):
+    """gelu_v2's int64_t approximate becomes ATen's string (bindings.aten.translate): the
+    backend's result is torch's own gelu with that approximate, bit for bit."""
+    x = [-3.0, -0.5, 0.0, 0.75, 2.0]
+    o = run(backend, "gelu_v2", x=t(x, "FLOAT"), approximate=approximate, y=out([5], "FLOAT"))
+    want = torch.nn.functional.gelu(torch.tensor(x, dtype=torch.float32), approximate=form)
+    np.testing.assert_array_equal(result(o, "y"), want.numpy())
+    other = "tanh" if form == "none" else "none"
+    alt = torch.nn.functional.gelu(torch.tensor(x, dtype=torch.float32), approximate=other)
+    assert not np.array_equal(result(o, "y"), alt.numpy())  # the int chose the form
+
+
+def test_an_int_without_a_translation_is_a_skip_with_the_reason(backend):
+    call = Call("gelu_v2", "atlas-a2", {"x": TensorArg.from_array(np.zeros(2), "FLOAT"),
+                                        "approximate": 2, "y": TensorArg.from_array(np.zeros(2), "FLOAT")})  # fmt: skip
+    why = backend.supports(call)
+    assert why is not None and "approximate = 2 has no ATen argument" in why

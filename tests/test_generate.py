@@ -321,7 +321,13 @@ def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
     for c in mine:
         if _tensors(c, outputs=True)[out].is_empty:
             assert empty_rules & set(c.clauses), c.id
-    if any(p.kind == "broadcast" for p in spec.properties):
+    if any(p.kind == "broadcast" for p in spec.properties) and spec.param(ins[0]).is_inout:
+        a, b = ins[:2]  # in place: a is the output, only b may broadcast into its shape
+        assert any(sh[b] != sh[a] for sh in shapes), f"{b} broadcast"
+        assert any(len(sh[b]) < len(sh[a]) for sh in shapes), "rank-extending broadcast"
+        for sh in shapes:
+            assert sh[a] == tuple(np.broadcast_shapes(sh[a], sh[b]))
+    elif any(p.kind == "broadcast" for p in spec.properties):
         a, b = ins[:2]
         assert any(sh[a] != sh[out] and sh[b] == sh[out] for sh in shapes), f"{a} broadcast"
         assert any(sh[b] != sh[out] and sh[a] == sh[out] for sh in shapes), f"{b} broadcast"
@@ -366,8 +372,13 @@ def _layout(t: TensorArg) -> str:
 def test_layouts_for_inputs_and_outputs(op, cases):
     mine = _first_product_cases(op, cases)
     seen_in, seen_out = set(), set()
+    spec = REG.get(op)
+    pure = [p.name for p in spec.tensor_inputs if not p.is_output]  # an in-place op's other inputs
     for c in mine:
-        ins = {_layout(t) for t in _tensors(c, outputs=False).values()}
+        reads = _tensors(c, outputs=False)
+        # the inputs' layouts: the pure inputs' where an in-place op has some (its inout tensor
+        # takes the output layouts), else every read tensor's
+        ins = {_layout(t) for n, t in reads.items() if n in (pure or reads)}
         if len(ins) == 1:
             seen_in |= ins
         seen_out |= {_layout(t) for t in _tensors(c, outputs=True).values()}

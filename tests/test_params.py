@@ -38,6 +38,7 @@ def _reg():
 def _call(**over) -> Call:
     args = {
         "self": TensorArg.from_array(X, "FLOAT"),
+        "biasOptional": None,
         "mode": 0,
         "alpha": 1.5,
         "shift": 2,
@@ -56,7 +57,7 @@ def _call(**over) -> Call:
 def test_the_fixture_reads_each_kind_with_its_type():
     spec = _reg().get("scale_shift")
     kinds = {p.name: p.kind for p in spec.params}
-    assert kinds == {"self": "tensor", "mode": "int", "alpha": "float", "shift": "int",
+    assert kinds == {"self": "tensor", "biasOptional": "tensor", "mode": "int", "alpha": "float", "shift": "int",
                      "dims": "int_array", "weights": "float_array", "flags": "bool_array",
                      "out": "tensor"}  # fmt: skip
     mode, alpha = spec.param("mode"), spec.param("alpha")
@@ -284,7 +285,7 @@ def test_the_c_api_gets_int64_double_and_arrays_by_their_c_types(
     assert got.status == 0, got.message
     assert _last_args(lib_dir) == (
         f"mode={mode} alpha={alpha!r} shift={shift} dims=0,-1,1099511627776 "
-        "weights=0.5,-2.25 flags=101"
+        "weights=0.5,-2.25 flags=101 bias=null"
     )
     x = X.astype(np.float64)
     want = (x * alpha + shift) if mode == 1 else (x + alpha + shift)
@@ -337,3 +338,180 @@ def test_an_exec_harness_reads_each_kind_from_the_case_file():
     x = X.astype(np.float64)
     np.testing.assert_array_equal(got.outputs["out"], (x * -3.25 - 7).astype(np.float32))
     assert b.execute(_call(mode=2)).status == 161002
+
+
+@pytest.mark.gates
+def test_replay_prints_each_kind_and_reports_render_the_results(tmp_path):
+    specs = ("--specs", FIXTURE.parent)
+    proc = conform(*specs, "replay", "scale_shift/atlas-a2/f32/mode=1/values=normal", "--seed", "0")
+    assert proc.returncode == 0, proc.stderr
+    for line in ("mode: int 1", "alpha: float 1.5", "shift: int 2", "dims: int_array [0, -1]",
+                 "weights: float_array [0.5, 2.0]", "flags: bool_array [True, False]"):  # fmt: skip
+        assert f"  {line}\n" in proc.stdout, proc.stdout
+    res = tmp_path / "r.jsonl"
+    proc = conform(*specs, "run", "--op", "scale_shift", "-k", "mode=1", "--results", res)
+    assert proc.returncode == 0, proc.stderr
+    md = tmp_path / "r.md"
+    proc = conform(*specs, "report", res, "--markdown", md, "--json", tmp_path / "r.json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "r.json").read_text("utf-8"))
+    assert summary["totals"]["verdicts"]["pass"] == summary["totals"]["cases"] > 0
+    assert "scale_shift" in md.read_text("utf-8")
+
+
+# -- a nullable tensor (if_null: absent) -----------------------------------------------------------
+
+
+def test_an_absent_tensor_gets_its_null_case_and_is_a_null_pointer_in_c(scale_backend, lib_dir):
+    spec = _reg().get("scale_shift")
+    nulls = [p for p in plan_op(spec) if p.id.endswith("/null=biasOptional")]
+    assert nulls and all(p.kind == "positive" and p.arg["biasOptional"] is None for p in nulls)
+    assert "neg/null-ptr/biasOptional" not in {p.id.split("/", 2)[2] for p in plan_op(spec)}
+    got = scale_backend.execute(_call(mode=1))
+    assert got.status == 0 and _last_args(lib_dir).endswith(" bias=null")
+    bias = TensorArg.from_array(np.ones(X.size), "FLOAT")
+    assert scale_backend.execute(_call(biasOptional=bias)).status == 0
+    assert _last_args(lib_dir).endswith(" bias=tensor")
+    short = TensorArg.from_array(np.ones(2), "FLOAT")  # its shape differs: both say 161002
+    assert scale_backend.execute(_call(biasOptional=short)).status == 161002
+    assert validate(spec, _call(biasOptional=short)).check.id == "shape-equal"
+
+
+def test_an_absent_tensor_round_trips_as_null_in_case_files(tmp_path):
+    spec = _reg().get("scale_shift")
+    plan = next(p for p in plan_op(spec) if p.id.endswith("/null=biasOptional"))
+    d = write_case(tmp_path, build(spec, plan, 0))
+    assert json.loads((d / "case.json").read_text("utf-8"))["args"]["biasOptional"] == {
+        "kind": "null"
+    }
+    assert read_case(d, tmp_path).call.args["biasOptional"] is None
+
+
+# -- tensor lists and scalar lists ---------------------------------------------------------------
+
+LISTS = Path(__file__).parent / "data" / "params" / "list_echo.yaml"
+
+
+def _list_reg():
+    return load_registry([LISTS])
+
+
+def test_generation_makes_lists_of_none_one_and_many_mixed_tensors():
+    spec = _list_reg().get("list_echo")
+    plans = {p.id.rsplit("/", 1)[1]: p for p in plan_op(spec)}
+    got = {
+        tag: [t.shape for t in plans[tag].arg["tensors"].items]
+        for tag in ("list=tensors:0", "list=tensors:1", "list=tensors:4-mixed")
+    }
+    assert got == {"list=tensors:0": [], "list=tensors:1": [(3, 5)],
+                   "list=tensors:4-mixed": [(2, 3), (7,), (), (1, 0, 2)]}  # fmt: skip
+    assert [s.value for s in plans["list=scales:3"].arg["scales"].items] == [-1.5, 0.0, 1.0e4]
+    assert plans["list=tensors:0"].kind == "positive"
+
+
+def test_list_case_files_store_one_npy_per_item_and_read_back(tmp_path):
+    spec = _list_reg().get("list_echo")
+    plan = next(p for p in plan_op(spec) if p.id.endswith("list=tensors:4-mixed"))
+    case = build(spec, plan, 0)
+    d = write_case(tmp_path, case)
+    entry = json.loads((d / "case.json").read_text("utf-8"))["args"]["tensors"]
+    assert entry["kind"] == "tensor_list"
+    assert [t["storage"] for t in entry["values"]] == [f"tensors.{i}.npy" for i in range(4)]
+    back = read_case(d, tmp_path).call.args["tensors"]
+    for a, b in zip(case.call.args["tensors"].items, back.items, strict=True):
+        assert a.shape == b.shape and np.array_equal(a.storage, b.storage, equal_nan=True)
+    meta = json.loads((d / "case.json").read_text("utf-8"))
+    meta["args"]["tensors"]["values"][1]["storage"] = "../../escape.npy"
+    (d / "case.json").write_text(json.dumps(meta), "utf-8")
+    with pytest.raises(CaseFileError, match=r"args\.tensors: values\[1\]: storage"):
+        read_case(d, tmp_path)
+
+
+def test_the_c_api_gets_tensor_and_scalar_lists_and_they_own_their_items(lib_dir, counter):
+    from aclnn_conformance.conformance.acl.call import ScalarArg
+    from aclnn_conformance.conformance.run.backends.aclnn_backend import AclnnBackend
+
+    b = AclnnBackend(registry=_list_reg(), lib_dir=str(lib_dir))
+    try:
+        items = (TensorArg.from_array(np.full((2, 3), 4.0), "FLOAT"),
+                 TensorArg.from_array(np.array([-1.5]), "FLOAT"),
+                 TensorArg.from_array(np.zeros((1, 0, 2)), "FLOAT"))  # fmt: skip
+        scales = ArrayArg("scalar_list", (ScalarArg("FLOAT", 2.0), ScalarArg("INT64", -3)))
+        call = Call("list_echo", "atlas-a2", {
+            "self": TensorArg.from_array(X, "FLOAT"), "tensors": ArrayArg("tensor_list", items),
+            "scales": scales, "out": TensorArg.from_array(np.zeros(X.size), "FLOAT")})  # fmt: skip
+        got = b.execute(call)
+        assert got.status == 0, got.message
+        np.testing.assert_array_equal(got.outputs["out"], X)
+        assert _last_args(lib_dir) == "tensors=3 [2x3]:4 [1]:-1.5 [1x0x2]:0 scales=2 2 -3"
+        # aclDestroyTensorList destroyed the three tensors: nothing is destroyed twice or leaked
+        assert counter("tensors_live") == 0 and counter("scalars_live") == 0
+        assert counter("arrays_live") == 0
+        empty = {
+            **call.args,
+            "tensors": ArrayArg("tensor_list", ()),
+            "scales": ArrayArg("scalar_list", ()),
+        }
+        assert b.execute(Call("list_echo", "atlas-a2", empty)).status == 0
+        assert _last_args(lib_dir) == "tensors=0 scales=0"
+        assert b.execute(Call("list_echo", "atlas-a2", {**empty, "tensors": None})).status == 161001
+    finally:
+        b.close()
+
+
+@pytest.mark.gates
+def test_ttk_export_and_import_carry_ints_floats_and_arrays(tmp_path):
+    specs = ("--specs", FIXTURE.parent)
+    src, out, back = tmp_path / "src", tmp_path / "out", tmp_path / "back"
+    assert (
+        conform(
+            *specs, "cases", "export", src, "--op", "scale_shift", "-k", "mode=1/values=normal"
+        ).returncode
+        == 0
+    )
+    assert conform(*specs, "cases", "export-ttk", src, "-o", out).returncode == 0
+    row = (out / "cases.csv").read_text("utf-8").splitlines()[1]
+    assert "'mode': 1, 'alpha': 1.5, 'shift': 2, 'dims': [0, -1]" in row
+    proc = conform(*specs, "cases", "import-ttk", out / "cases.csv", "-o", back,
+                   "--manual-data-dirs", out / "manual_data")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for a in src.rglob("case.json"):
+        b = back / a.relative_to(src)
+        assert json.loads(a.read_text())["args"] == json.loads(b.read_text())["args"]
+
+
+# -- the ATK importer and doc pages ------------------------------------------------------------
+
+
+def test_atk_int_float_and_array_attributes_become_typed_arguments(tmp_path):
+    from aclnn_conformance.cli.main import main
+    from click.testing import CliRunner
+
+    src = FIXTURE.parent / "atk_scale_shift.json"
+    res = CliRunner().invoke(main, ["--specs", str(FIXTURE.parent), "cases", "import-atk", str(src),
+                                    "-o", str(tmp_path)], catch_exceptions=False)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "4 ATK cases: 2 accepted, 1 rejected, 1 skipped" in res.output
+    assert "skipped, dims: 1.5 is not an item of a int_array" in res.output
+    first = json.loads((tmp_path / "scale_shift/atk/0000/case.json").read_text("utf-8"))["args"]
+    assert first["mode"] == {"kind": "int", "value": 1}
+    assert first["alpha"] == {"kind": "float", "value": 2.5}
+    assert first["shift"] == {"kind": "int", "value": -3}
+    assert first["dims"] == {"kind": "int_array", "values": [0, -1]}
+    assert first["weights"] == {"kind": "float_array", "values": [0.25]}
+    assert first["flags"] == {"kind": "bool_array", "values": [True, False]}
+    assert first["biasOptional"] == {"kind": "null"}  # absent in the file: if_null: absent
+    second = json.loads((tmp_path / "scale_shift/atk/0001/case.json").read_text("utf-8"))["args"]
+    assert second["shift"] == {"kind": "int", "value": 2}  # not in the file: the spec default
+
+
+@pytest.mark.parametrize(
+    "c_type, kind",
+    [("int64_t", "int"), ("double", "float"), ("const aclIntArray *", "int_array"),
+     ("const aclFloatArray*", "float_array"), ("const aclBoolArray*", "bool_array"),
+     ("const aclTensorList *", "tensor_list"), ("const aclScalarList*", "scalar_list")],
+)  # fmt: skip
+def test_doc_pages_name_the_new_kinds(c_type, kind):
+    from aclnn_conformance.conformance.vendor.docpage.page import c_kind
+
+    assert c_kind(c_type) == kind

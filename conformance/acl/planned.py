@@ -24,6 +24,14 @@ class ScalarPlan:
     value: Any
 
 
+@dataclass(frozen=True)
+class ListPlan:
+    """A tensor list (items: TensorPlans, drawn like tensors) or a scalar list (ScalarPlans)."""
+
+    kind: str  # tensor_list | scalar_list
+    items: tuple[Any, ...] = ()
+
+
 def with_shapes(args: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
     """`args` with the tensors named in `shapes` reshaped."""
     return {k: replace(v, shape=shapes[k]) if k in shapes else v for k, v in args.items()}

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..acl import dtypes as dt
-from ..acl.call import Call, ScalarArg
-from ..acl.planned import ScalarPlan, TensorPlan
+from ..acl.call import ArrayArg, Call, ScalarArg
+from ..acl.planned import ListPlan, ScalarPlan, TensorPlan
 from ..spec.expr.numpy_arith import NUMPY
 from ..spec.expr.walk import Formula
 from ..spec.interpret import Validation, attribute_env, branch_hits, lets_used, validate
@@ -44,6 +44,14 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
     for name, a in plan.args:
         if isinstance(a, ScalarPlan):
             args[name] = ScalarArg(a.dtype, a.value)
+        elif isinstance(a, ListPlan) and a.kind == "scalar_list":
+            args[name] = ArrayArg(a.kind, tuple(ScalarArg(x.dtype, x.value) for x in a.items))
+        elif isinstance(a, ListPlan):  # a tensor list: each item drawn like an input tensor
+            items = []
+            for t in a.items:
+                logical = vals.draw(t.values, dt.get(t.dtype), t.shape, rng)
+                items.append(layouts.layout(logical, t.dtype, t.layout))
+            args[name] = ArrayArg(a.kind, tuple(items))
         elif not isinstance(a, TensorPlan):
             args[name] = a
     for name, a in plan.args:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..acl.call import ArrayArg
-from ..acl.planned import ScalarPlan, TensorPlan, with_shapes
+from ..acl.planned import ListPlan, ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
 from ..spec.expr import ir
 from ..spec.expr.walk import Formula
@@ -139,10 +139,17 @@ def _shape_cases(spec: OpSpec) -> list[tuple[str, dict[str, tuple[int, ...]], li
             ((1,), (5, 5)),
             ((0, 3), (1, 3)),
         ]
+        inout = spec.param(a).is_inout  # an in-place tensor keeps the broadcast shape
+        seen: set[str] = set()
         for sa, sb in pairs:
             out = tuple(int(n) for n in np.broadcast_shapes(sa, sb))
+            if inout and sb == out:  # only the second input broadcasts into selfRef's shape
+                continue
             shp = {a: sa, b: sb, **dict.fromkeys(outs, out)}
-            tag = f"shape=bcast-{'x'.join(map(str, sa))}.{'x'.join(map(str, sb))}"
+            tag = f"shape=bcast-{'x'.join(map(str, shp[a]))}.{'x'.join(map(str, sb))}"
+            if tag in seen:
+                continue
+            seen.add(tag)
             extra = empty_ids if 0 in out else []
             cases.append((tag, shp, [bprop.id, *shape_ids, *extra]))
     return cases
@@ -220,6 +227,7 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                 plans += _dim_plans(spec, product, base)
             plans += _scalar_plans(spec, product, base)
             plans += _null_plans(spec, product, base)
+            plans += _list_plans(spec, product, base)
             if (
                 not large_done
                 and product == spec.products[0]
@@ -315,6 +323,35 @@ def _null_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePl
         for p in spec.params
         if p.nullable
     ]
+
+
+#: tensor lists of 0, 1 and many tensors of mixed shapes (one of them empty)
+LIST_SHAPES = {
+    "0": (),
+    "1": ((3, 5),),
+    "4-mixed": ((2, 3), (7,), (), (1, 0, 2)),
+}
+SCALAR_LISTS = {"0": (), "1": (2.0,), "3": (-1.5, 0.0, 1.0e4)}
+
+
+def _list_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
+    """Positive cases per tensor or scalar list: 0, 1 and several items (tensors of mixed
+    shapes, one empty), every other argument as in the base case."""
+    out = []
+    for p in spec.params:
+        if p.kind == "tensor_list":
+            dtype = base[p.name].items[0].dtype
+            for tag, shapes in LIST_SHAPES.items():
+                items = tuple(TensorPlan(dtype, s) for s in shapes)
+                args = {**base, p.name: ListPlan(p.kind, items)}
+                out.append(make_plan(spec, product, "positive", args, f"list={p.name}:{tag}", []))
+        elif p.kind == "scalar_list":
+            ddt = p.default_dtype or "FLOAT"
+            for tag, values in SCALAR_LISTS.items():
+                items = tuple(ScalarPlan(ddt, v) for v in values)
+                args = {**base, p.name: ListPlan(p.kind, items)}
+                out.append(make_plan(spec, product, "positive", args, f"list={p.name}:{tag}", []))
+    return out
 
 
 def _valid_positive(spec: OpSpec, plans: list[CasePlan]) -> list[CasePlan]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..acl import dtypes as dt
 from ..acl.call import ArrayArg
-from ..acl.planned import ScalarPlan, TensorPlan
+from ..acl.planned import ListPlan, ScalarPlan, TensorPlan
 from ..spec.model import OpSpec, Param
 
 BASE_SHAPE = (3, 5)
@@ -56,8 +56,10 @@ def base_args(
             args[p.name] = number_default(p)
         elif p.is_array:
             args[p.name] = ArrayArg(p.kind, tuple(p.default or ()))
-        elif p.is_list:
-            args[p.name] = ArrayArg(p.kind, ())  # lists: planned by conformance.cases.lists
+        elif p.kind == "tensor_list":  # one tensor of the base shape; generate adds 0 and many
+            args[p.name] = ListPlan(p.kind, (TensorPlan(list_dtype(p, dtypes), shape),))
+        elif p.kind == "scalar_list":
+            args[p.name] = ListPlan(p.kind, (ScalarPlan(p.default_dtype or "FLOAT", 1.0),))
         else:
             args[p.name] = p.default if p.default is not None else (p.values[0] if p.values else "")
     return args
@@ -70,6 +72,11 @@ def number_default(p: Param) -> int | float:
     if v is None:
         v = p.values[0] if p.values else (p.range[0] if p.range else 0)
     return float(v) if p.kind == "float" else int(v)
+
+
+def list_dtype(p: Param, dtypes: dict[str, str]) -> str:
+    """The dtype of a tensor list's items: its `default_dtype`, else the first tensor's."""
+    return p.default_dtype or next(iter(dtypes.values()), "FLOAT")
 
 
 def point_arg(p: Param, v: Any) -> Any:

@@ -440,6 +440,7 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
         inputs = {
             q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
             for q in spec.tensor_inputs
+            if case.call.args.get(q.name) is not None  # an absent optional tensor
         }
         policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance)
         out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
@@ -507,6 +508,7 @@ def _judge_outputs(
         inputs = {
             q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
             for q in spec.tensor_inputs
+            if case.call.args.get(q.name) is not None  # an absent optional tensor
         }
         if policies is not None and p.name in policies:
             tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])

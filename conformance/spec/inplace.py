@@ -13,6 +13,7 @@ input it takes the place of and which output is written into it:
       bindings: {aten: {op: x_, args: [self, ...]}}
       c_type: "const aclTensor*"   # optional: the C type the in-place prototype gives the tensor
       dtype_sets: {float: {...}}   # optional: dtype sets the in-place API documents on its own
+      first: [null-ptr, out-shape] # optional: checks the in-place API runs before the others
 
 The variant keeps every rule of the out-of-place spec, with the output's name replaced by the
 input's: the input becomes one `inout` tensor (role inout), so cases hand the backend one
@@ -139,7 +140,11 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
             dropped.add(c["id"])
         else:
             checks.append(c)
-    v["checks"] = checks
+    first = [i for i in ip.get("first") or () if i not in dropped]
+    by_id = {c["id"]: c for c in checks}
+    v["checks"] = [by_id[i] for i in first if i in by_id] + [
+        c for c in checks if c["id"] not in first
+    ]
     v["formula"]["output"] = inp if v["formula"]["output"] == out else v["formula"]["output"]
     for prop in v.get("properties", []):
         if "params" in prop:

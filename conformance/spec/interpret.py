@@ -73,6 +73,8 @@ def formula_env(
     env = attribute_env(spec, call)
     shape = call.tensor(spec.formula.output).shape
     for p in spec.tensor_inputs:
+        if call.args.get(p.name) is None:  # an absent optional tensor: the formula reads none
+            continue
         flat = FlatView(call.tensor(p.name), shape)
         with np.errstate(all="ignore"):
             v = flat.get(start, flat.size if stop is None else stop)

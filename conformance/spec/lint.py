@@ -241,6 +241,10 @@ class Linter:
                 self.err(
                     ("inplace", key), f"inplace {key} {ip[key]!r} is not an {want} tensor parameter"
                 )
+        ids = {c.get("id") for c in data["checks"]}
+        for j, cid in enumerate(ip.get("first") or ()):
+            if cid not in ids:
+                self.err(("inplace", "first", j), f"inplace first: {cid!r} is not a check id")
         if self.problems:
             return ()
         line = self.doc.line(("inplace",))

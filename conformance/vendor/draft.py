@@ -112,7 +112,7 @@ def _param(p: DocParam) -> str:
     if p.kind == "tensor":
         d["role"] = p.role or TODO
     d["c_type"] = p.c_type
-    if p.kind in ("scalar", "bool"):
+    if p.kind in ("scalar", "bool", "int", "float"):
         d["default"] = TODO
     if p.kind == "scalar" and p.castable_to:
         d["default_dtype"] = p.castable_to

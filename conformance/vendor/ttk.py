@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..acl import dtypes as dt
-from ..acl.call import Call, ScalarArg, TensorArg, contiguous_strides
+from ..acl.call import ArrayArg, Call, ScalarArg, TensorArg, arg_problem, contiguous_strides
 from ..cases.casedir import write_case
 from ..cases.generate import Case
 from ..cases.layouts import output_tensor
@@ -318,11 +318,21 @@ def plan_row(
             f"attributes {', '.join(map(str, extra))}: {spec.op} has no such parameter"
         )
     for p in spec.params:
-        if p.kind in ("bool", "string"):
+        if p.kind in ("bool", "string", "int", "float") or p.is_array:
             value = attrs.get(p.c_name or p.name, attrs.get(p.name, p.default))
             if value is None:
                 raise ValueError(f"{p.name}: no value (give it in attributes)")
+            if p.is_array:
+                if not isinstance(value, list | tuple):
+                    raise ValueError(f"attributes: {p.name} is a {p.kind}: give a list")
+                value = ArrayArg(p.kind, tuple(value))
+            elif p.kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if why := arg_problem(p.kind, p.name, value):
+                raise ValueError(f"attributes: {why}")
             args[p.name] = value
+        elif p.is_list:
+            raise ValueError(f"{p.name}: a TTK row cannot give a {p.kind}")
     return {p.name: args.get(p.name) for p in spec.params}, unsupported
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..acl import dtypes as dt
-from ..acl.call import ScalarArg, TensorArg, contiguous_strides
+from ..acl.call import ArrayArg, ScalarArg, TensorArg, contiguous_strides
 from ..cases.casedir import CaseFileError, find_cases, read_case
 from ..cases.generate import Case
 from ..cases.golden import StoredGolden, has_golden, read_golden
@@ -116,8 +116,14 @@ def row_of(spec: OpSpec, case: Case) -> tuple[dict[str, str], list[tuple[str, np
             (data_file_name("scalar", j, sdtypes[-1]), np.asarray([value]).astype(info.np))
         )
     for p in spec.params:
-        if p.kind in ("bool", "string") and args.get(p.name) is not None:
-            attrs[p.c_name or p.name] = _plain(args[p.name])
+        a = args.get(p.name)
+        if p.kind in ("bool", "string", "int", "float") and a is not None:
+            _literal(_plain(a))  # a non-finite float has no Python literal
+            attrs[p.c_name or p.name] = _plain(a)
+        elif p.is_array and isinstance(a, ArrayArg):  # an attribute list: [0, -1]
+            attrs[p.c_name or p.name] = [_plain(v) for v in a.items]
+        elif p.is_list:
+            raise ValueError(f"{p.name}: a TTK row has no {p.kind}")
     row = {
         "testcase_name": case.id,
         "api_name": spec.op,

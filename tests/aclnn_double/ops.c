@@ -20,7 +20,7 @@
 
 #include "aclnn_double.h"
 
-enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH, OP_SCALE_SHIFT };
+enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH, OP_SCALE_SHIFT, OP_LIST_ECHO };
 #define UNDEF (-2)
 
 typedef struct aclOpExecutor {
@@ -284,6 +284,8 @@ static double kernel(const aclOpExecutor *e, double gd, double xd) {
         }
     case OP_SCALE_SHIFT: /* flag mode, d1 alpha, d2 shift: computed in double, rounded once */
         return e->flag ? xd * e->d1 + e->d2 : xd + e->d1 + e->d2;
+    case OP_LIST_ECHO:
+        return xd;
     case OP_SWISH: /* s1 beta (1.0 for a null betaOptional); a and b are both self */
         return x / (1.0f + expf(-s1 * x));
     case OP_ELU: { /* s1 alpha, s2 scale, s3 inputScale, flag isResult */
@@ -550,7 +552,8 @@ const char *aclnnTestDoubleLastArgs(void) { return last_args; }
 
 static const int FLOAT2[] = {DT_FLOAT, DT_FLOAT16, UNDEF};
 
-int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, int64_t mode, double alpha,
+int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, const aclTensor *biasOptional,
+    int64_t mode, double alpha,
     int64_t shift, const aclIntArray *dims, const aclFloatArray *weights, const aclBoolArray *flags,
     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
     const char *OP = "aclnnScaleShift";
@@ -573,10 +576,16 @@ int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, int64_t mode, double 
     n += snprintf(last_args + n, sizeof last_args - n, " flags=");
     for (uint64_t i = 0; i < flags->size && n < 4000; i++)
         n += snprintf(last_args + n, sizeof last_args - n, "%d", flags->v[i] ? 1 : 0);
-    DTYPE(self, FLOAT2, "self"); DTYPE(out, FLOAT2, "out");
+    if (biasOptional && biasOptional->magic != TENSOR_MAGIC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: biasOptional is not an aclTensor", OP);
+    n += snprintf(last_args + n, sizeof last_args - n, " bias=%s", biasOptional ? "tensor" : "null");
+    DTYPE(self, FLOAT2, "self");
+    if (biasOptional) DTYPE(biasOptional, FLOAT2, "biasOptional");
+    DTYPE(out, FLOAT2, "out");
     if (mode < 0 || mode > 1) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: mode %lld is not 0 or 1", OP, (long long)mode);
     if (!(alpha >= -100 && alpha <= 100)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: alpha out of range", OP);
-    if (!same_shape(self, out)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out shapes differ", OP);
+    if (!same_shape(self, out) || (biasOptional && !same_shape(self, biasOptional)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self, biasOptional and out shapes differ", OP);
     int nothing = numel(self) == 0;
     int rc = finish(OP_SCALE_SHIFT, nothing, self, self, out, out->dtype, workspaceSize, executor, &e);
     if (rc == 0) { e->flag = (int)mode; e->d1 = alpha; e->d2 = (double)shift; }
@@ -585,4 +594,41 @@ int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, int64_t mode, double 
 
 int aclnnScaleShift(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
     return run(OP_SCALE_SHIFT, "aclnnScaleShift", workspace, workspaceSize, executor, stream);
+}
+
+/* aclnnListEcho: the made-up op of tests/data/params/list_echo.yaml: out = self, with an
+ * aclTensorList and an aclScalarList passed along; what arrived is recorded in last_args. */
+int aclnnListEchoGetWorkspaceSize(const aclTensor *self, const aclTensorList *tensors,
+    const aclScalarList *scales, aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *OP = "aclnnListEcho";
+    aclOpExecutor *e;
+    PROLOGUE();
+    NEED_T(self, "self");
+    if (!tensors || !scales) FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: tensors or scales is null", OP);
+    NEED_T(out, "out");
+    if (tensors->magic != TENSORLIST_MAGIC || scales->magic != SCALARLIST_MAGIC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: tensors or scales is not a list of its type", OP);
+    int n = snprintf(last_args, sizeof last_args, "tensors=%llu", (unsigned long long)tensors->size);
+    for (uint64_t i = 0; i < tensors->size && n < 3500; i++) {
+        const aclTensor *t = tensors->v[i];
+        if (!t || t->magic != TENSOR_MAGIC) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: tensors[%llu] is not a tensor", OP, (unsigned long long)i);
+        n += snprintf(last_args + n, sizeof last_args - n, " [");
+        for (uint64_t d = 0; d < t->ndim; d++)
+            n += snprintf(last_args + n, sizeof last_args - n, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
+        n += snprintf(last_args + n, sizeof last_args - n, "]:%g", numel(t) ? load(t, t->offset) : 0.0);
+    }
+    n += snprintf(last_args + n, sizeof last_args - n, " scales=%llu", (unsigned long long)scales->size);
+    for (uint64_t i = 0; i < scales->size && n < 4000; i++) {
+        const aclScalar *sc = scales->v[i];
+        if (!sc || sc->magic != SCALAR_MAGIC) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: scales[%llu] is not a scalar", OP, (unsigned long long)i);
+        n += snprintf(last_args + n, sizeof last_args - n, " %g", scalar(sc));
+    }
+    DTYPE(self, FLOAT2, "self"); DTYPE(out, FLOAT2, "out");
+    if (self->dtype != DT_FLOAT || out->dtype != DT_FLOAT) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: FLOAT only", OP);
+    if (!same_shape(self, out)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out shapes differ", OP);
+    return finish(OP_LIST_ECHO, numel(self) == 0, self, self, out, DT_FLOAT, workspaceSize, executor, &e);
+}
+
+int aclnnListEcho(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
+    return run(OP_LIST_ECHO, "aclnnListEcho", workspace, workspaceSize, executor, stream);
 }

@@ -180,7 +180,9 @@ class JaxBackend(Backend):
         env = attribute_env(spec, call)
         try:
             if b.grad is None:
-                tensors = {n: _view(call.tensor(n)) for n in b.inputs}
+                tensors = {
+                    n: _view(call.tensor(n)) for n in b.inputs if call.args.get(n) is not None
+                }
                 result = self._forward(b, tensors, env, out)
             else:
                 result = self._gradient(

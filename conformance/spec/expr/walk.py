@@ -399,3 +399,13 @@ class Formula:
 
 
 _WALKS: dict[int, tuple[Any, Formula]] = {}
+
+
+def tensors_read(spec: Any) -> tuple[str, ...]:
+    """The tensor inputs of `spec` (an OpSpec) that its formula names, in parameter order: what
+    an evaluation reads. An input only the checks read (an optional tensor whose null is
+    `absent`, say) is not among them, and may be null in a call the formula is evaluated on."""
+    names: set[str] = set()
+    for e in Formula.of(spec.formula).expressions():
+        names |= set(e.names)
+    return tuple(p.name for p in spec.tensor_inputs if p.name in names)

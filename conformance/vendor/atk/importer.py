@@ -242,10 +242,10 @@ def _array_value(kind: str, raw: Any, where: str) -> ArrayArg:
         elif item != "bool" and not number_problem(item, v):
             out.append(float(v) if item == "float" else v)
         else:
-            raise AtkError(f"{where}: {v!r} is not an item of a {kind} ({items!r})")
+            raise av.Unrepresentable(f"{v!r} is not an item of a {kind} ({items!r})")
     arr = ArrayArg(kind, tuple(out))
     if why := arg_problem(kind, where, arr):
-        raise AtkError(why)
+        raise av.Unrepresentable(why)
     return arr
 
 
@@ -319,9 +319,12 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
         elif p.default is not None and p.kind in ("bool", "string"):
             args[p.name] = p.default if p.kind == "string" else bool(p.default)
             item.values[p.name] = f"{p.default} (spec default)"
-        elif p.is_number or p.is_array:
+        elif p.is_number or (p.is_array and p.default is not None):
             args[p.name] = null_default(p) if p.is_array else number_default(p)
             item.values[p.name] = f"{p.default} (spec default)"
+        elif p.nullable and p.null == "absent":  # an optional tensor the file leaves out
+            args[p.name] = None
+            item.values[p.name] = "null (if_null: absent)"
         else:
             raise AtkError(
                 f"case {case.id} gives no value for {spec.name} parameter {p.name!r}, "

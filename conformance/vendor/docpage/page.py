@@ -121,11 +121,21 @@ def norm_c_type(text: str) -> str:
 
 
 def c_kind(c_type: str) -> str:
-    """tensor | scalar | bool | string, or "" for a C type the spec format has no kind for."""
+    """The spec kind of a C type (docs/spec-format.md "params"), or "" for one it has none for."""
     base = re.sub(r"\bconst\b|\*", "", c_type).strip()
-    return {"aclTensor": "tensor", "aclScalar": "scalar", "bool": "bool", "char": "string"}.get(
-        base, ""
-    )
+    return {
+        "aclTensor": "tensor",
+        "aclScalar": "scalar",
+        "bool": "bool",
+        "char": "string",
+        "int64_t": "int",
+        "double": "float",
+        "aclIntArray": "int_array",
+        "aclFloatArray": "float_array",
+        "aclBoolArray": "bool_array",
+        "aclTensorList": "tensor_list",
+        "aclScalarList": "scalar_list",
+    }.get(base, "")
 
 
 def role_of(text: str) -> str:
