@@ -35,7 +35,7 @@ from .files import NON_PARAM, AtkCase, AtkError, AtkInput, AtkMapping
 DEFAULT_MAX_ELEMENTS = 1 << 24
 BRANCH_CHUNK = 1 << 18
 KINDS = {"tensor": ("tensor",), "scalar": ("scalar", "attr"), "bool": ("attr", "scalar"),
-         "string": ("attr",)}  # fmt: skip
+         "string": ("attr",), "int": ("attr", "scalar"), "float": ("attr", "scalar")}  # fmt: skip
 
 
 @dataclass
@@ -197,6 +197,10 @@ def _take(
             v = av.scalar_value(inp.form, d, rng)
             plan.args[name] = ScalarArg(d.name, v)
             item.values[name] = f"{atk_forms.show(v)} ({inp.form.describe()})"
+        elif p.kind in ("int", "float"):  # int64_t / double by value
+            d = dt.get("INT64" if p.kind == "int" else "DOUBLE")
+            v = av.scalar_value(inp.form, d, rng)
+            plan.args[name] = int(v) if p.kind == "int" else float(v)
         elif p.kind == "bool":
             plan.args[name] = av.bool_value(inp.form, rng)
             if not (inp.form.kind == "const" and isinstance(inp.form.value, bool)):
@@ -425,6 +429,10 @@ def write_planned(
             args_json[name] = {"kind": "scalar", "dtype": a.dtype, "value": _jsonable(a.value)}
         elif isinstance(a, bool):
             args_json[name] = {"kind": "bool", "value": a}
+        elif isinstance(a, int):
+            args_json[name] = {"kind": "int", "value": a}
+        elif isinstance(a, float):
+            args_json[name] = {"kind": "float", "value": _jsonable(a)}
         else:
             args_json[name] = {"kind": "string", "value": a}
     item = plan.item
