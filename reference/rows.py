@@ -42,6 +42,7 @@ CHUNK = 1 << 16  # elements of a chunk at least (whole blocks; one block may be 
 # float64 ulps: long double's own error is then under 2^-64 times as much, within half an ulp
 AMPLIFICATION = 2.0**10
 LONG = numpy_arithmetic(np.longdouble)
+COMPLEX = numpy_arithmetic(np.complex128)
 
 
 def reductions(spec: OpSpec) -> list[ir.Reduce]:
@@ -131,8 +132,6 @@ def chunks(
     env: dict[str, Any] = attribute_env(spec, call)
     lay = layout(spec, env, shape)
     route = plan(spec, call, exact)
-    if route.complex_out:
-        raise CallError(f"{spec.name}: a reduction over complex values is not modelled")
     out_dtype = route.out_dtype
     flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
     size = max(1, lay.block_size)
@@ -168,6 +167,11 @@ def tier1(
     chunk_env = dict(env)
     chunk_env[ROW] = shape
     with np.errstate(all="ignore"):
+        if route.complex_out:  # complex128, numpy's arithmetic, nothing settled (as elementwise)
+            for nm, arr in raw.items():
+                chunk_env[nm] = arr.astype(np.complex128)
+            y = Formula.of(spec.formula).evaluate(chunk_env, COMPLEX, shape)
+            return np.array(np.broadcast_to(y, shape)), np.zeros(shape, bool)
         for nm, arr in raw.items():
             chunk_env[nm] = arr.astype(np.float64)
         y, err, undecided = errbound.bounded(spec, chunk_env, shape)
