@@ -195,7 +195,7 @@ def _hard_softmax_rows(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.stack(rows)
 
 
-@pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16"])
+@pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16", "DOUBLE"])
 @pytest.mark.parametrize("which", ["softmax", "log_softmax"])
 def test_softmax_rows_correctly_rounded(tmp_path, dtype, which):
     if which == "softmax":
@@ -205,9 +205,20 @@ def test_softmax_rows_correctly_rounded(tmp_path, dtype, which):
         reg = _spec(tmp_path, "self - m - log(sum(exp(self - m), -1))", "m = amax(self, -1)")
         oracle = _log_softmax_mp
     rng = np.random.default_rng(11)
-    x = _hard_softmax_rows(rng, 37).astype(NP[dtype]).astype(np.float64)
+    x = _hard_softmax_rows(rng, 37)
+    if dtype != "DOUBLE":
+        x = x.astype(NP[dtype]).astype(np.float64)
     got = _run(reg, x, dtype)
     mp.dps = 60
+    if dtype == "DOUBLE":  # faithful: within 1 ulp of the exact value
+        exact = [oracle([mp.mpf(float(a)) for a in row]) for row in x]
+        mp.dps = 15
+        err = [
+            abs(mp.mpf(float(g)) - e) / mp.mpf(math.ulp(float(e)))
+            for g, e in zip(got.ravel(), [v for row in exact for v in row], strict=True)
+        ]
+        assert max(err) <= 1
+        return
     want = np.array(
         [[round_exact(v, dtype) for v in oracle([mp.mpf(float(a)) for a in row])] for row in x],
         dtype=NP[dtype],

@@ -39,15 +39,20 @@ def make_call(op: str, dtype: str, n: int):
     from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
     from aclnn_conformance.conformance.spec.registry import default_registry
 
+    from aclnn_conformance.conformance.cases.generate import dim_params
+
     spec = default_registry().get(op)
     rng = np.random.default_rng(0)
     product = "atlas-a2" if "atlas-a2" in spec.products else spec.products[0]
+    # an op reducing over a dim (softmax): a square matrix, reduced along its last dim
+    rows = 1 << (n.bit_length() - 1) // 2 if dim_params(spec) else 1
+    shape, strides = ((rows, n // rows), (n // rows, 1)) if rows > 1 else ((n,), (1,))
     args = {}
     for p in spec.params:
         if p.is_tensor:
             a = rng.standard_normal(n, dtype=np.float32)
             a *= 2
-            args[p.name] = TensorArg(dtype, (n,), (1,), 0, a.astype(dt.get(dtype).np))
+            args[p.name] = TensorArg(dtype, shape, strides, 0, a.astype(dt.get(dtype).np))
         elif p.kind == "scalar":
             args[p.name] = ScalarArg(p.default_dtype or "FLOAT", p.default)
         elif p.kind == "bool":
@@ -63,7 +68,10 @@ def torch_fn(spec, call):
     """A no-argument callable running the spec's ATen binding on the call's tensors, or None."""
     import torch
     from aclnn_conformance.conformance.acl.call import ScalarArg, TensorArg
-    from aclnn_conformance.conformance.run.backends.torch_backend import parse_aten_binding
+    from aclnn_conformance.conformance.run.backends.torch_backend import (
+        parse_aten_binding,
+        positional,
+    )
 
     b = parse_aten_binding(spec)
     if b is None or spec.inplace_of:
@@ -77,11 +85,13 @@ def torch_fn(spec, call):
                 s = v.storage
                 t = torch.from_numpy(s.view(np.uint16)).view(torch.bfloat16) if s.dtype.name == "bfloat16" else torch.from_numpy(s)  # fmt: skip
                 tensors[name] = t
-            return tensors[name]
+            t = tensors[name]
+            return t.reshape(v.shape) if len(v.shape) > 1 else t
         return v.as_float64() if isinstance(v, ScalarArg) else v
 
     fn = getattr(torch.ops.aten, b.op).default
-    args = [conv(n) for n in b.args]
+    names = [a.name for a in fn._schema.arguments if not a.kwarg_only]
+    args = [v if how == "const" else conv(v) for how, v in positional(b, names)]
     kwargs = {k: conv(n) for k, n in b.kwargs}
     try:
         fn(*args, **kwargs)

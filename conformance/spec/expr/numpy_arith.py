@@ -80,6 +80,14 @@ class NumpyArithmetic(Arithmetic):
     def r_sum(self, x: Any) -> Any:
         if x.dtype == np.float64:
             return row_sum(x)[..., None]  # within an ulp of the exact sum (compiled/rowsum.py)
+        if x.dtype == np.longdouble and np.longdouble != np.float64:
+            # float64 parts and their remainders, each summed within an ulp, and the float64
+            # sum's own rounding error: the long double sum within a few long double ulps
+            hi = x.astype(np.float64)
+            s = row_sum(hi)[..., None]
+            err = row_sum(np.concatenate([hi, -s], axis=-1))[..., None]
+            rest = row_sum((x - hi.astype(np.longdouble)).astype(np.float64))[..., None]
+            return s.astype(np.longdouble) + (err.astype(np.longdouble) + rest)
         return np.sum(x, axis=-1, keepdims=True, dtype=np.result_type(x, self.dtype))
 
     def r_mean(self, x: Any) -> Any:

@@ -208,6 +208,10 @@ def _take(
             v = av.scalar_value(inp.form, d, rng)
             plan.args[name] = ScalarArg(d.name, v)
             item.values[name] = f"{atk_forms.show(v)} ({inp.form.describe()})"
+        elif p.kind in ("int", "float"):  # int64_t / double by value
+            d = dt.get("INT64" if p.kind == "int" else "DOUBLE")
+            v = av.scalar_value(inp.form, d, rng)
+            plan.args[name] = int(v) if p.kind == "int" else float(v)
         elif p.kind == "bool":
             plan.args[name] = av.bool_value(inp.form, rng)
             if not (inp.form.kind == "const" and isinstance(inp.form.value, bool)):
