@@ -37,9 +37,8 @@ def make_call(op: str, dtype: str, n: int):
     import ml_dtypes  # noqa: F401 - bf16 for numpy
     from aclnn_conformance.conformance.acl import dtypes as dt
     from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
-    from aclnn_conformance.conformance.spec.registry import default_registry
-
     from aclnn_conformance.conformance.cases.generate import dim_params
+    from aclnn_conformance.conformance.spec.registry import default_registry
 
     spec = default_registry().get(op)
     rng = np.random.default_rng(0)
