@@ -319,3 +319,81 @@ def test_long_row_sum_matches_fsum(tmp_path, path):
         compiled_mode.set_mode(old)
     exact = sum((Fraction(float(v)) for v in x[0]), Fraction(0))
     assert got == round_exact(exact, "FLOAT")
+
+
+# -- dims: the check kind, case generation, lint, the torch binding's consts ----------------------
+
+
+def _softmax_call(shape, dim, dtype="FLOAT"):
+    x = np.random.default_rng(0).normal(size=shape)
+    t = TensorArg.from_array(x.astype(NP[dtype]), dtype)
+    o = TensorArg.from_array(np.zeros(shape, NP[dtype]), dtype)
+    return Call("aclnnSoftmax", "atlas-a2", {"self": t, "dim": dim, "out": o})
+
+
+@pytest.mark.parametrize(
+    "shape, dim, ok",
+    [((3, 5), -2, True), ((3, 5), 1, True), ((3, 5), 2, False), ((3, 5), -3, False),
+     ((), 0, True), ((), -1, True), ((), 1, False), ((), -2, False), ((7,), -1, True)],
+)  # fmt: skip
+def test_dim_in_range_as_the_vendor_checks_it(shape, dim, ok):
+    """[-n, n - 1] with n = max(rank, 1) (op_api CheckDim of softmax: a 0-d tensor counts as 1)."""
+    outcome = engine.evaluate(_softmax_call(shape, dim))
+    assert (outcome.status == 0) == ok, outcome.message
+    if not ok:
+        assert outcome.status == 161002 and "dim-range" in str(outcome.clause)
+
+
+def test_softmax_spec_matches_torch_along_every_dim():
+    """The shipped spec's reference against torch.softmax in float64 (an independent
+    implementation), every dim of a 3-d tensor, negative ones too."""
+    torch = pytest.importorskip("torch")
+    for dim in range(-3, 3):
+        call = _softmax_call((3, 4, 5), dim, "DOUBLE")
+        got = engine.evaluate(call).outputs["out"].reshape(3, 4, 5)
+        x = torch.from_numpy(call.tensor("self").storage.reshape(3, 4, 5))
+        want = torch.softmax(x, dim).numpy()
+        assert np.allclose(got, want, rtol=1e-15, atol=0), dim
+
+
+def test_dim_cases_cover_every_dim_of_every_rank_and_the_negatives():
+    from aclnn_conformance.conformance.cases.generate import plan_op
+    from aclnn_conformance.conformance.spec.registry import default_registry
+
+    spec = default_registry().get("softmax")
+    plans = plan_op(spec, ["atlas-a2"])
+    tags = {p.id.split("/", 4)[-1] for p in plans}
+    for shape in ((7,), (3, 5), (2, 3, 4), (2, 3, 1, 4)):
+        s = "x".join(map(str, shape))
+        for d in range(-len(shape), len(shape)):
+            assert f"dim=dim:{d}@{s}" in tags
+    assert "dim=dim:1@2x0x3" in tags  # an empty reduced axis
+    negs = [p.id for p in plans if "/neg/dim-range/" in p.id]
+    assert any(i.endswith("dim:rank") for i in negs) and any(
+        i.endswith("dim:-rank-1") for i in negs
+    )
+
+
+def test_lint_refuses_a_reduction_over_a_float_parameter(tmp_path):
+    from aclnn_conformance.conformance.spec.registry import SpecError
+
+    text = Path("specs/ops/softmax.yaml").read_text()
+    text = text.replace("kind: int, role: input, c_type: int64_t, default: -1",
+                        "kind: float, role: input, c_type: double, default: -1.0")  # fmt: skip
+    path = tmp_path / "softmax.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError, match="must be an int or int_array"):
+        load_spec(path)
+
+
+def test_aten_consts_fill_the_positional_arguments():
+    from aclnn_conformance.conformance.run.backends.torch_backend import (
+        parse_aten_binding,
+        positional,
+    )
+    from aclnn_conformance.conformance.spec.registry import default_registry
+
+    b = parse_aten_binding(default_registry().get("softmax_backward"))
+    got = positional(b, ["grad_output", "output", "dim", "input_dtype"])
+    assert got == [("arg", "gradOutput"), ("arg", "output"), ("arg", "dim"),
+                   ("const", {"dtype_of": "gradOutput"})]  # fmt: skip

@@ -279,7 +279,8 @@ def _dim_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePla
                 name: _dim_arg(spec, name, dims),
             }
             tag = f"dim={name}:{','.join(map(str, dims))}@{'x'.join(map(str, shp))}"
-            out.append(make_plan(spec, product, "positive", args, tag, credited))
+            clauses = credited + (_ids(spec, "empty") if 0 in shp else [])
+            out.append(make_plan(spec, product, "positive", args, tag, clauses))
     return out
 
 

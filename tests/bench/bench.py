@@ -6,6 +6,8 @@
 1. per op and output dtype (FLOAT at 2^26, FLOAT16 / BF16 and DOUBLE at 2^22; --quick:
    2^22 and the seed ops), the reference's elements/s against the torch CPU kernel in the same
    process, and that process's peak RSS (tests/bench/bench_ops.py, one fresh process per row);
+   an op that reduces over a dim (softmax, log_softmax and their backwards) runs on a square
+   matrix along its last dim ([8192, 8192] at 2^26);
 2. `aclnn-conform run --cases` on one 2^28-element fp32 case (leaky_relu_backward) against the
    reference: wall time and the peak RSS of the run against the case's tensor bytes;
 3. `run --profile large` for one op (all of its model-scale cases): wall time and verdicts;

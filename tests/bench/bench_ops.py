@@ -4,7 +4,8 @@
 
 bench.py runs this once per row in a fresh subprocess, so each row's peak RSS is its own. Inputs
 are N(0, 2) values in DTYPE (the "normal" value kind), scalars at their spec defaults; the output
-dtype is DTYPE. Both sides are warmed once (the JIT compiles, torch allocates), then timed: the
+dtype is DTYPE. An op with a dim parameter (conformance.cases.generate.dim_params) gets a square
+matrix, reduced along its last dim (the parameter's default, -1). Both sides are warmed once (the JIT compiles, torch allocates), then timed: the
 reference best of 3, torch (milliseconds a run) best of 5. It asserts nothing.
 """
 
