@@ -11,8 +11,9 @@ part on top, its reductions broadcast back): an element is flagged near a roundi
 a FLOAT, FLOAT16 or BF16 output (precise.near_midpoint, as elementwise formulas), or where its
 error bound reaches another output value (a log(sum) next to 1: float64's sum is 1, the exact
 one 1 + 1e-33), or, for DOUBLE, where the bound shows too much amplification for long double
-(rows.AMPLIFICATION). A flagged element is evaluated again in mpmath over its whole row (the reductions exact sums rounded at the working precision,
-each reduction once per row), at 128 bits, doubling until two evaluations round alike.
+(AMPLIFICATION). A flagged element is evaluated again in mpmath over its whole row (the
+reductions exact sums rounded at the working precision, each reduction once per row), at 128
+bits, doubling until two evaluations round alike.
 """
 
 from __future__ import annotations
