@@ -9,10 +9,11 @@ walk over those rows in float64 with a running error bound (errbound.py; each re
 float64 values within an ulp of the exact one, conformance/compiled/rowsum.py; the elementwise
 part on top, its reductions broadcast back): an element is flagged near a rounding midpoint of
 a FLOAT, FLOAT16 or BF16 output (precise.near_midpoint, as elementwise formulas), or where its
-error bound reaches another output value (log_softmax's log(sum) next to 1: float64's sum is
-1, the exact one 1 + 1e-33), or, for DOUBLE, where the bound does not keep it within 1 ulp. A flagged element is evaluated again
-in mpmath over its whole row (the reductions exact sums rounded at the working precision,
-each reduction once per row), at 128 bits, doubling until two evaluations round alike.
+error bound reaches another output value (a log(sum) next to 1: float64's sum is 1, the exact
+one 1 + 1e-33), or, for DOUBLE, where the bound shows too much amplification for long double
+(AMPLIFICATION). A flagged element is evaluated again in mpmath over its whole row (the
+reductions exact sums rounded at the working precision, each reduction once per row), at 128
+bits, doubling until two evaluations round alike.
 """
 
 from __future__ import annotations

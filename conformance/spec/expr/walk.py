@@ -62,7 +62,7 @@ ROW = "\x00row"  # the environment's key for a reduction's row (no spec name can
 class Row:
     """The row of elements a scalar arithmetic's reduction walks: one environment per element
     (its inputs bound), `bind(env, names)` binds the lets an argument reads, and each reduction's
-    value is kept once computed (softmax's amax is read by every element of its row)."""
+    value is kept once computed (a row's maximum is read by every element of the row)."""
 
     envs: list[Env]
     bind: Callable[[Env, Iterable[str]], None] = lambda env, names: None
