@@ -425,13 +425,13 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
     out = []
     for p in spec.outputs:
         t = case.call.args.get(p.name)
-        if not isinstance(t, TensorArg) or t.is_empty:
+        if not isinstance(t, TensorArg) or t.is_empty or p.unused:
             continue
         inputs = {
             q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
             for q in spec.tensor_inputs
         }
-        policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance)
+        policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance_of(p.name))
         out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
     return out
 
@@ -481,10 +481,12 @@ def _judge_outputs(
         if out is None or out.shape != t.storage.shape or out.dtype != t.storage.dtype:
             why = f"{p.name}: backend returned no storage of {t.storage.size} {t.dtype}"
             return ("fail", why), []
-        if want.status != 0 or t.is_empty or want.nothing_written:
+        if want.status != 0 or t.is_empty or want.nothing_written or p.unused:
             if not same_bytes(out, original):
                 changed = changed_bytes(out, original)
                 why = f"{p.name}: output storage written ({changed} bytes) where nothing may be"
+                if p.unused and want.status == 0:
+                    why += " (the op never writes it: unused)"
                 return ("fail", why), []
             continue
         outside = _outside_changed(t, out, original)
@@ -499,7 +501,7 @@ def _judge_outputs(
             tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])
         else:
             tol = tolerance_dtype(spec, case.call, t.dtype)
-            policy = policy_for(tol, spec.tolerance)
+            policy = policy_for(tol, spec.tolerance_of(p.name))
         rec.tolerance_dtype = tol
         cmp = _stream_compare(t, out, want, p.name, policy, inputs, clock)
         rec.comparisons = rec.comparisons or {}

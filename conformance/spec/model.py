@@ -7,7 +7,7 @@ name used in results and reports is `<op name>/<clause id>`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .expr.language import Expr
@@ -31,6 +31,9 @@ class Param:
     # "absent" (accepted, the parameter takes no part), "error" (a not_null check rejects it);
     # "" when the spec does not say (a pointer no check names is then simply not tested null).
     null: str = ""  # the `if_null:` field
+    # An output the op neither reads nor writes (`unused: true`; the doc's "reserved, not used"
+    # buffer): no formula computes it and the judge requires its storage unchanged.
+    unused: bool = False
 
     @property
     def is_tensor(self) -> bool:
@@ -191,7 +194,7 @@ class OpSpec:
     params: tuple[Param, ...]
     dtype_sets: dict[str, dict[str, tuple[str, ...]]]  # set -> product (or "default") -> dtypes
     checks: tuple[Check, ...]
-    formula: Formula
+    formula: Formula  # the first (for a single-output op the only) formula
     special_points: tuple[SpecialPoint, ...] = ()
     properties: tuple[Property, ...] = ()
     deviations: tuple[Deviation, ...] = ()
@@ -203,6 +206,54 @@ class OpSpec:
     # name of the spec it was derived from.
     variants: tuple[OpSpec, ...] = ()
     inplace_of: str = ""
+    # One formula per computed output (`formulas:`; `formula:` gives one); () means (formula,).
+    formulas: tuple[Formula, ...] = ()
+    # An output's own per-dtype tolerance overrides (`tolerance: {out: {DTYPE: {...}}}`)
+    output_tolerance: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    _per_output: dict[str, OpSpec] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if not self.formulas:
+            self.formulas = (self.formula,)
+
+    def tolerance_of(self, output: str) -> dict[str, dict[str, float]]:
+        """The tolerance overrides judging `output`: the spec's, with the output's own on top."""
+        own = self.output_tolerance.get(output)
+        if not own:
+            return self.tolerance
+        merged = {k: dict(v) for k, v in self.tolerance.items()}
+        for dtype, fields in own.items():
+            merged[dtype] = {**merged.get(dtype, {}), **fields}
+        return merged
+
+    @property
+    def multi(self) -> bool:
+        """Several outputs are computed, each by its own formula."""
+        return len(self.formulas) > 1
+
+    def formula_of(self, output: str) -> Formula | None:
+        """The formula computing `output`, or None (an unused output)."""
+        return next((f for f in self.formulas if f.output == output), None)
+
+    def for_output(self, output: str) -> OpSpec:
+        """This spec seen as computing `output` alone: `formula` is that output's formula. The
+        single-output machinery (the reference's tiers, the clause walk) runs on it unchanged;
+        the same object is returned each time (kernel caches key on its identity)."""
+        f = self.formula_of(output)
+        if f is None:
+            raise KeyError(output)
+        if f is self.formula and not self.multi:
+            return self
+        if output not in self._per_output:
+            self._per_output[output] = replace(self, formula=f, formulas=(f,))
+        return self._per_output[output]
+
+    @property
+    def computed(self) -> tuple[OpSpec, ...]:
+        """One single-output view (for_output) per formula, in spec order."""
+        return tuple(self.for_output(f.output) for f in self.formulas)
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -234,7 +285,8 @@ class OpSpec:
     def clause_ids(self) -> list[str]:
         """Every clause id of the spec, in spec order."""
         ids = [c.id for c in self.checks]
-        ids += [x.id for x in self.formula.lets] + [b.id for b in self.formula.branches]
+        for f in self.formulas:
+            ids += [x.id for x in f.lets] + [b.id for b in f.branches]
         ids += [s.id for s in self.special_points] + [p.id for p in self.properties]
         return ids
 
