@@ -188,7 +188,7 @@ def generate(
     the FLOAT16 tensors, read from their bits in the loop."""
     tensors = tuple(p.name for p in spec.tensor_inputs)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
-    attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
+    attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
     for i, x in enumerate(spec.formula.lets):
         names[x.name] = f"t{i}"

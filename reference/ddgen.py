@@ -75,7 +75,7 @@ def generate(spec: OpSpec, env: dict[str, Any], exact: bool = False) -> Source:
     the exactness kernel instead (exactmath.py: flags 0 where float64 makes no rounding)."""
     tensors = tuple(p.name for p in spec.tensor_inputs)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
-    attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool"))
+    attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
     bools = {p.name for p in spec.attributes if p.kind == "bool"}
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
     for i, x in enumerate(spec.formula.lets):

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..conformance.acl import dtypes as dt
-from ..conformance.acl.call import Call, CallError, Outcome, ScalarArg, TensorArg
+from ..conformance.acl.call import Call, CallError, Outcome, TensorArg, arg_problem
 from ..conformance.acl.views import BLOCK, FlatView, numel, ranges
 from ..conformance.run.backend import OracleTimeout
 from ..conformance.spec.interpret import attribute_env, validate, with_defaults
@@ -260,13 +260,8 @@ def _check_call_shape(spec: OpSpec, call: Call) -> None:
             raise CallError(f"{spec.op}: argument {p.name!r} is missing (use null explicitly)")
         v = call.args[p.name]
         if v is None:
-            if p.kind == "bool":
-                raise CallError(f"{p.name} is a bool passed by value; it cannot be null")
+            if p.by_value:
+                raise CallError(f"{p.name} is a {p.kind} passed by value; it cannot be null")
             continue
-        want = {"tensor": TensorArg, "scalar": ScalarArg, "bool": bool, "string": str}[p.kind]
-        if not isinstance(v, want):
-            raise CallError(f"{p.name} must be a {p.kind}, got {type(v).__name__}")
-        if isinstance(v, TensorArg):
-            v.validate(p.name)
-        if isinstance(v, ScalarArg):
-            dt.get(v.dtype)
+        if why := arg_problem(p.kind, p.name, v):
+            raise CallError(why)

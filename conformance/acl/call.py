@@ -154,7 +154,100 @@ class ScalarArg:
         return float(np.float64(v))
 
 
-Arg = TensorArg | ScalarArg | bool | str | None
+MAX_ARRAY_LEN = 1 << 16  # elements of an int/float/bool array or a list: far above any op's need
+
+_ITEM = {"int_array": "int", "float_array": "float", "bool_array": "bool"}
+
+
+@dataclass(frozen=True)
+class ArrayArg:
+    """An aclIntArray*, aclFloatArray* or aclBoolArray* (items: Python ints, floats or bools),
+    or an aclTensorList* / aclScalarList* (items: TensorArgs / ScalarArgs). The kind travels
+    with the values, so an empty list still says what it is."""
+
+    kind: str  # int_array | float_array | bool_array | tensor_list | scalar_list
+    items: tuple[Any, ...] = ()
+
+    def validate(self, name: str) -> None:
+        """Raise CallError unless every item is of the kind's type (no bool for an int)."""
+        if len(self.items) > MAX_ARRAY_LEN:
+            raise CallError(f"{name}: {len(self.items)} items; at most {MAX_ARRAY_LEN}")
+        for i, v in enumerate(self.items):
+            if why := item_problem(self.kind, v):
+                raise CallError(f"{name}[{i}]: {why}")
+            if isinstance(v, TensorArg):
+                v.validate(f"{name}[{i}]")
+
+    def values(self) -> tuple[Any, ...]:
+        """What checks and shape rules read: the numbers of an array, the items of a list."""
+        return self.items
+
+
+def item_problem(kind: str, v: Any) -> str | None:
+    """Why `v` cannot be an item of an ArrayArg of `kind` (None: it can)."""
+    want = _ITEM.get(kind)
+    if want == "bool":
+        ok = isinstance(v, bool)
+    elif want == "int":
+        ok = isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)
+    elif want == "float":
+        ok = isinstance(v, float | int) and not isinstance(v, bool)
+    elif kind == "tensor_list":
+        ok = isinstance(v, TensorArg)
+    elif kind == "scalar_list":
+        ok = isinstance(v, ScalarArg)
+    else:
+        return f"unknown array kind {kind!r}"
+    if ok:
+        return None
+    what = {"int": "an int64", "float": "a number", "bool": "true or false"}.get(want or "", "")
+    return f"must be {what or ('a tensor' if kind == 'tensor_list' else 'a scalar')}, not {v!r}"
+
+
+def number_problem(kind: str, v: Any) -> str | None:
+    """Why `v` cannot be the value of an int (int64_t) or float (double) parameter."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return f"must be {'an integer' if kind == 'int' else 'a number'}, not {v!r}"
+    if kind == "int" and not isinstance(v, int):
+        return f"must be an integer, not {v!r}"
+    if kind == "int" and not -(1 << 63) <= v < (1 << 63):
+        return f"{v} is outside int64"
+    return None
+
+
+Arg = TensorArg | ScalarArg | ArrayArg | bool | int | float | str | None
+
+
+def arg_problem(kind: str, name: str, v: Any) -> str | None:
+    """Why `v` cannot be the (non-null) argument of a parameter of `kind` named `name`; None
+    when it can. Tensors, scalars and list items are validated as well."""
+    if kind in ("int", "float"):
+        why = number_problem(kind, v)
+        return f"{name} {why}" if why else None
+    if kind in _ITEM or kind in ("tensor_list", "scalar_list"):
+        if not isinstance(v, ArrayArg) or v.kind != kind:
+            return f"{name} must be a {kind}, got {type(v).__name__}"
+        try:
+            v.validate(name)
+        except CallError as exc:
+            return str(exc)
+        return None
+    want = {"tensor": TensorArg, "scalar": ScalarArg, "bool": bool, "string": str}.get(kind)
+    if want is None:
+        return f"{name}: unknown parameter kind {kind!r}"
+    if not isinstance(v, want):
+        return f"{name} must be a {kind}, got {type(v).__name__}"
+    if isinstance(v, TensorArg):
+        try:
+            v.validate(name)
+        except CallError as exc:
+            return str(exc)
+    if isinstance(v, ScalarArg):
+        try:
+            dt.get(v.dtype)
+        except dt.DtypeError as exc:
+            return f"{name}: {exc}"
+    return None
 
 
 @dataclass

@@ -19,8 +19,17 @@ from typing import Any
 import numpy as np
 
 from ..acl import dtypes as dt
-from ..acl.call import Call, ScalarArg, TensorArg, contiguous_strides
+from ..acl.call import (
+    MAX_ARRAY_LEN,
+    ArrayArg,
+    Call,
+    ScalarArg,
+    TensorArg,
+    contiguous_strides,
+    number_problem,
+)
 from ..files import safeio
+from ..spec.model import ARRAY_KINDS, LIST_KINDS
 from .generate import Case
 
 FORMAT = 1
@@ -93,25 +102,11 @@ def write_case(root: Path, case: Case, spec_sha256: str = "") -> Path:
         if a is None:
             args[name] = {"kind": "null"}
         elif isinstance(a, TensorArg):
-            path = d / f"{name}.npy"
-            encoding = save_array(path, a.storage)
-            args[name] = {
-                "kind": "tensor",
-                "dtype": a.dtype,
-                "shape": list(a.shape),
-                "strides": list(a.strides),
-                "offset": a.offset,
-                "format": a.format,
-                "storage": path.name,
-                "encoding": encoding,
-                "sha256": sha256_file(path),
-            }
-        elif isinstance(a, ScalarArg):
-            args[name] = {"kind": "scalar", "dtype": a.dtype, "value": _jsonable_number(a.value)}
-        elif isinstance(a, bool):
-            args[name] = {"kind": "bool", "value": a}
+            args[name] = _tensor_json(d, name, a)
+        elif isinstance(a, ArrayArg):
+            args[name] = {"kind": a.kind, "values": _array_json(d, name, a)}
         else:
-            args[name] = {"kind": "string", "value": a}
+            args[name] = value_json(a)
     meta = {
         "format": FORMAT,
         "id": case.id,
@@ -128,6 +123,53 @@ def write_case(root: Path, case: Case, spec_sha256: str = "") -> Path:
     text = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8")
     safeio.write_file(d / "case.json", lambda f: f.write(text))
     return d
+
+
+def value_json(a: Any) -> dict[str, Any]:
+    """The case.json entry of an argument that has no storage file: null, a scalar, a bool, an
+    int, a float, a string or an int/float/bool array (docs/case-directories.md)."""
+    if a is None:
+        return {"kind": "null"}
+    if isinstance(a, ScalarArg):
+        return {"kind": "scalar", "dtype": a.dtype, "value": _jsonable_number(a.value)}
+    if isinstance(a, bool):
+        return {"kind": "bool", "value": a}
+    if isinstance(a, int):
+        return {"kind": "int", "value": a}
+    if isinstance(a, float):
+        return {"kind": "float", "value": _jsonable_number(a)}
+    if isinstance(a, ArrayArg) and a.kind in ARRAY_KINDS:
+        return {"kind": a.kind, "values": [_jsonable_number(v) for v in a.items]}
+    if isinstance(a, ArrayArg) and a.kind == "scalar_list":
+        return {"kind": a.kind, "values": [value_json(x) | {} for x in a.items]}
+    if isinstance(a, str):
+        return {"kind": "string", "value": a}
+    raise TypeError(f"{type(a).__name__} has storage or no case-file form")
+
+
+def _tensor_json(d: Path, name: str, a: TensorArg) -> dict[str, Any]:
+    """A tensor's JSON; its storage goes to d/<name>.npy."""
+    path = d / f"{name}.npy"
+    encoding = save_array(path, a.storage)
+    return {
+        "kind": "tensor",
+        "dtype": a.dtype,
+        "shape": list(a.shape),
+        "strides": list(a.strides),
+        "offset": a.offset,
+        "format": a.format,
+        "storage": path.name,
+        "encoding": encoding,
+        "sha256": sha256_file(path),
+    }
+
+
+def _array_json(d: Path, name: str, a: ArrayArg) -> list[Any]:
+    """An array's values (numbers, true/false), a scalar list's {dtype, value} items, a tensor
+    list's tensors (item i's storage in d/<name>.<i>.npy)."""
+    if a.kind == "tensor_list":
+        return [_tensor_json(d, f"{name}.{i}", t) for i, t in enumerate(a.items)]
+    return value_json(a)["values"]
 
 
 MAX_DEPTH = 64  # directory levels under --cases; a case id has a handful
@@ -321,8 +363,67 @@ def _read_arg(d: Path, base: Path, name: str, spec: Any, budget: _Budget) -> Any
     if kind == "scalar":
         info = dt.get(_text(spec["dtype"], f"{where}: dtype"))
         return ScalarArg(info.name, _scalar(info, spec["value"], where))
+    if kind in ("int", "float"):
+        return _by_value(kind, spec["value"], f"{where}: value")
+    if kind in ARRAY_KINDS or kind in LIST_KINDS:
+        return _read_array(d, base, name, kind, spec["values"], where, budget)
     if kind != "tensor":
         raise CaseFileError(f"{where}: unknown kind {_show(kind)}")
+    return _read_tensor(d, base, name, spec, where, budget)
+
+
+def _by_value(kind: str, v: Any, where: str) -> int | float:
+    """An int (an integer, no true/false, no 2.0) or a float (a number, or "nan"/"inf")."""
+    if kind == "float" and isinstance(v, str):
+        v = _number(v, where)
+    if why := number_problem(kind, v):
+        raise CaseFileError(
+            f"{where}: an {kind} parameter {why}"
+            if kind == "int"
+            else f"{where}: a float parameter {why}"
+        )
+    return float(v) if kind == "float" else int(v)
+
+
+def _read_array(
+    d: Path, base: Path, name: str, kind: str, raw: Any, where: str, budget: _Budget
+) -> ArrayArg:
+    if not isinstance(raw, list):
+        raise CaseFileError(f"{where}: values of a {kind} must be a list, not {_show(raw)}")
+    if len(raw) > MAX_ARRAY_LEN:
+        raise CaseFileError(
+            f"{where}: a {kind} of {len(raw)} items; at most {MAX_ARRAY_LEN} are read"
+        )
+    at = [f"{where}: values[{i}]" for i in range(len(raw))]
+    if kind == "tensor_list":
+        items: list[Any] = []
+        for i, t in enumerate(raw):
+            if not isinstance(t, dict) or t.get("kind", "tensor") != "tensor":
+                raise CaseFileError(f"{at[i]}: must be a tensor mapping")
+            items.append(_read_tensor(d, base, f"{name}[{i}]", t, at[i], budget))
+        return ArrayArg(kind, tuple(items))
+    if kind == "scalar_list":
+        out = []
+        for i, x in enumerate(raw):
+            if not isinstance(x, dict):
+                raise CaseFileError(f"{at[i]}: must be {{dtype, value}}")
+            info = dt.get(_text(x["dtype"], f"{at[i]}: dtype"))
+            out.append(ScalarArg(info.name, _scalar(info, x["value"], at[i])))
+        return ArrayArg(kind, tuple(out))
+    if kind == "bool_array":
+        if not all(isinstance(v, bool) for v in raw):
+            bad = next(i for i, v in enumerate(raw) if not isinstance(v, bool))
+            raise CaseFileError(
+                f"{at[bad]}: a bool_array item is true or false, not {_show(raw[bad])}"
+            )
+        return ArrayArg(kind, tuple(raw))
+    item = kind.removesuffix("_array")
+    return ArrayArg(kind, tuple(_by_value(item, v, at[i]) for i, v in enumerate(raw)))
+
+
+def _read_tensor(
+    d: Path, base: Path, name: str, spec: dict[str, Any], where: str, budget: _Budget
+) -> TensorArg:
     info = dt.get(_text(spec["dtype"], f"{where}: dtype"))
     shape = _dims(spec["shape"], f"{where}: shape")
     raw_strides = spec.get("strides")

@@ -27,7 +27,7 @@ from ..spec.model import OpSpec
 from . import values as vals
 from .build import Case, build, verdict
 from .negatives import negative_plans
-from .plan import CasePlan, base_args, make_plan
+from .plan import CasePlan, base_args, make_plan, number_default, point_arg
 
 if TYPE_CHECKING:
     from ..spec.registry import Registry
@@ -92,6 +92,10 @@ def _variants(spec: OpSpec) -> list[dict[str, Any]]:
             axes.append([(p.name, False), (p.name, True)])
         elif p.kind == "string" and p.values:
             axes.append([(p.name, v) for v in p.values])
+        elif p.is_number and p.values:
+            base = number_default(p)
+            conv = float if p.kind == "float" else int
+            axes.append([(p.name, v) for v in dict.fromkeys([base, *map(conv, p.values)])])
     return [dict(c) for c in itertools.product(*axes)] if axes else [{}]
 
 
@@ -173,7 +177,7 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                 args = dict(base)
                 for k, v in point.with_.items():
                     p = spec.param(k)
-                    args[k] = ScalarPlan(p.default_dtype or "FLOAT", v) if p.kind == "scalar" else v
+                    args[k] = point_arg(p, v)
                 plans.append(
                     make_plan(
                         spec,

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..acl import dtypes as dt
+from ..acl.call import ArrayArg
 from ..acl.planned import ScalarPlan, TensorPlan
-from ..spec.model import OpSpec
+from ..spec.model import OpSpec, Param
 
 BASE_SHAPE = (3, 5)
 
@@ -51,9 +52,36 @@ def base_args(
             args[p.name] = ScalarPlan(p.default_dtype or "FLOAT", p.default)
         elif p.kind == "bool":
             args[p.name] = bool(p.default)
+        elif p.is_number:
+            args[p.name] = number_default(p)
+        elif p.is_array:
+            args[p.name] = ArrayArg(p.kind, tuple(p.default or ()))
+        elif p.is_list:
+            args[p.name] = ArrayArg(p.kind, ())  # lists: planned by conformance.cases.lists
         else:
             args[p.name] = p.default if p.default is not None else (p.values[0] if p.values else "")
     return args
+
+
+def number_default(p: Param) -> int | float:
+    """An int or float parameter's base value: its default, else its first documented value,
+    else the low end of its range, else 0."""
+    v = p.default
+    if v is None:
+        v = p.values[0] if p.values else (p.range[0] if p.range else 0)
+    return float(v) if p.kind == "float" else int(v)
+
+
+def point_arg(p: Param, v: Any) -> Any:
+    """The planned argument of parameter `p` set to the YAML value `v` (a special point's
+    `with:`): a scalar of its default dtype, a float as a float, an array as an ArrayArg."""
+    if p.kind == "scalar":
+        return ScalarPlan(p.default_dtype or "FLOAT", v)
+    if p.kind == "float":
+        return float(v)
+    if p.is_array:
+        return ArrayArg(p.kind, tuple(v))
+    return v
 
 
 def make_plan(
@@ -94,4 +122,6 @@ def _variant_tag(spec: OpSpec, args: dict[str, Any]) -> str:
             parts.append(f"{p.name}={int(bool(args[p.name]))}")
         elif p.kind == "string" and p.values:
             parts.append(f"{p.name}={args[p.name]}")
+        elif p.is_number and p.values:
+            parts.append(f"{p.name}={args[p.name]!r}")
     return ",".join(parts) or "-"

@@ -21,6 +21,7 @@ import jsonschema
 
 from ... import specs
 from ..acl import dtypes as dt
+from ..acl.call import number_problem
 from . import bindings, dtypecond
 from .atk_section import section_problems
 from .checks.kinds import CHECK_KINDS
@@ -29,6 +30,9 @@ from .expr.language import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
 from .expr.walk import unsupported
 from .inplace import derive as derive_inplace
 from .model import (
+    ARRAY_KINDS,
+    LIST_KINDS,
+    NUMBER_KINDS,
     TERM_PROMOTE,
     Branch,
     Check,
@@ -75,6 +79,8 @@ class Linter:
     def __init__(self, doc: Located):
         self.doc = doc
         self.problems: list[Problem] = []
+        # arrays and lists: no expression reads them elementwise (checks and shape rules do)
+        self.unreadable: dict[str, str] = {}
 
     def err(self, path: Iterable[Any], message: str, extra_lines: int = 0) -> None:
         self.problems.append(
@@ -93,6 +99,12 @@ class Linter:
             offset = exc.line if self.doc.literal.get(tuple(path)) else 0
             self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
             return None
+        for name in sorted(set(e.names) & set(self.unreadable)):
+            self.err(
+                path,
+                f"{name} is a {self.unreadable[name]}: an expression cannot read it "
+                f"(expression {str(text)!r}; checks and shape rules read arrays)",
+            )
         for arith, fns in unsupported(e.functions).items():
             self.err(path, f"the {arith} arithmetic has no {', '.join(fns)} (expression {text!r})")
         return e
@@ -144,6 +156,7 @@ class Linter:
 
         params = self.params(data["params"])
         by_name = {p.name: p for p in params}
+        self.unreadable = {p.name: p.kind for p in params if p.kind in (*ARRAY_KINDS, *LIST_KINDS)}
         sets = self.dtype_sets(data.get("dtype_sets", {}), prods)
         checks = [self.check(i, c, by_name, sets) for i, c in enumerate(data["checks"])]
         raw_formulas, formula_paths = _formula_sections(data)
@@ -252,10 +265,10 @@ class Linter:
             elif kind == "scalar":
                 ddt = "FLOAT"
             null = p.get("if_null", "")
-            if null and kind == "bool":
+            if null and kind in ("bool", "int", "float"):
                 self.err(
                     ("params", i, "if_null"),
-                    f"{name}: a bool is passed by value; it cannot be null",
+                    f"{name}: a {kind} is passed by value; it cannot be null",
                 )
             elif null == "default" and (kind == "tensor" or p.get("default") is None):
                 self.err(
@@ -264,18 +277,20 @@ class Linter:
                     f"`default:` value to take"
                     + (" (a tensor has none: use absent or error)" if kind == "tensor" else ""),
                 )
+            default, values, rng = self.param_values(i, p)
             out.append(
                 Param(
                     name,
                     kind,
                     p.get("role", "input"),
                     p.get("c_type", ""),
-                    p.get("default"),
+                    default,
                     ddt,
-                    tuple(p.get("values", [])),
+                    values,
                     p.get("doc", ""),
                     p.get("c_name", ""),
                     null,
+                    rng,
                     bool(p.get("unused", False)),
                 )
             )
@@ -310,6 +325,61 @@ class Linter:
                     f"output {p.name!r} has no formula: add one to `formulas:`, or say "
                     "`unused: true` if the op never writes it",
                 )
+
+    def param_values(
+        self, i: int, p: dict[str, Any]
+    ) -> tuple[Any, tuple[Any, ...], tuple[float, float] | None]:
+        """A parameter's default, values and range, each of its kind's type: an int's are
+        integers, a float's numbers (made floats), an array's default a list of its items."""
+        name, kind = p["name"], p["kind"]
+        default, values, rng = p.get("default"), tuple(p.get("values", [])), p.get("range")
+        where = ("params", i)
+        if kind not in NUMBER_KINDS and rng is not None:
+            self.err((*where, "range"), f"{name}: only an int or a float has a range")
+            rng = None
+        if values and kind not in ("string", *NUMBER_KINDS):
+            self.err((*where, "values"), f"{name}: only a string, int or float lists values")
+        if kind in NUMBER_KINDS:
+            for j, v in enumerate(values):
+                if why := number_problem(kind, v):
+                    self.err((*where, "values", j), f"{name}: values[{j}] {why}")
+            if default is not None and (why := number_problem(kind, default)):
+                self.err((*where, "default"), f"{name}: default {why}")
+            if kind == "float":
+                values = tuple(float(v) if not isinstance(v, bool) else v for v in values)
+                if isinstance(default, int) and not isinstance(default, bool):
+                    default = float(default)
+            if rng is not None:
+                lo, hi = rng
+                if any(number_problem(kind, x) for x in rng) or lo > hi:
+                    self.err((*where, "range"), f"{name}: range is [lo, hi] with lo <= hi")
+                    rng = None
+                else:
+                    outside = [v for v in (default, *values) if v is not None and not lo <= v <= hi]
+                    if outside:
+                        self.err(
+                            (*where, "range"),
+                            f"{name}: {outside[0]!r} (its default or a value) is outside "
+                            f"range [{lo}, {hi}]",
+                        )
+                    rng = (lo, hi)
+        elif kind in ARRAY_KINDS and default is not None:
+            item = kind.removesuffix("_array")
+            bad = not isinstance(default, list) or any(
+                (item == "bool" and not isinstance(v, bool))
+                or (item != "bool" and number_problem(item, v))
+                for v in default
+            )
+            if bad:
+                self.err(
+                    (*where, "default"),
+                    f"{name}: the default of a {kind} is a list of {item}s, not {default!r}",
+                )
+            elif item == "float":
+                default = [float(v) for v in default]
+        elif isinstance(default, list):
+            self.err((*where, "default"), f"{name}: only an array's default is a list")
+        return default, values, rng
 
     def nulls(
         self, params: list[Param], checks: list[Check], formulas: list[Formula] | None

@@ -13,24 +13,45 @@ from typing import Any
 from .expr.language import Expr
 
 NULL_MEANINGS = ("default", "absent", "error")
+#: Every parameter kind (docs/spec-format.md "params"). By value: bool, int (int64_t), float
+#: (double) and string (char*); by pointer: tensor, scalar, the arrays and the lists.
+PARAM_KINDS = (
+    "tensor",
+    "scalar",
+    "bool",
+    "string",
+    "int",
+    "float",
+    "int_array",
+    "float_array",
+    "bool_array",
+    "tensor_list",
+    "scalar_list",
+)
+NUMBER_KINDS = ("int", "float")  # passed by value; a formula reads them as numbers
+ARRAY_KINDS = ("int_array", "float_array", "bool_array")  # aclIntArray* ...: values, by pointer
+LIST_KINDS = ("tensor_list", "scalar_list")  # aclTensorList*, aclScalarList*
+BY_VALUE_KINDS = ("bool", "string", "int", "float")  # never null (a string is a char*, but the
+# specs so far pass none null)
 TERM_PROMOTE = re.compile(r"^promote\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)$")
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: str  # tensor | scalar | bool | string
+    kind: str  # one of PARAM_KINDS
     role: str = "input"  # input | output | inout (tensors only; inout: an in-place op's tensor)
     c_type: str = ""
     default: Any = None
     default_dtype: str | None = None  # scalars
-    values: tuple[str, ...] = ()  # strings: the documented choices
+    values: tuple[Any, ...] = ()  # strings, ints, floats: the documented choices
     doc: str = ""
     c_name: str = ""  # the name in the C signature when it differs (an in-place op's selfRef)
     # What a null pointer does (`if_null:`, NULL_MEANINGS): "default" (accepted, the op uses `default`),
     # "absent" (accepted, the parameter takes no part), "error" (a not_null check rejects it);
     # "" when the spec does not say (a pointer no check names is then simply not tested null).
     null: str = ""  # the `if_null:` field
+    range: tuple[float, float] | None = None  # int, float: the documented [lo, hi] (inclusive)
     # An output the op neither reads nor writes (`unused: true`; the doc's "reserved, not used"
     # buffer): no formula computes it and the judge requires its storage unchanged.
     unused: bool = False
@@ -38,6 +59,26 @@ class Param:
     @property
     def is_tensor(self) -> bool:
         return self.kind == "tensor"
+
+    @property
+    def is_number(self) -> bool:
+        """An int64_t or double passed by value: formulas and checks read it as a number."""
+        return self.kind in NUMBER_KINDS
+
+    @property
+    def is_array(self) -> bool:
+        """An aclIntArray*, aclFloatArray* or aclBoolArray*: a tuple of values, not elementwise."""
+        return self.kind in ARRAY_KINDS
+
+    @property
+    def is_list(self) -> bool:
+        """An aclTensorList* or aclScalarList*."""
+        return self.kind in LIST_KINDS
+
+    @property
+    def by_value(self) -> bool:
+        """Passed by value in C: it has no null."""
+        return self.kind in ("bool", "int", "float")
 
     @property
     def nullable(self) -> bool:
@@ -275,7 +316,7 @@ class OpSpec:
 
     @property
     def attributes(self) -> tuple[Param, ...]:
-        """Scalars, bools and strings: everything that is not a tensor."""
+        """Scalars, bools, strings, numbers, arrays and lists: everything that is not a tensor."""
         return tuple(p for p in self.params if not p.is_tensor)
 
     def dtypes_for(self, set_name: str, product: str) -> tuple[str, ...]:

@@ -30,6 +30,9 @@ KINDS = ("op-name", "product-missing-in-spec", "product-missing-in-doc", "param-
          "dtype-missing-in-spec", "dtype-missing-in-doc", "max-rank", "status-missing-in-spec",
          "status-missing-in-doc", "check-missing")  # fmt: skip
 
+#: what a doc page lists as the dtype of a parameter passed by value (int64_t, double)
+BY_VALUE_DTYPES = {"int": ("INT64",), "float": ("DOUBLE", "FLOAT")}
+
 
 class CheckDocError(ValueError):
     """A spec/page pair that cannot be compared (no common op, a malformed `doc:` matcher)."""
@@ -274,6 +277,8 @@ def _param(
             if doc_set is None:
                 continue
             have = table[0].get(prod, ()) if table else ()
+            if sp.is_number:  # int64_t / double by value: the doc's list names the C type
+                have = BY_VALUE_DTYPES[sp.kind]
             at = (dp.dtype_lines.get(prod, dp.desc_line), "参数说明")
             spec_at = table[1](prod) if table else line
             for dt in doc_set:
@@ -289,7 +294,7 @@ def _param(
                         product=prod,
                         dtype=dt,
                     )
-            for dt in have:
+            for dt in () if sp.is_number else have:
                 if dt not in doc_set:
                     what = f"{name} on {prod}: {dt} is in the spec's list, not in the doc's"
                     w.add(

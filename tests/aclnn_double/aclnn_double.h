@@ -46,6 +46,11 @@
 #define TENSOR_MAGIC 0x54454e53
 #define SCALAR_MAGIC 0x5343414c
 #define EXECUTOR_MAGIC 0x45584543
+#define INTARRAY_MAGIC 0x494e5441
+#define FLOATARRAY_MAGIC 0x464c5441
+#define BOOLARRAY_MAGIC 0x424f4f41
+#define TENSORLIST_MAGIC 0x544e534c
+#define SCALARLIST_MAGIC 0x53434c53
 
 /* aclDataType values (acl_base_rt.h) */
 enum { DT_UNDEFINED = -1, DT_FLOAT = 0, DT_FLOAT16 = 1, DT_INT8 = 2, DT_INT32 = 3, DT_UINT8 = 4,
@@ -74,7 +79,7 @@ enum { OVERFLOW_SATURATION = 0, OVERFLOW_INFNAN = 1 };
 enum { C_ALLOCS_LIVE, C_TENSORS_LIVE, C_SCALARS_LIVE, C_EXECUTORS_LIVE, C_STREAMS_LIVE,
        C_INITS, C_FINALIZES, C_WORKSPACE_RUNS, C_PHASE1, C_PHASE2, C_MEMCPY_H2D, C_MEMCPY_D2H,
        C_ERRMSG_CALLS, C_SYNC_TIMEOUT_MS, C_LAST_FORMAT, C_EXECUTORS_DESTROYED, C_EVENTS_LIVE,
-       C_COUNT };
+       C_ARRAYS_LIVE, C_COUNT };
 
 typedef struct aclTensor {
     int magic;
@@ -93,6 +98,14 @@ typedef struct aclScalar {
     int dtype;
     unsigned char bytes[16];
 } aclScalar;
+
+/* aclIntArray, aclFloatArray, aclBoolArray, aclTensorList, aclScalarList: the values copied
+   (a list holds the pointers; destroying it destroys its tensors or scalars, as the real one) */
+typedef struct aclIntArray { int magic; uint64_t size; int64_t *v; } aclIntArray;
+typedef struct aclFloatArray { int magic; uint64_t size; float *v; } aclFloatArray;
+typedef struct aclBoolArray { int magic; uint64_t size; unsigned char *v; } aclBoolArray;
+typedef struct aclTensorList { int magic; uint64_t size; const aclTensor **v; } aclTensorList;
+typedef struct aclScalarList { int magic; uint64_t size; const aclScalar **v; } aclScalarList;
 
 /* exported by libascendcl.so (the double's runtime) for the other two libraries */
 void aclTestDoubleBump(int counter, int64_t delta);

@@ -139,3 +139,49 @@ int aclDestroyAclOpExecutor(void *executor) {
     aclTestDoubleBump(C_EXECUTORS_DESTROYED, 1);
     return 0;
 }
+
+/* -- arrays and lists (acl_meta.h): the values are copied; a null value with a size is refused,
+   as the real constructors do (their copy would read from null). --------------------------------- */
+
+#define MAKE_ARRAY(T, ET, MAGIC, NAME)                                                         \
+    T *NAME(const ET *value, uint64_t size) {                                                  \
+        if (!value && size) {                                                                  \
+            aclTestDoubleSetError(#NAME ": value is null but size is %llu",                    \
+                                  (unsigned long long)size);                                   \
+            return NULL;                                                                       \
+        }                                                                                      \
+        T *a = calloc(1, sizeof *a);                                                           \
+        if (!a) return NULL;                                                                   \
+        a->v = calloc(size ? size : 1, sizeof *a->v);                                          \
+        if (!a->v) { free(a); return NULL; }                                                   \
+        for (uint64_t i = 0; i < size; i++) a->v[i] = value[i];                                \
+        a->magic = MAGIC;                                                                      \
+        a->size = size;                                                                        \
+        aclTestDoubleBump(C_ARRAYS_LIVE, 1);                                                   \
+        return a;                                                                              \
+    }
+
+MAKE_ARRAY(aclIntArray, int64_t, INTARRAY_MAGIC, aclCreateIntArray)
+MAKE_ARRAY(aclFloatArray, float, FLOATARRAY_MAGIC, aclCreateFloatArray)
+MAKE_ARRAY(aclBoolArray, unsigned char, BOOLARRAY_MAGIC, aclCreateBoolArray)
+MAKE_ARRAY(aclTensorList, aclTensor *, TENSORLIST_MAGIC, aclCreateTensorList)
+MAKE_ARRAY(aclScalarList, aclScalar *, SCALARLIST_MAGIC, aclCreateScalarList)
+
+#define DESTROY_ARRAY(T, MAGIC, NAME, EACH)                                                    \
+    int NAME(const T *array) {                                                                 \
+        if (!array) return 0;                                                                  \
+        if (array->magic != MAGIC) return ACLNN_ERR_PARAM_INVALID;                             \
+        T *a = (T *)array;                                                                     \
+        for (uint64_t i = 0; i < a->size; i++) EACH;                                           \
+        a->magic = 0;                                                                          \
+        free(a->v);                                                                            \
+        free(a);                                                                               \
+        aclTestDoubleBump(C_ARRAYS_LIVE, -1);                                                  \
+        return 0;                                                                              \
+    }
+
+DESTROY_ARRAY(aclIntArray, INTARRAY_MAGIC, aclDestroyIntArray, (void)0)
+DESTROY_ARRAY(aclFloatArray, FLOATARRAY_MAGIC, aclDestroyFloatArray, (void)0)
+DESTROY_ARRAY(aclBoolArray, BOOLARRAY_MAGIC, aclDestroyBoolArray, (void)0)
+DESTROY_ARRAY(aclTensorList, TENSORLIST_MAGIC, aclDestroyTensorList, aclDestroyTensor(a->v[i]))
+DESTROY_ARRAY(aclScalarList, SCALARLIST_MAGIC, aclDestroyScalarList, aclDestroyScalar(a->v[i]))

@@ -20,7 +20,7 @@
 
 #include "aclnn_double.h"
 
-enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH };
+enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH, OP_SCALE_SHIFT };
 #define UNDEF (-2)
 
 typedef struct aclOpExecutor {
@@ -28,6 +28,7 @@ typedef struct aclOpExecutor {
     int op, nothing, kdt, flag, saturate;
     const aclTensor *a, *b, *out; /* gradOutput, self (or selfOrResult), output */
     float s1, s2, s3;
+    double d1, d2; /* OP_SCALE_SHIFT: alpha, shift (by value: int64_t and double) */
     uint64_t ws;
 } aclOpExecutor;
 
@@ -281,6 +282,8 @@ static double kernel(const aclOpExecutor *e, double gd, double xd) {
             if (isnan(resp)) resp = 0.0f;
             return g * (resp + t);
         }
+    case OP_SCALE_SHIFT: /* flag mode, d1 alpha, d2 shift: computed in double, rounded once */
+        return e->flag ? xd * e->d1 + e->d2 : xd + e->d1 + e->d2;
     case OP_SWISH: /* s1 beta (1.0 for a null betaOptional); a and b are both self */
         return x / (1.0f + expf(-s1 * x));
     case OP_ELU: { /* s1 alpha, s2 scale, s3 inputScale, flag isResult */
@@ -535,4 +538,51 @@ int aclnnSwishGetWorkspaceSize(const aclTensor *self, const aclScalar *betaOptio
 
 int aclnnSwish(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
     return run(OP_SWISH, "aclnnSwish", workspace, workspaceSize, executor, stream);
+}
+
+/* aclnnScaleShift: the made-up op of tests/data/params/scale_shift.yaml, for the parameter kinds
+ * passed by value (int64_t mode and shift, double alpha) and as arrays (aclIntArray dims,
+ * aclFloatArray weights, aclBoolArray flags), which only the checks read; the double records
+ * what it received (aclnnTestDoubleLastArgs) so that a test can see the values cross intact. */
+static char last_args[4096];
+
+const char *aclnnTestDoubleLastArgs(void) { return last_args; }
+
+static const int FLOAT2[] = {DT_FLOAT, DT_FLOAT16, UNDEF};
+
+int aclnnScaleShiftGetWorkspaceSize(const aclTensor *self, int64_t mode, double alpha,
+    int64_t shift, const aclIntArray *dims, const aclFloatArray *weights, const aclBoolArray *flags,
+    aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *OP = "aclnnScaleShift";
+    aclOpExecutor *e;
+    PROLOGUE();
+    NEED_T(self, "self");
+    if (!dims || !weights || !flags)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: dims, weights or flags is null", OP);
+    NEED_T(out, "out");
+    if (dims->magic != INTARRAY_MAGIC || weights->magic != FLOATARRAY_MAGIC ||
+        flags->magic != BOOLARRAY_MAGIC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: dims, weights or flags is not an array of its type", OP);
+    int n = snprintf(last_args, sizeof last_args, "mode=%lld alpha=%.17g shift=%lld dims=",
+                     (long long)mode, alpha, (long long)shift);
+    for (uint64_t i = 0; i < dims->size && n < 3800; i++)
+        n += snprintf(last_args + n, sizeof last_args - n, "%s%lld", i ? "," : "", (long long)dims->v[i]);
+    n += snprintf(last_args + n, sizeof last_args - n, " weights=");
+    for (uint64_t i = 0; i < weights->size && n < 3900; i++)
+        n += snprintf(last_args + n, sizeof last_args - n, "%s%.9g", i ? "," : "", weights->v[i]);
+    n += snprintf(last_args + n, sizeof last_args - n, " flags=");
+    for (uint64_t i = 0; i < flags->size && n < 4000; i++)
+        n += snprintf(last_args + n, sizeof last_args - n, "%d", flags->v[i] ? 1 : 0);
+    DTYPE(self, FLOAT2, "self"); DTYPE(out, FLOAT2, "out");
+    if (mode < 0 || mode > 1) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: mode %lld is not 0 or 1", OP, (long long)mode);
+    if (!(alpha >= -100 && alpha <= 100)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: alpha out of range", OP);
+    if (!same_shape(self, out)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out shapes differ", OP);
+    int nothing = numel(self) == 0;
+    int rc = finish(OP_SCALE_SHIFT, nothing, self, self, out, out->dtype, workspaceSize, executor, &e);
+    if (rc == 0) { e->flag = (int)mode; e->d1 = alpha; e->d2 = (double)shift; }
+    return rc;
+}
+
+int aclnnScaleShift(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
+    return run(OP_SCALE_SHIFT, "aclnnScaleShift", workspace, workspaceSize, executor, stream);
 }

@@ -58,7 +58,7 @@ static const char *counter_names[C_COUNT] = {
     "allocs_live", "tensors_live", "scalars_live", "executors_live", "streams_live", "inits",
     "finalizes", "workspace_runs", "phase1_calls", "phase2_calls", "memcpy_h2d", "memcpy_d2h",
     "errmsg_calls", "last_sync_timeout_ms", "last_tensor_format", "executors_destroyed",
-    "events_live"};
+    "events_live", "arrays_live"};
 static Alloc *allocs;
 static uint64_t refcount; /* aclInit references */
 static pid_t init_pid;    /* the process that initialised */

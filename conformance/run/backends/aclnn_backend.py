@@ -51,7 +51,16 @@ from typing import Any
 import numpy as np
 
 from ...acl import dtypes as dt
-from ...acl.call import Call, CallError, Outcome, ScalarArg, TensorArg
+from ...acl.call import (
+    ArrayArg,
+    Call,
+    CallError,
+    Outcome,
+    ScalarArg,
+    TensorArg,
+    arg_problem,
+    number_problem,
+)
 from ...spec.tables import products
 from ..backend import (
     Backend,
@@ -177,6 +186,16 @@ def find_libraries(lib_dir: str | None = None) -> tuple[Path, Path, Path]:
     return locate_libraries(lib_dir)[0]
 
 
+#: array and list kinds: (create function, destroy function, C type)
+ARRAY_C_TYPES = {
+    "int_array": ("aclCreateIntArray", "aclDestroyIntArray", "aclIntArray*"),
+    "float_array": ("aclCreateFloatArray", "aclDestroyFloatArray", "aclFloatArray*"),
+    "bool_array": ("aclCreateBoolArray", "aclDestroyBoolArray", "aclBoolArray*"),
+    "tensor_list": ("aclCreateTensorList", "aclDestroyTensorList", "aclTensorList*"),
+    "scalar_list": ("aclCreateScalarList", "aclDestroyScalarList", "aclScalarList*"),
+}
+
+
 class _Lib:
     """The loaded libraries with ctypes prototypes; optional functions (newer CANN) are None
     where the library lacks them."""
@@ -245,6 +264,17 @@ class _Lib:
                 "aclCreateScalar": (vp, [vp, C.c_int]),
                 "aclDestroyScalar": (i32, [vp]),
                 "aclDestroyAclOpExecutor": (i32, [vp]),
+                # arrays and lists (optional: only a spec with such a parameter needs them)
+                "aclCreateIntArray": (vp, [i64p, u64]),
+                "aclCreateFloatArray": (vp, [C.POINTER(C.c_float), u64]),
+                "aclCreateBoolArray": (vp, [C.POINTER(C.c_bool), u64]),
+                "aclCreateTensorList": (vp, [C.POINTER(vp), u64]),
+                "aclCreateScalarList": (vp, [C.POINTER(vp), u64]),
+                "aclDestroyIntArray": (i32, [vp]),
+                "aclDestroyFloatArray": (i32, [vp]),
+                "aclDestroyBoolArray": (i32, [vp]),
+                "aclDestroyTensorList": (i32, [vp]),
+                "aclDestroyScalarList": (i32, [vp]),
             },
         }
         for lib, table in protos.items():
@@ -700,6 +730,9 @@ class AclnnBackend(Backend):
                 "scalar": C.c_void_p,
                 "bool": C.c_bool,
                 "string": C.c_char_p,
+                "int": C.c_int64,
+                "float": C.c_double,
+                **dict.fromkeys(ARRAY_C_TYPES, C.c_void_p),
             }
             ws = getattr(self.lib.ops, op + "GetWorkspaceSize")
             ws.restype = C.c_int32
@@ -748,11 +781,12 @@ class AclnnBackend(Backend):
         buffers: list[int] = []
         tensors: list[int] = []
         scalars: list[int] = []
+        arrays: list[tuple[str, int]] = []  # (kind, handle): a list destroys its items
         devmem: dict[str, tuple[int, int]] = {}  # name -> (device pointer, bytes)
         fault: Exception | None = None
         try:
             args = [
-                self._arg(call.args.get(p.name), p.name, buffers, tensors, scalars, devmem)
+                self._arg(call.args.get(p.name), p.name, buffers, tensors, scalars, devmem, arrays)
                 for p in spec.params
             ]
             size, executor = C.c_uint64(0), C.c_void_p()
@@ -800,6 +834,8 @@ class AclnnBackend(Backend):
                         a.storage = back
             return Outcome(int(status), outputs, message, timings=timings)
         finally:
+            for kind, h in arrays:
+                getattr(lib, ARRAY_C_TYPES[kind][1])(h)
             for t in tensors:
                 lib.aclDestroyTensor(t)
             for s in scalars:
@@ -870,10 +906,49 @@ class AclnnBackend(Backend):
                 out.view(np.uint8)[:n] = wire[:n]
         return out
 
-    def _arg(self, a: Any, name: str, buffers, tensors, scalars, devmem) -> Any:
+    def _array(self, a: ArrayArg, name: str, buffers, tensors, scalars, devmem, arrays) -> int:
+        """aclCreateIntArray / FloatArray / BoolArray / TensorList / ScalarList of `a`; a list's
+        items are made first and then belong to it (aclDestroyTensorList destroys them)."""
+        lib = self.lib
+        create, destroy, _ = ARRAY_C_TYPES[a.kind]
+        fn = getattr(lib, create)
+        if fn is None or getattr(lib, destroy) is None:
+            raise BackendError(f"{lib.paths[1].name} has no {create}/{destroy} ({name})")
+        n = len(a.items)
+        if a.kind == "int_array":
+            buf: Any = (C.c_int64 * max(n, 1))(*a.items)
+        elif a.kind == "float_array":
+            buf = (C.c_float * max(n, 1))(*a.items)
+        elif a.kind == "bool_array":
+            buf = (C.c_bool * max(n, 1))(*a.items)
+        else:
+            mine: list[int] = []
+            pool = tensors if a.kind == "tensor_list" else scalars
+            try:
+                for i, item in enumerate(a.items):
+                    self._arg(item, f"{name}[{i}]", buffers, mine, mine, devmem, arrays)
+            except BaseException:
+                pool.extend(mine)  # not yet owned by a list: destroyed one by one
+                raise
+            buf = (C.c_void_p * max(n, 1))(*mine)
+            h = fn(buf, n)
+            if not h:
+                pool.extend(mine)
+                raise AclError(f"{create}({name}) returned null: {lib.recent_error()}")
+            arrays.append((a.kind, h))
+            return h
+        h = fn(buf, n)
+        if not h:
+            raise AclError(f"{create}({name}) returned null: {lib.recent_error()}")
+        arrays.append((a.kind, h))
+        return h
+
+    def _arg(self, a: Any, name: str, buffers, tensors, scalars, devmem, arrays) -> Any:
         lib = self.lib
         if a is None:
             return None
+        if isinstance(a, ArrayArg):
+            return self._array(a, name, buffers, tensors, scalars, devmem, arrays)
         if isinstance(a, TensorArg):
             host = np.ascontiguousarray(a.storage)
             nbytes = device_bytes(a.dtype, host.size)
@@ -914,6 +989,8 @@ class AclnnBackend(Backend):
             return s
         if isinstance(a, bool | np.bool_):
             return bool(a)
+        if isinstance(a, int | float):  # int64_t, double (_check_kind matched them to the kind)
+            return a
         return a.encode("utf-8")  # a string (_check_kind let nothing else through)
 
 
@@ -925,6 +1002,9 @@ def _check_kind(p: Any, a: Any) -> None:
         "scalar": lambda v: v is None or isinstance(v, ScalarArg),
         "bool": lambda v: isinstance(v, bool | np.bool_),
         "string": lambda v: v is None or isinstance(v, str),
+        "int": lambda v: number_problem("int", v) is None,
+        "float": lambda v: number_problem("float", v) is None,
+        **{k: (lambda v, k=k: v is None or arg_problem(k, "", v) is None) for k in ARRAY_C_TYPES},
     }
     if p.kind not in fits:
         raise CallError(f"{p.name}: parameter kind {p.kind!r} has no C type in the aclnn adapter")
@@ -934,6 +1014,9 @@ def _check_kind(p: Any, a: Any) -> None:
             "scalar": "aclScalar*",
             "bool": "bool",
             "string": "char*",
+            "int": "int64_t",
+            "float": "double",
+            **{k: v[2] for k, v in ARRAY_C_TYPES.items()},
         }[p.kind]
         raise CallError(
             f"{p.name}: the spec declares a {p.kind} ({c_type}) but the case gives {_what(a)}"

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...acl import dtypes as dt
-from ...acl.call import Call, Outcome, ScalarArg, TensorArg
+from ...acl.call import ArrayArg, Call, Outcome, ScalarArg, TensorArg
 from ...spec.bindings import Binding, BindingCache, BindingError
 from ...spec.checks.base import with_defaults
 from ...spec.model import OpSpec
@@ -63,6 +63,18 @@ class AtenBinding:
     kwargs: tuple[tuple[str, str], ...]
     returns: tuple[str, ...]
     source: Binding  # the spec's entry, for messages with file and line
+    # `translate`: parameter -> {its value as text: the ATen argument} (an int mode -> a string)
+    translate: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def passed(self, name: str, value: Any) -> Any:
+        """What ATen gets for parameter `name` of value `value` (KeyError: no translation)."""
+        table = self.translate.get(name)
+        return value if table is None else table[_key(value)]
+
+
+def _key(value: Any) -> str:
+    """A translate table's key for a value: its text (YAML keys 0 and "0" are the same)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 DROPPED = "_"  # in `returns`: an ATen result that no output of the API receives
@@ -102,7 +114,12 @@ def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
                 ("returns", i),
                 f"{r} is unused (the API never writes it): write {DROPPED} for this result",
             )
-    return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), b)
+    translate: dict[str, dict[str, Any]] = {}
+    for name, table in (raw.get("translate") or {}).items():
+        if name not in (*args, *kwargs.values()):
+            raise b.error(("translate", name), f"{name!r} is not an argument of this binding")
+        translate[name] = {_key(k): v for k, v in table.items()}
+    return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), b, translate)
 
 
 def checked_aten_binding(torch: Any, spec: OpSpec) -> AtenBinding | None:
@@ -236,6 +253,13 @@ class TorchBackend(Backend):
                 return f"{self.name} cannot make a number of an opaque {arg.dtype} scalar ({name})"
             if name in outputs and isinstance(arg, TensorArg) and _overlapping(arg):
                 return f"{self.name} cannot write an output whose view overlaps itself ({name})"
+        b = self.binding(spec)
+        for name, table in b.translate.items():
+            if _key(self._value(call.args[name])) not in table:
+                return (
+                    f"{self.name}: {name} = {call.args[name]!r} has no ATen argument "
+                    f"(bindings.aten.translate.{name} lists {', '.join(table)})"
+                )
         return None
 
     def execute(self, call: Call) -> Outcome:
@@ -265,8 +289,8 @@ class TorchBackend(Backend):
             if n not in bases and n not in outs and isinstance(a := call.args[n], TensorArg)
         }
         bases.update(inputs)
-        args = [self._value(call.args[n], bases.get(n)) for n in b.args]
-        kwargs = {k: self._value(call.args[n], bases.get(n)) for k, n in b.kwargs}
+        args = [b.passed(n, self._value(call.args[n], bases.get(n))) for n in b.args]
+        kwargs = {k: b.passed(n, self._value(call.args[n], bases.get(n))) for k, n in b.kwargs}
         overload = self._overload(b)
         try:
             result = overload(*args, **kwargs)
@@ -322,7 +346,9 @@ class TorchBackend(Backend):
             if cat == "int":
                 return int(v)
             return complex(v) if cat == "complex" else float(v)
-        return arg  # bool, str
+        if isinstance(arg, ArrayArg):  # an int/float/bool array or a list: a Python list
+            return [self._value(x) for x in arg.items]
+        return arg  # bool, str, int, float (Python numbers)
 
     def _tensor(self, storage: np.ndarray, dtype: str) -> Any:
         """A 1-D torch tensor on the device holding a copy of `storage` bit for bit."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...acl import dtypes as dt
-from ...acl.call import Call, CallError, ScalarArg
+from ...acl.call import ArrayArg, Call, CallError, ScalarArg
 from ..model import Check, DtypeTerm, OpSpec, Param
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ def null_default(p: Param) -> Any:
     documented default (a scalar of its default dtype)."""
     if p.kind == "scalar":
         return ScalarArg(p.default_dtype or "FLOAT", p.default)
+    if p.is_array:
+        return ArrayArg(p.kind, tuple(p.default or ()))
     return bool(p.default) if p.kind == "bool" else p.default
 
 
@@ -55,14 +57,19 @@ def accepted_nulls(spec: OpSpec, call: Call) -> set[str]:
 
 
 def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
-    """Scalars (as float64 of their declared dtype), bools and strings of the call; a null that
-    stands for a default (`null: default`) is that default."""
+    """Scalars (as float64 of their declared dtype), bools, strings, ints and floats (Python
+    numbers) of the call, arrays as tuples of Python numbers (lists: tuples of their items); a
+    null that stands for a default (`null: default`) is that default."""
     env: dict[str, Any] = {}
     for p in spec.attributes:
         v = call.args.get(p.name)
         if v is None and p.null == "default":
             v = null_default(p)
-        env[p.name] = v.as_float64() if isinstance(v, ScalarArg) else v
+        if isinstance(v, ScalarArg):
+            v = v.as_float64()
+        elif isinstance(v, ArrayArg):
+            v = v.values()
+        env[p.name] = v
     return env
 
 

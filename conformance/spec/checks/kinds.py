@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...acl import dtypes as dt
-from ...acl.call import Call, CallError
+from ...acl.call import ArrayArg, Call, CallError, number_problem
 from ..model import Check, OpSpec, Param
 from .base import (
     COMMON_FIELDS,
@@ -44,8 +44,8 @@ class NotNull(CheckKind):
 
     @classmethod
     def param_problem(cls, name: str, p: Param) -> str | None:
-        if p.kind == "bool":
-            return f"not_null: {name!r} is a bool passed by value; it cannot be null"
+        if p.by_value:
+            return f"not_null: {name!r} is a {p.kind} passed by value; it cannot be null"
         return None
 
     @classmethod
@@ -75,7 +75,7 @@ class Value(CheckKind):
     def parse_condition(
         cls, lint: Linter, base: tuple, c: dict[str, Any], by_name: dict[str, Param]
     ) -> tuple[Any, list[dict[str, Any]]]:
-        attrs = [p.name for p in by_name.values() if not p.is_tensor]
+        attrs = [p.name for p in by_name.values() if not p.is_tensor and not p.is_list]
         strings = [p.name for p in by_name.values() if p.kind == "string"]
         violated = lint.expr((*base, "violated_if"), c["violated_if"], attrs, strings)
         examples: list[dict[str, Any]] = []
@@ -84,8 +84,13 @@ class Value(CheckKind):
                 if k not in attrs:
                     lint.err(
                         (*base, "examples", j),
-                        f"example sets {k!r}, which is not a scalar, bool or string parameter",
+                        f"example sets {k!r}, which is not a scalar, bool, string, int, "
+                        f"float or array parameter",
                     )
+                elif by_name[k].is_number and (why := number_problem(by_name[k].kind, v)):
+                    lint.err((*base, "examples", j, k), f"example {k}: {why}")
+                elif by_name[k].is_array and not isinstance(v, list):
+                    lint.err((*base, "examples", j, k), f"example {k}: an array is a list")
                 elif isinstance(v, dict):
                     cls._typed_example(lint, (*base, "examples", j, k), by_name[k], v)
             examples.append(dict(ex))
@@ -130,6 +135,10 @@ class Value(CheckKind):
                 p = spec.param(k)
                 if p.kind == "scalar" and isinstance(v, dict):  # {dtype: DOUBLE, value: x}
                     args[k] = replace(base[k], dtype=dt.get(v["dtype"]).name, value=v["value"])
+                elif p.is_array:
+                    args[k] = ArrayArg(p.kind, tuple(v))
+                elif p.kind == "float":
+                    args[k] = float(v)
                 else:
                     args[k] = replace(base[k], value=v) if p.kind == "scalar" else v
             yield f"example{i + 1}", args

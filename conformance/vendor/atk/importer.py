@@ -22,11 +22,21 @@ from typing import Any
 import numpy as np
 
 from ...acl import dtypes as dt
-from ...acl.call import Call, ScalarArg, TensorArg, contiguous_strides
-from ...cases.casedir import FORMAT, TOOL_VERSION, make_case_dir
+from ...acl.call import (
+    ArrayArg,
+    Call,
+    ScalarArg,
+    TensorArg,
+    arg_problem,
+    contiguous_strides,
+    number_problem,
+)
+from ...cases.casedir import FORMAT, TOOL_VERSION, make_case_dir, value_json
 from ...cases.casedir import MAX_ELEMENTS as READER_MAX_ELEMENTS
+from ...cases.plan import number_default
 from ...files import safeio
 from ...spec import atk_forms
+from ...spec.checks.base import null_default
 from ...spec.interpret import branch_hits, lets_used, validate
 from ...spec.model import Check, DtypeTerm, OpSpec
 from . import values as av
@@ -35,7 +45,8 @@ from .files import NON_PARAM, AtkCase, AtkError, AtkInput, AtkMapping
 DEFAULT_MAX_ELEMENTS = 1 << 24
 BRANCH_CHUNK = 1 << 18
 KINDS = {"tensor": ("tensor",), "scalar": ("scalar", "attr"), "bool": ("attr", "scalar"),
-         "string": ("attr",)}  # fmt: skip
+         "string": ("attr",), "int": ("attr", "scalar"), "float": ("attr", "scalar"),
+         "int_array": ("attr",), "float_array": ("attr",), "bool_array": ("attr",)}  # fmt: skip
 
 
 @dataclass
@@ -201,6 +212,15 @@ def _take(
             plan.args[name] = av.bool_value(inp.form, rng)
             if not (inp.form.kind == "const" and isinstance(inp.form.value, bool)):
                 item.values[name] = f"{plan.args[name]} (from {inp.form.describe()}: not zero)"
+        elif p.is_number:
+            d = dt.get("INT64" if p.kind == "int" else "DOUBLE")
+            v = av.scalar_value(inp.form, d, rng)
+            if p.kind == "int" and inp.form.kind != "const":
+                item.values[name] = f"{v} ({inp.form.describe()})"
+            plan.args[name] = int(v) if p.kind == "int" else float(v)
+        elif p.is_array:
+            plan.args[name] = _array_value(p.kind, inp.raw, where)
+            item.values[name] = str(list(plan.args[name].items))
         else:
             plan.args[name] = av.string_value(inp.form, rng)
     except av.Unrepresentable as exc:
@@ -208,6 +228,25 @@ def _take(
     except atk_forms.FormError as exc:
         raise AtkError(f"{where}: {exc}") from None
     return ""
+
+
+def _array_value(kind: str, raw: Any, where: str) -> ArrayArg:
+    """An int/float/bool array attribute: ATK writes the list itself as range_values (a single
+    number is a list of one)."""
+    items = raw if isinstance(raw, list) else [raw]
+    item = kind.removesuffix("_array")
+    out = []
+    for v in items:
+        if item == "bool" and isinstance(v, bool | int) and not isinstance(v, float):
+            out.append(bool(v))
+        elif item != "bool" and not number_problem(item, v):
+            out.append(float(v) if item == "float" else v)
+        else:
+            raise AtkError(f"{where}: {v!r} is not an item of a {kind} ({items!r})")
+    arr = ArrayArg(kind, tuple(out))
+    if why := arg_problem(kind, where, arr):
+        raise AtkError(why)
+    return arr
 
 
 def _executor_input(m: AtkMapping, case: AtkCase, plan: Planned, inp: AtkInput, seed: int) -> bool:
@@ -280,6 +319,9 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
         elif p.default is not None and p.kind in ("bool", "string"):
             args[p.name] = p.default if p.kind == "string" else bool(p.default)
             item.values[p.name] = f"{p.default} (spec default)"
+        elif p.is_number or p.is_array:
+            args[p.name] = null_default(p) if p.is_array else number_default(p)
+            item.values[p.name] = f"{p.default} (spec default)"
         else:
             raise AtkError(
                 f"case {case.id} gives no value for {spec.name} parameter {p.name!r}, "
@@ -321,19 +363,6 @@ def plan_case(spec: OpSpec, m: AtkMapping, case: AtkCase, seed: int, case_id: st
 
 
 # -- writing -----------------------------------------------------------------------------------
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, bool | int | str):
-        return v
-    if isinstance(v, complex):
-        return {"re": _jsonable(v.real), "im": _jsonable(v.imag)}
-    f = float(v)
-    if f != f:
-        return "nan"
-    if f in (float("inf"), float("-inf")):
-        return "inf" if f > 0 else "-inf"
-    return f
-
-
 def _gather(
     arr: np.ndarray, shape: tuple[int, ...], out: tuple[int, ...], a: int, b: int
 ) -> np.ndarray:
@@ -422,12 +451,8 @@ def write_planned(
                 "encoding": encoding,
                 "sha256": digest,
             }
-        elif isinstance(a, ScalarArg):
-            args_json[name] = {"kind": "scalar", "dtype": a.dtype, "value": _jsonable(a.value)}
-        elif isinstance(a, bool):
-            args_json[name] = {"kind": "bool", "value": a}
         else:
-            args_json[name] = {"kind": "string", "value": a}
+            args_json[name] = value_json(a)
     item = plan.item
     if kind == "positive" and not item.clauses:
         item.clauses = credited(spec, plan, files)
