@@ -33,7 +33,7 @@ from ..conformance.run.backend import OracleTimeout
 from ..conformance.spec.interpret import attribute_env, validate, with_defaults
 from ..conformance.spec.model import OpSpec
 from ..conformance.spec.registry import Registry, UnknownOp, default_registry
-from . import kernel, precise, settle
+from . import kernel, precise, rows, settle
 from .evaluate_compiled import CompiledEvaluator
 from .evaluate_numpy import NumpyEvaluator
 from .plan import plan
@@ -176,6 +176,11 @@ def chunks(
     keeps no float64 copy of the chunk (the float64 value yielded may be None). True: the
     caller wants the values only (the judge's golden stream): a FLOAT, FLOAT16 or BF16 output's
     rounded result yielded is None."""
+    if rows.reductions(spec):  # a formula with reductions: by rows
+        yield from rows.chunks(
+            spec, call, exact=exact, check=_deadline_check(deadline), chunk=chunk, values=values
+        )
+        return
     shape = tuple(call.tensor(spec.formula.output).shape)
     total = numel(shape)
     env: dict[str, Any] = attribute_env(spec, call)

@@ -75,6 +75,13 @@ def evaluate_extended(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
         with np.errstate(all="ignore"):
             return evaluate_formula(spec, ld, hi - lo, np.longdouble).astype(np.float64)
 
+    if isinstance(n, tuple):  # rows of a formula with reductions (reference/rows.py): whole
+        ld = {
+            k: v.astype(np.longdouble) if isinstance(v, np.ndarray) else v for k, v in env.items()
+        }
+        ld = {k: np.longdouble(v) if isinstance(v, float) else v for k, v in ld.items()}
+        with np.errstate(all="ignore"):
+            return evaluate_formula(spec, ld, n, np.longdouble).astype(np.float64)
     # long double has no SIMD and numpy releases the GIL in its loops: a thread per core
     threads = min(_CORES, n // PARALLEL_MIN)
     if threads <= 1:
@@ -101,18 +108,19 @@ def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray
     """(y, mask): the formula's float64 value over `n` elements and the elements whose value may
     be more than 1 ulp from the exact one (finite values only: IEEE specials stay float64's)."""
     with np.errstate(all="ignore"):
-        y, err, undecided = _bounded(spec, env, n)
-        y = np.asarray(np.broadcast_to(y, (n,)), dtype=np.float64)
-        err = np.broadcast_to(err, (n,))
+        y, err, undecided = bounded(spec, env, n)
+        shape = n if isinstance(n, tuple) else (n,)
+        y = np.asarray(np.broadcast_to(y, shape), dtype=np.float64)
+        err = np.broadcast_to(err, shape)
         gap = np.abs(y) - np.nextafter(np.abs(y), 0.0)  # the smaller gap, toward zero
         mask = np.isfinite(y) & ~(err * SAFETY < gap * 0.5)
-        mask |= np.broadcast_to(undecided, (n,)) & np.isfinite(y)
+        mask |= np.broadcast_to(undecided, shape) & np.isfinite(y)
     return y, mask
 
 
-def _bounded(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[Any, Any, Any]:
+def bounded(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[Any, Any, Any]:
     """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED."""
-    pairs = {k: v if isinstance(v, str) else (v, 0.0) for k, v in env.items()}
+    pairs = {k: v if isinstance(v, str | tuple) else (v, 0.0) for k, v in env.items()}
     BOUNDED.state.undecided = False
     y, e = Formula.of(spec.formula).evaluate(pairs, BOUNDED, n)
     return y, e, BOUNDED.state.undecided
@@ -124,7 +132,7 @@ def exact_mask(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
     float64 value is the exact value, so its rounding to the output needs no mpmath, tie or
     not. Library functions (exp, erf, ...) are never taken as exact."""
     with np.errstate(all="ignore"):
-        y, err, undecided = _bounded(spec, env, n)
+        y, err, undecided = bounded(spec, env, n)
         ok = np.broadcast_to(np.equal(err, 0.0), (n,)) & ~np.broadcast_to(undecided, (n,))
         return ok & np.isfinite(np.broadcast_to(y, (n,)))
 
@@ -268,11 +276,60 @@ class ErrorBound(Arithmetic):
     def nothing(self) -> Any:
         return np.nan, 0.0
 
-    def finish(self, value: Any, n: int | None) -> Any:
-        return np.broadcast_to(value[0], (n,)), np.broadcast_to(value[1], (n,))
+    def finish(self, value: Any, n: Any) -> Any:
+        shape = n if isinstance(n, tuple) else (n,)
+        return np.broadcast_to(value[0], shape), np.broadcast_to(value[1], shape)
 
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return np.errstate(all="ignore")
+
+    # reductions over rows (walk.py: Arithmetic.reduce): the value as the numpy arithmetic
+    # computes it, the bound propagated (sum: its terms' errors plus 2 ulps of the row sum,
+    # conformance/compiled/rowsum.py; amax/amin and logsumexp are 1-Lipschitz in the max norm)
+    def rows_of(self, value: Any, rows: Any) -> Any:
+        v, e = _p(value)
+        return np.broadcast_to(v, rows), np.broadcast_to(e, rows)
+
+    @staticmethod
+    def r_sum(x: Pair) -> Pair:
+        s = NUMPY.r_sum(np.asarray(x[0], np.float64))
+        return s, np.sum(x[1], axis=-1, keepdims=True) + 2 * U * np.abs(s)
+
+    @classmethod
+    def r_mean(cls, x: Pair) -> Pair:
+        s, e = cls.r_sum(x)
+        n = np.shape(x[0])[-1]
+        return s / n, e / n + U * np.abs(s / n)
+
+    @staticmethod
+    def r_amax(x: Pair) -> Pair:
+        return NUMPY.r_amax(x[0]), np.max(x[1], axis=-1, keepdims=True, initial=0.0)
+
+    @staticmethod
+    def r_amin(x: Pair) -> Pair:
+        return NUMPY.r_amin(x[0]), np.max(x[1], axis=-1, keepdims=True, initial=0.0)
+
+    @staticmethod
+    def r_prod(x: Pair) -> Pair:
+        v, e = x
+        p = NUMPY.r_prod(v)
+        n = np.shape(v)[-1]
+        rel = np.sum(np.where(e > 0, e / np.abs(v), 0.0), axis=-1, keepdims=True)
+        return p, np.abs(p) * (rel + n * U)
+
+    @staticmethod
+    def r_logsumexp(x: Pair) -> Pair:
+        v, e = x
+        r = NUMPY.r_logsumexp(v)
+        return r, np.max(e, axis=-1, keepdims=True, initial=0.0) + 8 * U * (np.abs(r) + 1)
+
+    @staticmethod
+    def r_any(x: Pair) -> Pair:
+        return NUMPY.r_any(x[0]), 0.0
+
+    @staticmethod
+    def r_all(x: Pair) -> Pair:
+        return NUMPY.r_all(x[0]), 0.0
 
 
 def _library(name: str) -> Callable[[Pair], Pair]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..conformance.spec.expr.walk import ROW
 from ..conformance.spec.model import OpSpec
 from . import errbound, precise
 from .formula import evaluate_formula
@@ -46,9 +47,13 @@ class NumpyEvaluator:
     def __init__(self, spec: OpSpec, env: dict[str, Any], plan: Plan):
         self.spec, self.env, self.plan = spec, env, plan
 
-    def chunk(self, raw: dict[str, np.ndarray], n: int, target: Any = None) -> Chunk:
+    def chunk(self, raw: dict[str, np.ndarray], n: Any, target: Any = None) -> Chunk:
+        """n: the number of elements, or (rows, length) for a formula with reductions (the
+        inputs then are rows: reference/rows.py)."""
         spec, plan = self.spec, self.plan
         chunk_env = dict(self.env)
+        if isinstance(n, tuple):
+            chunk_env[ROW] = n
         for name, arr in raw.items():  # complex values stay complex (numpy path only)
             chunk_env[name] = arr.astype(np.complex128 if np.iscomplexobj(arr) else np.float64)
         mask = None

@@ -96,6 +96,9 @@ def _odd(x: Any) -> float:
     return _sticky(t) if mpmath.mpf(t) != x and np.isfinite(t) else t
 
 
+round_to_odd = _odd  # the public name (reference/rows.py refines rows)
+
+
 def _sticky(t: float) -> float:
     """t (truncated toward zero) with its last bit set: the round-to-odd of an inexact value."""
     bits = np.array([t]).view(np.int64)

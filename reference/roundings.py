@@ -108,6 +108,12 @@ class RoundingCount(Arithmetic):
         return MANY
 
     f_exp = f_expm1 = f_log1p = f_log = f_erf = f_erfc = f_erfinv = f_tanh = _many
+    # a sum, mean, product or logsumexp rounds many times; amax, amin, any and all are exact
+    r_sum = r_mean = r_prod = r_logsumexp = _many
+    r_amax = r_amin = r_any = r_all = _same
+
+    def reduce(self, node: Any, x: Callable[[Any], Any], env: Any) -> int:
+        return getattr(self, "r_" + node.fn)(x(env))
 
 
 COUNT = require(RoundingCount())

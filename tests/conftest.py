@@ -11,7 +11,7 @@ or when the test files or test ids are named on the command line:
 - large:    cases of 2^24 elements and more, results files of 10^5 records and more;
 - browser:  the HTML report in Chromium;
 - promise:  one YAML file adds an operator (tests/test_one_yaml_per_op.py);
-- slow:     the long profile of the fuzz test.
+- slow:     the long profile of the fuzz test, 2^20-long reductions.
 """
 
 from __future__ import annotations

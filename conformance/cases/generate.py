@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..acl.call import ArrayArg
 from ..acl.planned import ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
+from ..spec.expr import ir
+from ..spec.expr.walk import Formula
 from ..spec.interpret import Validation
 from ..spec.model import OpSpec
 from . import values as vals
@@ -213,6 +216,8 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                     plans.append(
                         make_plan(spec, product, "positive", args, f"layout=out-{lay}", noncontig)
                     )
+            if combo is diag[0]:
+                plans += _dim_plans(spec, product, base)
             plans += _scalar_plans(spec, product, base)
             plans += _null_plans(spec, product, base)
             if (
@@ -229,6 +234,45 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
         if diag:
             plans += negative_plans(spec, product, base_args(spec, diag[0]))
     return _valid_positive(spec, plans)
+
+
+DIM_SHAPES = ((7,), (3, 5), (2, 3, 4), (2, 3, 1, 4))  # each dim of each: a positive case
+LONG_ROW = 1 << 20  # the large profile's reduction length
+
+
+def dim_params(spec: OpSpec) -> list[str]:
+    """The int and int_array parameters that name dims: a dim_in_range check's `dim`, a
+    reduction's dim parameter in the formula."""
+    names = [c.dim for c in spec.checks if c.kind == "dim_in_range" and c.dim]
+    for e in Formula.of(spec.formula).expressions():
+        names += [r.param for r in ir.reductions(e.ir) if r.param]
+    return [n for n in dict.fromkeys(names) if spec.param(n).kind in ("int", "int_array")]
+
+
+def _dim_arg(spec: OpSpec, name: str, dims: tuple[int, ...]) -> Any:
+    return ArrayArg("int_array", dims) if spec.param(name).kind == "int_array" else dims[0]
+
+
+def _dim_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
+    """Every dim of every rank of DIM_SHAPES (negative ones too) for each dim parameter, a
+    size-1 reduced axis among them, and an empty reduced axis; an int_array also gets two dims
+    at once. Credited: the dim_in_range checks."""
+    out = []
+    tensors = [p.name for p in spec.params if p.is_tensor]
+    credited = _ids(spec, "dim")
+    for name in dim_params(spec):
+        cases = [(shp, (d,)) for shp in DIM_SHAPES for d in range(-len(shp), len(shp))]
+        cases.append(((2, 0, 3), (1,)))
+        if spec.param(name).kind == "int_array":
+            cases += [((2, 3, 4), (0, 2)), ((2, 3, 4), (-1, 0))]
+        for shp, dims in cases:
+            args = {
+                **with_shapes(base, dict.fromkeys(tensors, shp)),
+                name: _dim_arg(spec, name, dims),
+            }
+            tag = f"dim={name}:{','.join(map(str, dims))}@{'x'.join(map(str, shp))}"
+            out.append(make_plan(spec, product, "positive", args, tag, credited))
+    return out
 
 
 def _scalar_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
@@ -327,6 +371,11 @@ def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePla
                 plans.append(
                     make_plan(spec, product, "positive", base_args(spec, combo, shape), tag, [])
                 )
+            for name in dim_params(spec):  # a long reduction: 2^20 along the last dim
+                shape = (2, LONG_ROW)
+                args = {**base_args(spec, combo, shape), name: _dim_arg(spec, name, (-1,))}
+                tag = f"dim={name}:-1@long-2x{LONG_ROW}"
+                plans.append(make_plan(spec, product, "positive", args, tag, []))
     return plans
 
 

@@ -25,7 +25,7 @@ from ..acl.call import number_problem
 from . import bindings, dtypecond
 from .atk_section import section_problems
 from .checks.kinds import CHECK_KINDS
-from .expr import walk
+from .expr import ir, walk
 from .expr.language import CONSTANTS, FUNCTIONS, Expr, ExprError, compile_expr
 from .expr.walk import unsupported
 from .inplace import derive as derive_inplace
@@ -81,6 +81,7 @@ class Linter:
         self.problems: list[Problem] = []
         # arrays and lists: no expression reads them elementwise (checks and shape rules do)
         self.unreadable: dict[str, str] = {}
+        self.kinds: dict[str, str] = {}  # every parameter's kind (a reduction's dim: int)
 
     def err(self, path: Iterable[Any], message: str, extra_lines: int = 0) -> None:
         self.problems.append(
@@ -99,7 +100,16 @@ class Linter:
             offset = exc.line if self.doc.literal.get(tuple(path)) else 0
             self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
             return None
-        for name in sorted(set(e.names) & set(self.unreadable)):
+        dims = {r.param for r in ir.reductions(e.ir) if r.param}
+        for name in sorted(dims):
+            if self.kinds.get(name) not in ("int", "int_array"):
+                self.err(
+                    path,
+                    f"{name} is a {self.kinds.get(name, 'name')}: a reduction's dim must be an "
+                    f"int or int_array parameter, an int literal or `all` (expression {text!r})",
+                )
+        read = {n.name for n in ir.walk(e.ir) if isinstance(n, ir.Var)}
+        for name in sorted(read & set(self.unreadable)):
             self.err(
                 path,
                 f"{name} is a {self.unreadable[name]}: an expression cannot read it "
@@ -157,6 +167,7 @@ class Linter:
         params = self.params(data["params"])
         by_name = {p.name: p for p in params}
         self.unreadable = {p.name: p.kind for p in params if p.kind in (*ARRAY_KINDS, *LIST_KINDS)}
+        self.kinds = {p.name: p.kind for p in params}
         sets = self.dtype_sets(data.get("dtype_sets", {}), prods)
         checks = [self.check(i, c, by_name, sets) for i, c in enumerate(data["checks"])]
         raw_formulas, formula_paths = _formula_sections(data)

@@ -139,6 +139,7 @@ class Check:
     examples: tuple[dict[str, Any], ...] = ()
     summary: str = ""
     line: int = 0
+    dim: str | None = None  # dim_in_range: the int or int_array parameter naming dims
 
 
 @dataclass(frozen=True)

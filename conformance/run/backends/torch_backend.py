@@ -66,6 +66,8 @@ class AtenBinding:
     # `translate`: parameter -> {its value as text: the ATen argument} (an int mode -> a string)
     translate: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    consts: tuple[tuple[str, Any], ...] = ()  # ATen argument -> a constant or {dtype_of: P}
+
     def passed(self, name: str, value: Any) -> Any:
         """What ATen gets for parameter `name` of value `value` (KeyError: no translation)."""
         table = self.translate.get(name)
@@ -119,7 +121,22 @@ def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
         if name not in (*args, *kwargs.values()):
             raise b.error(("translate", name), f"{name!r} is not an argument of this binding")
         translate[name] = {_key(k): v for k, v in table.items()}
-    return AtenBinding(op, tuple(args), tuple(kwargs.items()), tuple(returns), b, translate)
+    consts = dict(raw.get("consts") or {})
+    tensors = {p.name for p in spec.params if p.is_tensor}
+    for key, v in consts.items():
+        if isinstance(v, dict) and v.get("dtype_of") not in tensors:
+            raise b.error(("consts", key), f"dtype_of must name a tensor of {spec.name}")
+    return AtenBinding(
+        op, tuple(args), tuple(kwargs.items()), tuple(returns), b, translate, tuple(consts.items())
+    )
+
+
+def positional(b: AtenBinding, names: list[str]) -> list[tuple[str, Any]]:
+    """The ATen op's positional arguments `names` in order, each ("arg", spec parameter) from
+    the binding's args or ("const", value) from its consts."""
+    consts = dict(b.consts)
+    rest = iter(b.args)
+    return [("const", consts[n]) if n in consts else ("arg", next(rest, "")) for n in names]
 
 
 def checked_aten_binding(torch: Any, spec: OpSpec) -> AtenBinding | None:
@@ -139,13 +156,16 @@ def check_aten_schema(torch: Any, b: AtenBinding) -> None:
             ("op",), f"torch {torch.__version__} has no functional op aten::{b.op}"
         ) from None
     arguments = overload._schema.arguments
-    positional = [a.name for a in arguments if not a.kwarg_only]
-    if len(b.args) != len(positional):
+    names = [a.name for a in arguments if not a.kwarg_only]
+    for key, _ in b.consts:
+        if key not in names:
+            raise b.source.error(("consts", key), f"aten::{b.op} has no argument {key!r}")
+    if len(b.args) + len(b.consts) != len(names):
         raise b.source.error(
             ("args",),
-            f"aten::{b.op} takes {len(positional)} positional "
-            f"arguments ({', '.join(positional)}), the binding "
-            f"gives {len(b.args)}",
+            f"aten::{b.op} takes {len(names)} positional "
+            f"arguments ({', '.join(names)}), the binding "
+            f"gives {len(b.args)}" + (f" and {len(b.consts)} consts" if b.consts else ""),
         )
     names = {a.name for a in arguments if a.kwarg_only}
     for key, _ in b.kwargs:
@@ -289,9 +309,15 @@ class TorchBackend(Backend):
             if n not in bases and n not in outs and isinstance(a := call.args[n], TensorArg)
         }
         bases.update(inputs)
-        args = [b.passed(n, self._value(call.args[n], bases.get(n))) for n in b.args]
-        kwargs = {k: b.passed(n, self._value(call.args[n], bases.get(n))) for k, n in b.kwargs}
         overload = self._overload(b)
+        schema = [a.name for a in overload._schema.arguments if not a.kwarg_only]
+        args = [
+            self._const(call, v)
+            if how == "const"
+            else b.passed(v, self._value(call.args[v], bases.get(v)))
+            for how, v in positional(b, schema)
+        ]
+        kwargs = {k: b.passed(n, self._value(call.args[n], bases.get(n))) for k, n in b.kwargs}
         try:
             result = overload(*args, **kwargs)
             results = result if isinstance(result, tuple | list) else (result,)
@@ -317,6 +343,12 @@ class TorchBackend(Backend):
             outputs[name] = self._host(bases[name], t) if name in bases else self._store(t, r)
         self._read_back(call, inputs)
         return Outcome(0, outputs, "")
+
+    def _const(self, call: Call, value: Any) -> Any:
+        """A binding's constant: as written, or the torch dtype of a tensor ({dtype_of: P})."""
+        if isinstance(value, dict):
+            return getattr(self.torch, TORCH_DTYPES[call.tensor(value["dtype_of"]).dtype])
+        return value
 
     def _overload(self, b: AtenBinding) -> Any:
         return getattr(self.torch.ops.aten, b.op).default

@@ -173,6 +173,7 @@ class CheckKind:
             examples=tuple(examples),
             summary=c.get("summary", ""),
             line=lint.doc.line(base),
+            dim=c.get("dim"),
         )
 
     @classmethod

@@ -31,7 +31,7 @@ from .base import (
     attribute_env,
 )
 from .dtype import Castable, DtypeIn, Promotable, SameDtype
-from .shape import Broadcastable, MaxRank, SameShape, ShapeIsBroadcast
+from .shape import Broadcastable, DimInRange, MaxRank, SameShape, ShapeIsBroadcast
 
 if TYPE_CHECKING:
     from ..lint import Linter
@@ -209,6 +209,7 @@ CHECK_KINDS: dict[str, type[CheckKind]] = {
         Broadcastable,
         SameShape,
         ShapeIsBroadcast,
+        DimInRange,
         Value,
         StringIn,
         EmptySuccess,

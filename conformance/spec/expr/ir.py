@@ -87,7 +87,19 @@ class Call:
     args: tuple[Node, ...]
 
 
-Node = Num | Const | Var | Text | Unary | Binary | Compare | Logic | Where | Call
+@dataclass(frozen=True)
+class Reduce:
+    """A reduction of the language (REDUCTIONS in language.py) of `x` over dims: literal dims
+    (`dims`, negative ones wrap), an int or int_array parameter (`param`), or every dim (both
+    None). Inside an expression its value broadcasts back over the reduced dims (keepdim)."""
+
+    fn: str
+    x: Node
+    dims: tuple[int, ...] | None = None
+    param: str | None = None
+
+
+Node = Num | Const | Var | Text | Unary | Binary | Compare | Logic | Where | Call | Reduce
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -104,6 +116,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.cond, node.a, node.b)
     if isinstance(node, Call):
         return node.args
+    if isinstance(node, Reduce):
+        return (node.x,)
     return ()
 
 
@@ -116,3 +130,14 @@ def walk(node: Node) -> list[Node]:
         out.append(n)
         stack.extend(children(n))
     return out
+
+
+def reductions(node: Node) -> list[Reduce]:
+    """The reductions in `node` (outermost first, each once)."""
+    return [n for n in walk(node) if isinstance(n, Reduce)]
+
+
+def names_read(node: Node) -> frozenset[str]:
+    """The names `node` reads (Var nodes and dim parameters)."""
+    out = {n.name for n in walk(node) if isinstance(n, Var)}
+    return frozenset(out | {n.param for n in walk(node) if isinstance(n, Reduce) and n.param})

@@ -8,7 +8,9 @@ below. Grammar (Python syntax, this subset only):
     numbers, True/False, the constants pi e inf nan, parameter and `let` names,
     + - * / ** (binary), unary - + not, and / or, comparisons (chains allowed),
     name == "text" / name != "text" / name in ("a", "b") for string parameters,
-    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs sign minimum maximum conj
+    calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs sign minimum maximum conj,
+    reductions sum mean amax amin prod logsumexp any all, as fn(x, dim) where dim is an int
+    literal, a tuple of them, an int/int_array parameter's name or `all` (every dim)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Binary, Call, Compare, Const, Logic, Node, Num, Text, Unary, Var, Where
+from .ir import Binary, Call, Compare, Const, Logic, Node, Num, Reduce, Text, Unary, Var, Where
 from .numpy_arith import NUMPY
 from .walk import Expression
 
@@ -60,6 +62,20 @@ FUNCTIONS: dict[str, int] = {
     "maximum": 2,
     "conj": 1,  # the complex conjugate; the identity on real values
 }
+# reductions: fn(x, dim), the value broadcast back over the reduced dims (keepdim); each
+# arithmetic implements them as methods r_<name> (walk.py: Arithmetic.reduce)
+REDUCTIONS: dict[str, str] = {
+    "sum": "the sum (exact accumulation in the reference)",
+    "mean": "the sum divided by the number of reduced elements",
+    "amax": "the largest value (NaN if any is NaN)",
+    "amin": "the smallest value (NaN if any is NaN)",
+    "prod": "the product",
+    "logsumexp": "log(sum(exp(x))), computed as m + log(sum(exp(x - m))) with m = amax(x)",
+    "any": "1 where some value is nonzero (true), else 0",
+    "all": "1 where every value is nonzero (true), else 0",
+}
+FUNCTIONS.update({name: 2 for name in REDUCTIONS})
+MAX_DIMS = 8  # a reduction's literal dims: each in [-8, 7]
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 _BINOPS: dict[type, str] = {
@@ -233,10 +249,44 @@ class _Compiler:
         if len(node.args) != arity:
             raise _fail(node, f"{fname}() takes {arity} argument(s), got {len(node.args)}")
         self.funcs.add(fname)
+        if fname in REDUCTIONS:
+            return self._reduce(fname, node, depth)
         args = tuple(self.compile(a, depth) for a in node.args)
         if fname == "where":
             return Where(*args)
         return Call(fname, args)
+
+    def _reduce(self, fname: str, node: ast.Call, depth: int) -> Node:
+        """fn(x, dim): dim is an int literal, a tuple of them, a parameter's name or `all`."""
+        x = self.compile(node.args[0], depth)
+        dim = node.args[1]
+        if isinstance(dim, ast.Name) and dim.id == "all":
+            return Reduce(fname, x)
+        if isinstance(dim, ast.Name):
+            if dim.id not in self.known:
+                raise _fail(dim, f"{fname}(): dim {dim.id!r} is not a parameter (nor `all`)")
+            self.names.add(dim.id)
+            return Reduce(fname, x, param=dim.id)
+        items = dim.elts if isinstance(dim, ast.Tuple) else [dim]
+        dims = tuple(_literal_dim(fname, d) for d in items)
+        if not dims:
+            raise _fail(dim, f"{fname}(): an empty tuple of dims (write `all` for every dim)")
+        return Reduce(fname, x, dims=dims)
+
+
+def _literal_dim(fname: str, node: ast.AST) -> int:
+    v = node
+    sign = 1
+    if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
+        v, sign = v.operand, -1
+    if not isinstance(v, ast.Constant) or isinstance(v.value, bool) or not isinstance(v.value, int):
+        raise _fail(
+            node, f"{fname}(): dim must be an int literal, a tuple of them, a parameter or `all`"
+        )
+    d = sign * v.value
+    if not -MAX_DIMS <= d < MAX_DIMS:
+        raise _fail(node, f"{fname}(): dim {d} is out of range [-{MAX_DIMS}, {MAX_DIMS - 1}]")
+    return d
 
 
 def _describe(node: ast.AST) -> str:

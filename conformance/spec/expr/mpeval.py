@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import mpmath
+from mpmath import libmp
 
 from .walk import Arithmetic, Env, Expression, require
 
@@ -92,6 +93,50 @@ class MpArithmetic(ScalarOperators, Arithmetic):
     @staticmethod
     def f_maximum(a: Any, b: Any) -> Any:
         return a if a != a else (b if b != b else max(a, b))
+
+    # reductions of a row's values (walk.py: Arithmetic.reduce), IEEE-style like the operators
+    def r_sum(self, xs: list[Any]) -> Any:
+        """The exact sum (mpf_sum at precision 0), rounded once to the working precision."""
+        m = self.m
+        vals = [v if isinstance(v, mpmath.mpf) else m.mpf(v) for v in xs]
+        exact = libmp.mpf_sum([v._mpf_ for v in vals], 0)
+        return m.make_mpf(libmp.mpf_pos(exact, m.prec, libmp.round_nearest))
+
+    def r_mean(self, xs: list[Any]) -> Any:
+        return self.div(self.r_sum(xs), self.m.mpf(len(xs)))
+
+    def r_amax(self, xs: list[Any]) -> Any:
+        if any(v != v for v in xs):
+            return self.m.nan
+        return max(xs, default=-self.m.inf)
+
+    def r_amin(self, xs: list[Any]) -> Any:
+        if any(v != v for v in xs):
+            return self.m.nan
+        return min(xs, default=self.m.inf)
+
+    def r_prod(self, xs: list[Any]) -> Any:
+        out = self.m.mpf(1)
+        for v in xs:
+            out = out * v
+        return out
+
+    def r_logsumexp(self, xs: list[Any]) -> Any:
+        m = self.m
+        top = self.r_amax(xs)
+        if top != top or not xs:
+            return top if xs else -m.inf
+        shift = top if m.isfinite(top) else m.mpf(0)
+        total = self.r_sum([m.exp(v - shift) for v in xs])
+        return shift + (m.log(total) if total > 0 else (-m.inf if total == 0 else m.nan))
+
+    @staticmethod
+    def r_any(xs: list[Any]) -> bool:
+        return any(bool(v) for v in xs)
+
+    @staticmethod
+    def r_all(xs: list[Any]) -> bool:
+        return all(bool(v) for v in xs)
 
     def _real(self, x: Any) -> Any:
         return self.m.nan if isinstance(x, self.m.mpc) else x

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ...compiled.rowsum import row_sum
 from .walk import Arithmetic, require
 
 
@@ -72,6 +73,42 @@ class NumpyArithmetic(Arithmetic):
     f_maximum = staticmethod(np.maximum)
     f_conj = staticmethod(np.conj)  # the complex conjugate; the identity on real values
 
+    # reductions: over the last axis of rows (walk.py: Arithmetic.reduce), kept for broadcasting
+    def rows_of(self, value: Any, rows: Any) -> Any:
+        return np.broadcast_to(value, rows)
+
+    def r_sum(self, x: Any) -> Any:
+        if x.dtype == np.float64:
+            return row_sum(x)[..., None]  # within an ulp of the exact sum (compiled/rowsum.py)
+        return np.sum(x, axis=-1, keepdims=True, dtype=np.result_type(x, self.dtype))
+
+    def r_mean(self, x: Any) -> Any:
+        return self.r_sum(x) / x.shape[-1]
+
+    @staticmethod
+    def r_amax(x: Any) -> Any:
+        return np.max(x, axis=-1, keepdims=True, initial=-np.inf)
+
+    @staticmethod
+    def r_amin(x: Any) -> Any:
+        return np.min(x, axis=-1, keepdims=True, initial=np.inf)
+
+    def r_prod(self, x: Any) -> Any:
+        return np.prod(x, axis=-1, keepdims=True, dtype=np.result_type(x, self.dtype))
+
+    def r_logsumexp(self, x: Any) -> Any:
+        m = self.r_amax(x)
+        shift = np.where(np.isfinite(m), m, 0.0)
+        return shift + np.log(self.r_sum(np.exp(x - shift)))
+
+    @staticmethod
+    def r_any(x: Any) -> Any:
+        return np.any(x, axis=-1, keepdims=True)
+
+    @staticmethod
+    def r_all(x: Any) -> Any:
+        return np.all(x, axis=-1, keepdims=True)
+
     def function(self, fn: str) -> Callable[..., Any]:
         """The ufunc of the language function `fn` (the error-bound tier reuses it)."""
         return getattr(self, "f_" + fn)
@@ -87,8 +124,9 @@ class NumpyArithmetic(Arithmetic):
     def nothing(self) -> Any:
         return np.asarray(np.nan, dtype=self.dtype)
 
-    def finish(self, value: Any, n: int | None) -> Any:
-        return np.asarray(np.broadcast_to(value, (n,)), dtype=self.dtype)
+    def finish(self, value: Any, n: Any) -> Any:
+        """n: the number of elements, or the rows' shape (a formula with reductions)."""
+        return np.asarray(np.broadcast_to(value, n if isinstance(n, tuple) else (n,)), self.dtype)
 
     def result(self, value: Any) -> Any:
         return np.asarray(value, dtype=self.dtype)

@@ -20,6 +20,12 @@ the operators (division by zero, NaN in comparisons: IEEE in every float arithme
 minimum/maximum (propagated), and each function of the language as a method `f_<name>`. An
 arithmetic that lacks a function the spec uses is found by `missing` (at lint time).
 
+Reductions (`sum(x, dim)`, ...; ir.Reduce) are the arithmetic's `reduce`: an array arithmetic
+reduces the last axis of its values (the evaluator lays each chunk out as rows: the reduced
+dims last, `ROW` in the environment holds the rows' shape), keeping it so the value broadcasts
+back over the row; a scalar arithmetic (mpmath) evaluates the argument at every element of the
+row (`Row`, bound as `ROW`), each reduction once per row.
+
 Expressions are *staged*: the walk is done once per (expression, arithmetic) into closures, so
 evaluating one is a call per node, no dispatch on node kinds (numpy chunks, mpmath elements).
 """
@@ -28,12 +34,39 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .ir import Binary, Call, Compare, Const, Logic, Node, Num, Text, Unary, Var, Where
+from .ir import (
+    Binary,
+    Call,
+    Compare,
+    Const,
+    Logic,
+    Node,
+    Num,
+    Reduce,
+    Text,
+    Unary,
+    Var,
+    Where,
+    names_read,
+)
 
 Env = dict[str, Any]
 Fn = Callable[[Env], Any]
+ROW = "\x00row"  # the environment's key for a reduction's row (no spec name can be this)
+
+
+@dataclass
+class Row:
+    """The row of elements a scalar arithmetic's reduction walks: one environment per element
+    (its inputs bound), `bind(env, names)` binds the lets an argument reads, and each reduction's
+    value is kept once computed (softmax's amax is read by every element of its row)."""
+
+    envs: list[Env]
+    bind: Callable[[Env, Iterable[str]], None] = lambda env, names: None
+    cache: dict[int, Any] = field(default_factory=dict)
 
 
 class Arithmetic:
@@ -112,7 +145,34 @@ class Arithmetic:
         return acc
 
     def supports(self, fn: str) -> bool:
-        return callable(getattr(self, "f_" + fn, None))
+        return callable(getattr(self, "f_" + fn, None)) or callable(getattr(self, "r_" + fn, None))
+
+    def reduce(self, node: Reduce, x: Fn, env: Env) -> Any:
+        """The value of the reduction `node` whose argument is the staged `x`. Array
+        arithmetics: `r_<fn>` of the argument's values, reduced over the last axis and kept
+        (the rows' shape is env[ROW], for an argument constant over the row); scalar ones: the
+        argument at every element of env[ROW] (a Row), reduced by `r_<fn>` of that list."""
+        f = getattr(self, "r_" + node.fn, None)
+        if f is None:
+            raise self.lacks(node.fn)
+        rows = env.get(ROW)
+        if isinstance(rows, Row):
+            hit = rows.cache.get(id(node))
+            if hit is None or hit[0] is not node:
+                names = names_read(node.x)
+                values = []
+                for e in rows.envs:
+                    rows.bind(e, names)
+                    values.append(x(e))
+                hit = rows.cache[id(node)] = (node, f(values))
+            return hit[1]
+        if rows is None:
+            raise ValueError(f"{node.fn}() needs rows: the formula is evaluated by rows")
+        return f(self.rows_of(x(env), rows))
+
+    def rows_of(self, value: Any, rows: Any) -> Any:
+        """An argument's value as rows of the shape `rows` (array arithmetics broadcast)."""
+        return value
 
     def lacks(self, fn: str) -> Exception:
         """The error for a function this arithmetic has no method for (lint reports it first)."""
@@ -176,6 +236,9 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
         return lambda env: logic(op, [p(env) for p in parts])
     if isinstance(node, Where):
         return _stage_where(node, ar)
+    if isinstance(node, Reduce):
+        x, reduce = stage(node.x, ar), ar.reduce
+        return lambda env: reduce(node, x, env)
     if isinstance(node, Call):
         f = getattr(ar, "f_" + node.fn, None)
         if f is None:

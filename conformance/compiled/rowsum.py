@@ -1,0 +1,72 @@
+"""Row sums within an ulp of the exact sum, for the reductions of the formula language.
+
+`row_sum(x)` sums each row of a float64 array (its last axis). Compiled (numba, where the one
+switch of conformance/compiled/mode.py allows it, from ROWSUM_MIN elements): Ogita, Rump and Oishi's Sum2 (sum2.py), a
+cascade of error-free TwoSums, whose result differs from the exact sum S by at most
+u|S| + g^2 sum |x_i| (u = 2^-53, g = n u / (1 - n u)); a row whose second term is not below
+2^-60 |result| (heavy cancellation), or that holds an infinity or NaN, is summed again the numpy
+way. The numpy way: `math.fsum` per row, the exact sum correctly rounded (an exact sum past
+float64's range is the infinity of its sign; a NaN, or infinities of both signs, give NaN as
+IEEE addition does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import mode
+
+ROWSUM_MIN = 1 << 18  # elements of one call: fewer are summed by math.fsum (no numba load)
+
+
+def _compiled(size: int) -> bool:
+    m = mode.mode()
+    if m == "numpy" or (m == "auto" and size < ROWSUM_MIN):
+        return False
+    return mode.numba_version() is not None
+
+
+def _fsum(row: np.ndarray) -> float:
+    """math.fsum of one row with IEEE semantics for specials and overflow."""
+    if not np.isfinite(row).all():
+        with np.errstate(invalid="ignore"):
+            return float(np.sum(row))  # NaN, inf, or inf - inf = NaN, as IEEE addition gives
+    try:
+        return math.fsum(row.tolist())
+    except OverflowError:  # the exact sum is past float64: the infinity of its sign
+        return math.fsum((row * 0.5).tolist()) * 2.0
+
+
+def row_sum_exact(x: np.ndarray) -> np.ndarray:
+    """The exact sum of each row of x (float64, last axis), correctly rounded (math.fsum)."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty(x.shape[:-1])
+    if x.shape[-1] == 0:
+        out[...] = 0.0
+        return out
+    flat = x.reshape(-1, x.shape[-1])
+    res = out.reshape(-1)
+    for i in range(flat.shape[0]):
+        res[i] = _fsum(flat[i])
+    return out
+
+
+def row_sum(x: np.ndarray) -> np.ndarray:
+    """Each row's sum (x's last axis) of a float64 array: within an ulp of the exact sum (see the
+    module docstring); shape x.shape[:-1]."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0:
+        return x.copy()
+    if x.shape[-1] == 0 or not _compiled(x.size):
+        return row_sum_exact(x)
+    from .sum2 import sum2  # numba is imported only where the compiled path runs
+
+    flat = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
+    out = np.empty(flat.shape[0])
+    redo = np.empty(flat.shape[0], np.bool_)
+    sum2(flat, out, redo)
+    for r in np.flatnonzero(redo):
+        out[r] = _fsum(flat[r])
+    return out.reshape(x.shape[:-1])

@@ -1,0 +1,32 @@
+"""Ogita, Rump and Oishi's Sum2 per row, compiled: the kernel of rowsum.row_sum (imported only
+where numba is, the `fast` extra)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def sum2(x: np.ndarray, out: np.ndarray, redo: np.ndarray) -> None:  # pragma: no cover
+    """out[r]: row r of x summed by a cascade of TwoSums (the error terms added in float64);
+    redo[r]: the bound g^2 sum |x| (g = n u / (1 - n u)) is not below 2^-60 |out[r]|, or the row
+    is not finite, so the numpy way must sum it."""
+    rows, n = x.shape
+    g = n * 2.0**-53 / (1.0 - n * 2.0**-53)
+    for r in prange(rows):
+        s = 0.0
+        c = 0.0
+        a = 0.0
+        for j in range(n):
+            v = x[r, j]
+            t = s + v
+            bp = t - s
+            c += (s - (t - bp)) + (v - bp)
+            s = t
+            a += abs(v)
+        hi = s + c
+        out[r] = hi
+        redo[r] = not (math.isfinite(a) and g * g * a <= 2.0**-60 * abs(hi))

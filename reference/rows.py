@@ -1,0 +1,245 @@
+"""A formula with reductions (`sum(x, dim)`, ...), evaluated by rows.
+
+The reduced dims are moved last: the output's elements are grouped into rows, one per index of
+the kept dims, each of L elements (the product of the reduced sizes). A chunk is a run of whole
+blocks of the output in C order (a block: every element from the first reduced dim on, for one
+index of the dims before it), so that what is yielded is a contiguous range of the output as
+engine.chunks yields it; inside the chunk the block is transposed to (rows, L). Tier 1 is the
+walk over those rows in float64 with a running error bound (errbound.py; each reduction of
+float64 values within an ulp of the exact one, conformance/compiled/rowsum.py; the elementwise
+part on top, its reductions broadcast back): an element is flagged near a rounding midpoint of
+a FLOAT, FLOAT16 or BF16 output (precise.near_midpoint, as elementwise formulas), or where its
+error bound reaches another output value (log_softmax's log(sum) next to 1: float64's sum is
+1, the exact one 1 + 1e-33), or, for DOUBLE, where the bound does not keep it within 1 ulp. A flagged element is evaluated again
+in mpmath over its whole row (the reductions exact sums rounded at the working precision,
+each reduction once per row), at 128 bits, doubling until two evaluations round alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import mpmath
+import numpy as np
+
+from ..conformance.acl import dtypes as dt
+from ..conformance.acl.call import Call, CallError
+from ..conformance.acl.views import FlatView, numel
+from ..conformance.spec.expr import ir
+from ..conformance.spec.expr.mpeval import mp_arithmetic
+from ..conformance.spec.expr.walk import ROW, Formula, Row
+from ..conformance.spec.interpret import attribute_env
+from ..conformance.spec.model import OpSpec
+from . import errbound, precise
+from .plan import Plan, plan
+
+CHUNK = 1 << 16  # elements of a chunk at least (whole blocks; one block may be larger)
+
+
+def reductions(spec: OpSpec) -> list[ir.Reduce]:
+    """The reductions of spec's formula (empty: an elementwise formula)."""
+    return [r for e in Formula.of(spec.formula).expressions() for r in ir.reductions(e.ir)]
+
+
+def reduced_dims(node: ir.Reduce, env: dict[str, Any], rank: int) -> tuple[int, ...]:
+    """The dims `node` reduces for a call (its attribute env) on an output of `rank`: sorted,
+    negative ones wrapped; a rank-0 tensor reduces its one element over dim 0 or -1. Raises
+    CallError for a dim out of range or named twice."""
+    if node.param is not None:
+        v = env.get(node.param)
+        dims = tuple(int(d) for d in (v if isinstance(v, list | tuple) else [v]))
+    elif node.dims is not None:
+        dims = node.dims
+    else:
+        return tuple(range(rank))
+    top = max(rank, 1)
+    out = []
+    for d in dims:
+        if not -top <= d < top:
+            raise CallError(f"{node.fn}(): dim {d} is out of range for rank {rank}")
+        out.append(d % top)
+    if len(set(out)) != len(out):
+        raise CallError(f"{node.fn}(): dim {out} names a dim twice")
+    return tuple(sorted(d for d in out if d < rank))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the rows are in the output: `outer` blocks of shape `block` (C order), each
+    transposed by `perm` into rows of `length` elements."""
+
+    shape: tuple[int, ...]
+    outer: int
+    block: tuple[int, ...]
+    perm: tuple[int, ...]  # of (block index,) + block axes: kept axes first, reduced last
+    length: int
+
+    @property
+    def block_size(self) -> int:
+        return numel(self.block)
+
+    def to_rows(self, flat: np.ndarray, blocks: int) -> np.ndarray:
+        """A chunk of `blocks` whole blocks, flat in C order, as (rows, length)."""
+        return flat.reshape((blocks,) + self.block).transpose(self.perm).reshape(-1, self.length)
+
+    def from_rows(self, rows: np.ndarray, blocks: int) -> np.ndarray:
+        """The inverse of to_rows: (rows, length) back to a flat C-order chunk."""
+        moved = tuple(((blocks,) + self.block)[p] for p in self.perm)
+        back = np.argsort(self.perm)
+        return np.ascontiguousarray(rows.reshape(moved).transpose(back)).reshape(-1)
+
+
+def layout(spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...]) -> Layout:
+    """The rows of a call's output; CallError where its reductions reduce different dims."""
+    rank = len(shape)
+    found = {reduced_dims(r, env, rank) for r in reductions(spec)}
+    if len(found) != 1:
+        raise CallError(
+            f"{spec.name}: the formula's reductions reduce different dims {sorted(found)} "
+            "(one set of dims per formula)"
+        )
+    (dims,) = found
+    if not dims:  # a rank-0 output: one row of its one element
+        return Layout(shape, numel(shape), (), (0,), 1)
+    k = dims[0]
+    block = shape[k:]
+    kept = [1 + i for i in range(len(block)) if k + i not in dims]
+    red = [1 + d - k for d in dims]
+    return Layout(shape, numel(shape[:k]), block, (0, *kept, *red), numel([shape[d] for d in dims]))
+
+
+def chunks(
+    spec: OpSpec,
+    call: Call,
+    *,
+    exact: bool = False,
+    check: Callable[[], None] | None = None,
+    chunk: int | None = None,
+    values: bool = True,
+) -> Iterator[tuple[int, int, np.ndarray | None, np.ndarray]]:
+    """engine.chunks for a formula with reductions: (start, stop, rounded result, float64
+    values) per run of whole blocks of the output (see the module docstring)."""
+    shape = tuple(call.tensor(spec.formula.output).shape)
+    env: dict[str, Any] = attribute_env(spec, call)
+    lay = layout(spec, env, shape)
+    route = plan(spec, call, exact)
+    if route.complex_out:
+        raise CallError(f"{spec.name}: a reduction over complex values is not modelled")
+    out_dtype = route.out_dtype
+    flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
+    size = max(1, lay.block_size)
+    per = max(1, (chunk or CHUNK) // size)
+    for o0 in range(0, lay.outer, per):
+        o1 = min(lay.outer, o0 + per)
+        start, stop = o0 * size, o1 * size
+        raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
+        rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
+        y, mask = tier1(spec, env, raw, rows_shape, route)
+        flagged = np.flatnonzero(mask.reshape(-1))
+        if flagged.size:
+            refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check)
+        flat = lay.from_rows(y, o1 - o0)
+        result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
+        if check is not None:
+            check()
+        yield start, stop, result, flat  # type: ignore[misc]
+
+
+def tier1(
+    spec: OpSpec,
+    env: dict[str, Any],
+    raw: dict[str, np.ndarray],
+    shape: tuple[int, int],
+    route: Plan,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(values, flags) of a chunk of rows: the formula walked in float64 with a running error
+    bound (errbound.py), each reduction's value within an ulp of the exact one and its bound
+    carried. Flagged: a FLOAT, FLOAT16 or BF16 element near a rounding midpoint or whose bound
+    (SAFETY times) reaches another output value; a DOUBLE element the bound does not keep
+    within 1 ulp (every finite one with --exact); any element a comparison left undecided."""
+    chunk_env = dict(env)
+    chunk_env[ROW] = shape
+    with np.errstate(all="ignore"):
+        for nm, arr in raw.items():
+            chunk_env[nm] = arr.astype(np.float64)
+        y, err, undecided = errbound.bounded(spec, chunk_env, shape)
+        y = np.array(np.broadcast_to(y, shape), dtype=np.float64)
+        err = np.broadcast_to(err, shape)
+        finite = np.isfinite(y)
+        name = route.out_dtype.name
+        if route.refine_all:
+            mask = finite.copy()
+        elif route.fmt is not None:
+            reach = errbound.SAFETY * err
+            lo = dt.round_to(y - reach, route.out_dtype).astype(np.float64)
+            hi = dt.round_to(y + reach, route.out_dtype).astype(np.float64)
+            differ = (lo != hi) | (np.signbit(lo) != np.signbit(hi))  # -0 and +0 too
+            mask = finite & (differ | precise.near_midpoint(y, name))
+        elif name == "DOUBLE":
+            gap = np.abs(y) - np.nextafter(np.abs(y), 0.0)
+            mask = finite & ~(err * errbound.SAFETY < gap * 0.5)
+        else:
+            mask = np.zeros(shape, bool)
+        mask |= np.broadcast_to(undecided, shape) & finite
+    return y, mask
+
+
+def refine(
+    spec: OpSpec,
+    env: dict[str, Any],
+    y: np.ndarray,
+    flagged: np.ndarray,
+    raw: dict[str, np.ndarray],
+    in_dtypes: dict[str, str],
+    out_dtype: str,
+    check: Callable[[], None] | None = None,
+) -> None:
+    """y (rows, length; float64 values) with the `flagged` elements (flat indices) evaluated
+    again in mpmath over their rows: nearest float64 for DOUBLE, else rounded to odd for the
+    final rounding. A row with a non-finite input keeps float64's IEEE values."""
+    length = y.shape[1]
+    attrs = {p.name: env[p.name] for p in spec.attributes}
+    walk = Formula.of(spec.formula)
+    convert = float if out_dtype == "DOUBLE" else precise.round_to_odd
+    m = mpmath.mp
+    ar = mp_arithmetic(m)
+    by_row: dict[int, list[int]] = {}
+    for i in flagged.tolist():
+        by_row.setdefault(i // length, []).append(i % length)
+    for n, (r, cols) in enumerate(by_row.items()):
+        if check is not None and n % 8 == 7:
+            check()
+        inputs = {nm: precise.exact_values(a[r], in_dtypes[nm]) for nm, a in raw.items()}
+        if not all(np.isfinite(v).all() for v in inputs.values() if v.dtype.kind == "f"):
+            continue
+        last: dict[int, float] = {}
+        todo, bits = list(cols), precise.PRECISION
+        while todo:
+            with mpmath.workprec(bits):
+                base = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
+                envs = [dict(base) for _ in range(length)]
+                for nm, arr in inputs.items():
+                    for j, v in enumerate(arr.tolist()):
+                        envs[j][nm] = m.mpf(v)
+                row = Row(envs, lambda e, names: walk.bind(e, names, ar))
+                for e in envs:
+                    e[ROW] = row
+                now: dict[int, float | None] = {}
+                for j in todo:
+                    v = walk.evaluate(envs[j], ar)
+                    now[j] = None if v is None or not m.isfinite(v) else _convert(m.mpf(v), convert)
+            done = [j for j in todo if now[j] is None or now[j] == last.get(j, math.nan)]
+            for j in todo:
+                if now[j] is not None and (j in done or bits >= precise.MAX_PRECISION):
+                    old = y[r, j]
+                    y[r, j] = old if (now[j] == 0 and old == 0) else now[j]
+            last.update({j: v for j, v in now.items() if v is not None})
+            todo = [j for j in todo if j not in done] if bits < precise.MAX_PRECISION else []
+            bits *= 2
+
+
+def _convert(v: Any, convert: Callable[[Any], float]) -> float:
+    return 0.0 if v == 0 else convert(v)
