@@ -51,6 +51,7 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
             continue
         if not spec.param(name).is_read:  # a pure output (an in-place tensor holds values)
             args[name] = layouts.output_tensor(a.dtype, a.shape, a.layout)
+            args[name].format = a.format
             continue
         d = dt.get(a.dtype)
         logical = vals.draw(a.values, d, a.shape, rng)
@@ -59,6 +60,7 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
         if a.layout == "zero-stride":
             logical = layouts.zero_stride_values(logical)
         args[name] = layouts.layout(logical, a.dtype, a.layout)
+        args[name].format = a.format
     call = Call(spec.name, plan.product, args)
     clauses = plan.clauses
     if plan.kind == "positive" and plan.expected_status == 0:

@@ -51,6 +51,8 @@ def validate(spec: OpSpec, call: Call) -> Validation:
     nulls = accepted_nulls(spec, call)
     resolved = with_defaults(spec, call)
     for check in spec.checks:
+        if not check.applies_on(call.product):
+            continue
         if nulls and check.kind != "value" and check_reads(check) & nulls:
             continue
         try:

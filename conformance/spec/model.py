@@ -140,6 +140,14 @@ class Check:
     summary: str = ""
     line: int = 0
     dim: str | None = None  # dim_in_range: the int or int_array parameter naming dims
+    min: int | None = None  # min_rank
+    by: int | None = None  # dim_divisible: the divisor
+    # The products the check applies on (`products:`, any kind); () means all of the op's.
+    products: tuple[str, ...] = ()
+
+    def applies_on(self, product: str) -> bool:
+        """Whether the library runs this check on `product` (a product-scoped rule)."""
+        return not self.products or product in self.products
 
 
 @dataclass(frozen=True)
