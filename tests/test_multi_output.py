@@ -272,3 +272,96 @@ def test_lint_a_bad_field_in_an_output_tolerance(tmp_path):
 
 def _line(text: str, needle: str) -> int:
     return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+# -- random outputs: relations instead of values -------------------------------------------------
+
+LOWER, UPPER = 0.125, 0.25
+
+
+def _rand_call(training: bool = True) -> Call:
+    from aclnn_conformance.conformance.acl.call import ScalarArg
+
+    x = np.array([-3.0, -0.5, 0.0, 2.0, -7.25, 1.5, -1.0, 4.0])
+    return Call("rand_slope", "atlas-a2", {
+        "self": TensorArg.from_array(x, "FLOAT"),
+        "lower": ScalarArg("FLOAT", LOWER), "upper": ScalarArg("FLOAT", UPPER),
+        "training": training,
+        "noise": TensorArg.empty_like_shape((8,), "FLOAT", fill=np.nan),
+        "out": TensorArg.empty_like_shape((8,), "FLOAT", fill=np.nan)})  # fmt: skip
+
+
+class _Drawing(Backend):
+    """A backend that draws each slope from U(lower, upper) itself (seeded), then `spoil`s."""
+
+    capabilities = Capabilities(status="exact")
+    name = "drawing"
+
+    def __init__(self, registry, spoil=None):
+        super().__init__(registry)
+        self.spoil = spoil
+
+    def execute(self, call: Call) -> Outcome:
+        x = call.tensor("self").view().astype(np.float64)
+        noise = np.where(x > 0, 1.0, np.random.default_rng(7).uniform(LOWER, UPPER, x.shape))
+        noise = noise.astype(np.float32)
+        out = (x.astype(np.float32) * noise).astype(np.float32)
+        if self.spoil:
+            noise, out = self.spoil(noise.copy(), out.copy())
+        return Outcome(0, {"noise": noise, "out": out}, "")
+
+
+def test_a_random_output_is_judged_by_its_relations_not_the_oracles_draw():
+    spec = REG.get("rand_slope")
+    call = _rand_call()
+    # the reference's own draw is the mean slope; the backend's draw differs and still passes
+    assert evaluate(call, REG).outputs["noise"].tolist()[0] == (LOWER + UPPER) / 2
+    ok = judge(spec, _case(call, "rand_slope"), _Drawing(REG), ORACLE)
+    assert ok.verdict == "pass", ok.reason
+    assert ok.record.comparisons["noise"]["relations"] == ["noise-in-range"]
+
+    def noise_out_of_range(noise, out):
+        noise[0] = UPPER * 1.5  # self[0] < 0: a slope above upper
+        return noise, out
+
+    bad = judge(spec, _case(call, "rand_slope"), _Drawing(REG, noise_out_of_range), ORACLE)
+    assert bad.verdict == "fail" and bad.reason.startswith(
+        "noise: relation rand_slope/noise-in-range"
+    )
+    assert "fails at 1 of 8 elements, first at [0]" in bad.reason
+
+    def slope_on_positive(noise, out):
+        noise[3] = 0.2  # self[3] = 2 > 0 must keep noise 1
+        return noise, out
+
+    bad = judge(spec, _case(call, "rand_slope"), _Drawing(REG, slope_on_positive), ORACLE)
+    assert bad.verdict == "fail" and "first at [3]" in bad.reason
+
+    def out_not_self_times_noise(noise, out):
+        out[1] = out[1] * 1.01
+        return noise, out
+
+    bad = judge(spec, _case(call, "rand_slope"), _Drawing(REG, out_not_self_times_noise), ORACLE)
+    assert bad.verdict == "fail"
+    assert bad.reason.startswith("out: relation rand_slope/out-is-self-times-noise")
+
+
+def test_outside_random_when_the_values_are_compared():
+    spec = REG.get("rand_slope")
+    call = _rand_call(training=False)
+    assert judge(spec, _case(call, "rand_slope"), ORACLE, ORACLE).verdict == "pass"
+    drawn = judge(spec, _case(call, "rand_slope"), _Drawing(REG), ORACLE)
+    assert drawn.verdict == "fail" and "relation" not in drawn.reason
+
+
+def test_generated_cases_credit_the_relations_in_training_only(tmp_path):
+    results = tmp_path / "r.jsonl"
+    proc = conform("--specs", str(FIXTURE), "run", "--op", "rand_slope", "-q",
+                   "--results", str(results))  # fmt: skip
+    assert_clean(proc, 0)
+    recs = [r for r in read_jsonl(results) if r["kind"] == "positive" and r.get("comparisons")]
+    trained = [r for r in recs if "training=1" in r["id"]]
+    assert trained and all("rand_slope/noise-in-range" in r["clauses"] for r in trained)
+    assert all(
+        "rand_slope/noise-in-range" not in r["clauses"] for r in recs if "training=0" in r["id"]
+    )

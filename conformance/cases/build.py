@@ -17,7 +17,14 @@ from ..acl.call import Call, ScalarArg
 from ..acl.planned import ScalarPlan, TensorPlan
 from ..spec.expr.numpy_arith import NUMPY
 from ..spec.expr.walk import Formula
-from ..spec.interpret import Validation, attribute_env, branch_hits, lets_used, validate
+from ..spec.interpret import (
+    Validation,
+    attribute_env,
+    branch_hits,
+    lets_used,
+    random_relations,
+    validate,
+)
 from ..spec.model import OpSpec, SpecialPoint
 from . import layouts
 from . import values as vals
@@ -67,7 +74,7 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
         verdict = validate(spec, call)
         if verdict.ok_to_compute:
             hits = branch_hits(spec, call)
-            extra = lets_used(spec, hits) + hits
+            extra = lets_used(spec, hits) + hits + random_relations(spec, call)
             clauses = tuple(dict.fromkeys((*clauses, *extra)))
     return Case(
         plan.id, spec.name, plan.product, plan.kind, call, clauses, plan.expected_status, seed

@@ -109,3 +109,14 @@ def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:
         names = Formula.of(f).needs(index)
         ids += [x.id for x in f.lets if x.name in names]
     return ids
+
+
+def random_relations(spec: OpSpec, call: Call) -> list[str]:
+    """Ids of the relations the judge checks for a valid call: those of every formula with
+    relations whose `random_when` holds (or that has none)."""
+    env = attribute_env(spec, with_defaults(spec, call))
+    ids: list[str] = []
+    for f in spec.formulas:
+        if f.relations and (f.random_when is None or bool(np.all(f.random_when.evaluate(env)))):
+            ids += [r.id for r in f.relations]
+    return ids

@@ -44,6 +44,7 @@ from .model import (
     OpSpec,
     Param,
     Property,
+    Relation,
     SpecialPoint,
 )
 from .tables import planned_products, products, status_codes
@@ -193,6 +194,7 @@ class Linter:
         ]
         for f, fp in zip(raw_formulas, formula_paths, strict=True):
             sections += [((*fp, "let"), f.get("let", [])), ((*fp, "branches"), f["branches"])]
+            sections += [((*fp, "relation"), f.get("relation", []))]
         for sec, items in sections:
             base = sec if isinstance(sec, tuple) else (sec,)
             for i, item in enumerate(items):
@@ -524,7 +526,29 @@ class Linter:
             branches.append(
                 Branch(b["id"], cond, val, b["source"], b.get("summary", ""), self.doc.line(path))
             )  # type: ignore[arg-type]
-        return Formula(out, tuple(lets), tuple(branches), raw.get("source", ""))
+        relations = []
+        outputs = [p.name for p in by_name.values() if p.is_output and not p.unused]
+        for i, r in enumerate(raw.get("relation", [])):
+            path = (*base, "relation", i)
+            holds = self.expr((*path, "holds"), r["holds"], [*known, *outputs], strings)
+            if holds is not None:
+                relations.append(
+                    Relation(r["id"], holds, r["source"], r.get("summary", ""), self.doc.line(path))
+                )
+        random_when = None
+        if "random_when" in raw:
+            if not relations:
+                self.err((*base, "random_when"), "random_when needs a `relation:` list")
+            attrs = [p.name for p in by_name.values() if not p.is_tensor]
+            random_when = self.expr((*base, "random_when"), str(raw["random_when"]), attrs, strings)
+        return Formula(
+            out,
+            tuple(lets),
+            tuple(branches),
+            raw.get("source", ""),
+            tuple(relations),
+            random_when,
+        )
 
     def special(self, i: int, s: dict[str, Any], by_name: dict[str, Param], formula: Formula):
         path = ("special_points", i)

@@ -171,11 +171,28 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class Relation:
+    """A rule a random output must satisfy element by element (`relation:` of a formula): an
+    expression over the inputs, attributes and outputs that must hold."""
+
+    id: str
+    holds: Expr
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Formula:
     output: str
     lets: tuple[Let, ...]
     branches: tuple[Branch, ...]
     source: str = ""
+    # A random output (`relation:`): the branches give one valid draw (what the reference
+    # writes) and the judge checks these relations on a backend's outputs instead of values,
+    # where `random_when` (an expression on the attributes; None: always) holds.
+    relations: tuple[Relation, ...] = ()
+    random_when: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -337,6 +354,7 @@ class OpSpec:
         ids = [c.id for c in self.checks]
         for f in self.formulas:
             ids += [x.id for x in f.lets] + [b.id for b in f.branches]
+            ids += [r.id for r in f.relations]
         ids += [s.id for s in self.special_points] + [p.id for p in self.properties]
         return ids
 
