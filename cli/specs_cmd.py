@@ -125,7 +125,7 @@ def render_spec(spec: OpSpec) -> list[str]:
         if p.kind == "scalar" and p.default_dtype:
             default += f" ({p.default_dtype})" if p.default is not None else p.default_dtype
         if p.values:
-            default += f"  of {{{', '.join(p.values)}}}"
+            default += f"  of {{{', '.join(str(v) for v in p.values)}}}"
         if p.null:
             default += f"; null: {p.null}"  # what a null pointer does (if_null)
         name = f"{p.name} (C: {p.c_name})" if p.c_name else p.name
