@@ -145,22 +145,26 @@ def render_spec(spec: OpSpec) -> list[str]:
         for label, text in _check_fields(c):
             out.append(field(label + ":", text, indent=6, label_width=12, total=w))
 
-    f = spec.formula
-    out += ["", heading("Formula") + f" for {f.output}"]
-    how = "float64: lets in order, then the first branch whose `when` holds; rounded once"
-    out.append(field("", how + " to the output dtype", indent=2, total=w))
-    if f.source:
-        out.append(field("source:", f.source, indent=2, label_width=8, total=w))
-    for let in f.lets:
-        out.append(f"  let  {style(let.id, fg='yellow')}")
-        out.append(field("value:", f"{let.name} = {let.value.source}", 7, 8, w))
-        out += _optional(("summary", let.summary), ("source", let.source), indent=7, total=w)
-    for i, b in enumerate(f.branches, 1):
-        out.append(f"  {i:>2}.  {style(b.id, fg='yellow')}")
-        when = "otherwise" if b.when is None else b.when.source
-        out.append(field("when:", when, 7, 8, w))
-        out.append(field("value:", f"{f.output} = {b.value.source}", 7, 8, w))
-        out += _optional(("summary", b.summary), ("source", b.source), indent=7, total=w)
+    for f in spec.formulas:
+        out += ["", heading("Formula") + f" for {f.output}"]
+        how = "float64: lets in order, then the first branch whose `when` holds; rounded once"
+        out.append(field("", how + " to the output dtype", indent=2, total=w))
+        if f.source:
+            out.append(field("source:", f.source, indent=2, label_width=8, total=w))
+        for let in f.lets:
+            out.append(f"  let  {style(let.id, fg='yellow')}")
+            out.append(field("value:", f"{let.name} = {let.value.source}", 7, 8, w))
+            out += _optional(("summary", let.summary), ("source", let.source), indent=7, total=w)
+        for i, b in enumerate(f.branches, 1):
+            out.append(f"  {i:>2}.  {style(b.id, fg='yellow')}")
+            when = "otherwise" if b.when is None else b.when.source
+            out.append(field("when:", when, 7, 8, w))
+            out.append(field("value:", f"{f.output} = {b.value.source}", 7, 8, w))
+            out += _optional(("summary", b.summary), ("source", b.source), indent=7, total=w)
+
+    unused = [p.name for p in spec.outputs if p.unused]
+    if unused:
+        out += ["", heading("Unused outputs") + f": {', '.join(unused)} (never written)"]
 
     if spec.special_points:
         out += ["", heading("Special points") + " (values case generation puts in a tensor)"]

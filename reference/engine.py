@@ -88,34 +88,37 @@ def evaluate(
         clause = spec.clause(verdict.check.id) if verdict.check and verdict.status else None
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
         return Outcome(verdict.status, outputs, verdict.message, clause, verdict.empty)
-    out_arg = call.tensor(spec.formula.output)
-    if out_arg.is_empty:
+    computed = [s for s in spec.computed if isinstance(call.args.get(s.formula.output), TensorArg)]
+    if all(call.tensor(s.formula.output).is_empty for s in computed):
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
         return Outcome(0, outputs, "empty output: nothing computed", nothing_written=True)
-    info = out_arg.dtype_info
     call = with_defaults(spec, call)  # a null that stands for a default: the default's call
-    if lazy and info.is_float and not info.opaque and info.category != "complex":
-        stream = GoldenStream(spec, call, exact, deadline)
-        return Outcome(0, {}, "", golden={spec.formula.output: stream})
-    outputs = {
-        n: (call.tensor(n).storage if in_place else call.tensor(n).storage.copy()) for n in names
-    }
-    target = FlatView(
-        TensorArg(
-            out_arg.dtype,
+    golden: dict[str, Any] = {}
+    outputs = {}
+    for sub in computed:  # each output by its own formula (one for most ops)
+        name = sub.formula.output
+        out_arg = call.tensor(name)
+        info = out_arg.dtype_info
+        if lazy and info.is_float and not info.opaque and info.category != "complex":
+            golden[name] = GoldenStream(sub, call, exact, deadline)
+            continue
+        outputs[name] = call.tensor(name).storage if in_place else call.tensor(name).storage.copy()
+        if out_arg.is_empty:
+            continue
+        target = FlatView(
+            TensorArg(out_arg.dtype, out_arg.shape, out_arg.strides, out_arg.offset, outputs[name]),
             out_arg.shape,
-            out_arg.strides,
-            out_arg.offset,
-            outputs[spec.formula.output],
-        ),
-        out_arg.shape,
-    )
-    for start, stop, result, _ in chunks(
-        spec, call, exact=exact, deadline=deadline, into=target, values=False
-    ):
-        if not np.may_share_memory(result, target.storage):
-            target.set(start, stop, result)
-    return Outcome(0, outputs, "")
+        )
+        for start, stop, result, _ in chunks(
+            sub, call, exact=exact, deadline=deadline, into=target, values=False
+        ):
+            if not np.may_share_memory(result, target.storage):
+                target.set(start, stop, result)
+    if not lazy:  # every output's storage, the unused ones as they were
+        for n in names:
+            if n not in outputs:
+                outputs[n] = call.tensor(n).storage if in_place else call.tensor(n).storage.copy()
+    return Outcome(0, outputs, "", golden=golden)
 
 
 class GoldenStream:

@@ -24,7 +24,7 @@ from aclnn_conformance.conformance.spec.lint import Problem
 from aclnn_conformance.conformance.spec.registry import Registry, SpecError, default_registry
 from click.testing import CliRunner
 
-from tests.support.specfiles import count_clauses, raw_specs
+from tests.support.specfiles import count_clauses, formulas, raw_specs
 
 REPO = Path(__file__).resolve().parent.parent
 RAW = raw_specs()  # {name: YAML document} of every spec file in use
@@ -191,10 +191,11 @@ def test_show_every_op_fits_100_columns(name):
     d = raw(name)
     text = flat(r.stdout)
     assert d["op"] in r.stdout
-    for let in d["formula"].get("let", []):
-        assert flat(f"{let['name']} = {let['value']}") in text
-    for b in d["formula"]["branches"]:
-        assert flat(f"value: {d['formula']['output']} = {b['value']}") in text
+    for f in formulas(d):
+        for let in f.get("let", []):
+            assert flat(f"{let['name']} = {let['value']}") in text
+        for b in f["branches"]:
+            assert flat(f"value: {f['output']} = {b['value']}") in text
     lines = [x for x in r.stdout.splitlines() if not x.startswith("  file:")]  # a path: not wrapped
     too_wide = [x for x in lines if width(x) > 100]
     assert not too_wide

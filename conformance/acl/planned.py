@@ -16,6 +16,7 @@ class TensorPlan:
     shape: tuple[int, ...]
     layout: str = "contiguous"
     values: str = "normal"
+    format: str = "ND"  # the aclTensor's storage format (same_format's negative cases change it)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,14 @@ from ..acl.call import ArrayArg, Call, ScalarArg
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan
 from ..spec.expr.numpy_arith import NUMPY
 from ..spec.expr.walk import Formula
-from ..spec.interpret import Validation, attribute_env, branch_hits, lets_used, validate
+from ..spec.interpret import (
+    Validation,
+    attribute_env,
+    branch_hits,
+    lets_used,
+    random_relations,
+    validate,
+)
 from ..spec.model import OpSpec, SpecialPoint
 from . import layouts
 from . import values as vals
@@ -59,6 +66,7 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
             continue
         if not spec.param(name).is_read:  # a pure output (an in-place tensor holds values)
             args[name] = layouts.output_tensor(a.dtype, a.shape, a.layout)
+            args[name].format = a.format
             continue
         d = dt.get(a.dtype)
         logical = vals.draw(a.values, d, a.shape, rng)
@@ -67,13 +75,14 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
         if a.layout == "zero-stride":
             logical = layouts.zero_stride_values(logical)
         args[name] = layouts.layout(logical, a.dtype, a.layout)
+        args[name].format = a.format
     call = Call(spec.name, plan.product, args)
     clauses = plan.clauses
     if plan.kind == "positive" and plan.expected_status == 0:
         verdict = validate(spec, call)
         if verdict.ok_to_compute:
             hits = branch_hits(spec, call)
-            extra = lets_used(spec, hits) + hits
+            extra = lets_used(spec, hits) + hits + random_relations(spec, call)
             clauses = tuple(dict.fromkeys((*clauses, *extra)))
     return Case(
         plan.id, spec.name, plan.product, plan.kind, call, clauses, plan.expected_status, seed

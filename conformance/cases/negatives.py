@@ -18,7 +18,7 @@ def negative_plans(spec: OpSpec, product: str, base: dict) -> list[CasePlan]:
     """The negative plans of every error clause of `spec` on `product`, from valid args `base`."""
     plans = []
     for check in spec.checks:
-        if check.status == 0:
+        if check.status == 0 or not check.applies_on(product):
             continue
         kind = kind_of(check)
         kept: dict[str, dict] = {}
@@ -39,4 +39,9 @@ def negative_plans(spec: OpSpec, product: str, base: dict) -> list[CasePlan]:
 def unreachable(spec: OpSpec, plans: list[CasePlan]) -> list[str]:
     """Error clauses of `spec` that no negative plan reaches first."""
     reached = {c for p in plans if p.kind == "negative" for c in p.clauses}
-    return [c.id for c in spec.checks if c.status and c.id not in reached]
+    products = {p.product for p in plans}
+    return [
+        c.id
+        for c in spec.checks
+        if c.status and c.id not in reached and any(c.applies_on(x) for x in products)
+    ]

@@ -16,6 +16,7 @@ from typing import Any
 from ..acl import dtypes as dt
 from ..acl.call import ArrayArg
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan
+from ..spec.checks.kinds import kind_of
 from ..spec.model import OpSpec, Param
 
 BASE_SHAPE = (3, 5)
@@ -62,6 +63,8 @@ def base_args(
             args[p.name] = ListPlan(p.kind, (ScalarPlan(p.default_dtype or "FLOAT", 1.0),))
         else:
             args[p.name] = p.default if p.default is not None else (p.values[0] if p.values else "")
+    for check in spec.checks:  # a check a 3x5 base breaks (a split dim) fits it
+        args = kind_of(check).fit(spec, check, args)
     return args
 
 

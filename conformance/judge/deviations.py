@@ -101,8 +101,8 @@ class Exercised:
     _formula: set[str] | None = field(default=None, repr=False)
 
     def __contains__(self, clause: str) -> bool:
-        lets = {x.id for x in self.spec.formula.lets}
-        branches = {b.id for b in self.spec.formula.branches}
+        lets = {x.id for f in self.spec.formulas for x in f.lets}
+        branches = {b.id for f in self.spec.formulas for b in f.branches}
         if clause in lets or clause in branches:
             if self._formula is None:
                 hits = branch_hits(self.spec, self.call)
@@ -141,7 +141,13 @@ def derived(spec: OpSpec, devs: list[Deviation]) -> OpSpec:
         ]
     formula = replace(spec.formula, lets=tuple(lets), branches=tuple(branches))
     tag = "+".join(d.id for d in devs)
-    out = replace(spec, formula=formula, sha256=f"{spec.sha256}+{tag}", variants=())
+    out = replace(
+        spec,
+        formula=formula,
+        formulas=(formula, *spec.formulas[1:]),
+        sha256=f"{spec.sha256}+{tag}",
+        variants=(),
+    )
     _DERIVED[key] = (spec, out)
     return out
 

@@ -48,7 +48,7 @@ def golden_of(spec: OpSpec, case: Case, want: Outcome, oracle: str, version: str
         if not isinstance(t, TensorArg):
             continue
         tol = tolerance_dtype(spec, case.call, t.dtype)
-        policies[p.name] = policy_dict(tol, policy_for(tol, spec.tolerance))
+        policies[p.name] = policy_dict(tol, policy_for(tol, spec.tolerance_of(p.name)))
         if want.status != 0 or t.is_empty or want.nothing_written:
             continue
         g = golden_values(want, p.name)

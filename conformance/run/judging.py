@@ -28,6 +28,7 @@ from ..judge.accumulate import Accumulator
 from ..judge.result import Result
 from ..judge.verdicts import VERDICTS  # noqa: F401 - re-exported
 from ..spec.bindings import binding_id
+from ..spec.checks.base import attribute_env, with_defaults
 from ..spec.model import OpSpec
 from ..spec.registry import Registry
 from ..spec.tables import status_name
@@ -435,14 +436,14 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
     out = []
     for p in spec.outputs:
         t = case.call.args.get(p.name)
-        if not isinstance(t, TensorArg) or t.is_empty:
+        if not isinstance(t, TensorArg) or t.is_empty or p.unused:
             continue
         inputs = {
             q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
             for q in spec.tensor_inputs
             if case.call.args.get(q.name) is not None  # an absent optional tensor
         }
-        policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance)
+        policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance_of(p.name))
         out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
     return out
 
@@ -495,16 +496,27 @@ def _judge_outputs(
         if out is None or out.shape != t.storage.shape or out.dtype != t.storage.dtype:
             why = f"{p.name}: backend returned no storage of {t.storage.size} {t.dtype}"
             return ("fail", why), []
-        if want.status != 0 or t.is_empty or want.nothing_written:
+        if want.status != 0 or t.is_empty or want.nothing_written or p.unused:
             if not same_bytes(out, original):
                 changed = changed_bytes(out, original)
                 why = f"{p.name}: output storage written ({changed} bytes) where nothing may be"
+                if p.unused and want.status == 0:
+                    why += " (the op never writes it: unused)"
                 return ("fail", why), []
             continue
         outside = _outside_changed(t, out, original)
         if outside:
             why = f"{p.name}: wrote outside its view ({outside} bytes in gaps/padding changed)"
             return ("fail", why), []
+        random = _random_formula(spec, case.call, p.name)
+        if random is not None:  # a random output: its relations, not the oracle's draw
+            why = relation_failures(spec, random, case.call, got)
+            rec.comparisons = rec.comparisons or {}
+            rec.comparisons[p.name] = {"relations": [r.id for r in random.relations],
+                                       "passed": not why}  # fmt: skip
+            if why:
+                reasons.append(f"{p.name}: {why}")
+            continue
         inputs = {
             q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
             for q in spec.tensor_inputs
@@ -514,7 +526,7 @@ def _judge_outputs(
             tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])
         else:
             tol = tolerance_dtype(spec, case.call, t.dtype)
-            policy = policy_for(tol, spec.tolerance)
+            policy = policy_for(tol, spec.tolerance_of(p.name))
         rec.tolerance_dtype = tol
         cmp = _stream_compare(t, out, want, p.name, policy, inputs, clock)
         rec.comparisons = rec.comparisons or {}
@@ -530,6 +542,50 @@ def _judge_outputs(
             reasons.append(f"{p.name}: " + "; ".join(cmp.reasons))
             failed.append(_Failed(p.name, t, out, policy, inputs, cmp, want))
     return (("fail", " | ".join(reasons)) if reasons else ("pass", "")), failed
+
+
+def _random_formula(spec: OpSpec, call: Call, output: str) -> Any:
+    """The formula of `output` when it is random in this call (it has relations and its
+    `random_when` holds), else None."""
+    f = spec.formula_of(output)
+    if f is None or not f.relations:
+        return None
+    if f.random_when is not None:
+        env = attribute_env(spec, with_defaults(spec, call))
+        if not bool(np.all(f.random_when.evaluate(env))):
+            return None
+    return f
+
+
+def relation_failures(spec: OpSpec, formula: Any, call: Call, got: Outcome) -> str:
+    """'' when every relation of `formula` holds at every element of the backend's outputs,
+    else which relation fails where. The inputs and outputs are read whole, as float64, in the
+    formula output's shape (inputs broadcast to it)."""
+    shape = call.tensor(formula.output).shape
+    env: dict[str, Any] = attribute_env(spec, with_defaults(spec, call))
+    with np.errstate(all="ignore"):
+        for q in spec.tensor_inputs:
+            env[q.name] = np.broadcast_to(call.tensor(q.name).view(), shape).astype(np.float64)
+        for q in spec.outputs:
+            t = call.args.get(q.name)
+            if isinstance(t, TensorArg) and not q.unused and q.name in got.outputs:
+                view = TensorArg(t.dtype, t.shape, t.strides, t.offset, got.outputs[q.name])
+                env[q.name] = np.asarray(view.view()).astype(np.float64)
+        for r in formula.relations:
+            ok = np.broadcast_to(np.asarray(r.holds.evaluate(env), dtype=bool), shape)
+            bad = int(np.count_nonzero(~ok))
+            if bad:
+                first = tuple(int(i) for i in np.argwhere(~ok)[0])
+                shown = ", ".join(
+                    f"{n}={float(np.broadcast_to(env[n], shape)[first]):.9g}"
+                    for n in sorted(r.holds.names)
+                    if n in env and isinstance(env[n], np.ndarray)
+                )
+                return (
+                    f"relation {spec.clause(r.id)} ({r.holds.source}) fails at {bad} of "
+                    f"{ok.size} elements, first at {list(first)}: {shown}"
+                )
+    return ""
 
 
 def _outside_changed(t: TensorArg, out: np.ndarray, original: np.ndarray) -> int:

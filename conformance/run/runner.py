@@ -132,7 +132,7 @@ def generated_items(
             continue
         if sel.clauses and not _clause_match(sel.clauses, spec.name, plan.clauses):
             # formula branches and lets are known only once the values exist
-            dynamic = {x.id for x in spec.formula.lets} | {b.id for b in spec.formula.branches}
+            dynamic = {x.id for f in spec.formulas for x in (*f.lets, *f.branches)}
             wanted = {
                 c.split("/", 1)[-1] for c in sel.clauses if c.split("/", 1)[0] in (spec.name, c)
             }

@@ -671,11 +671,13 @@ def describe(spec: Any) -> list[tuple[str, str, str, str]]:
         elif not c.summary and c.dtype_set:
             text += f" in {c.dtype_set}"
         out.append((c.id, c.kind, f"{text} \u2192 {c.status}" if c.status else text, c.source))
-    for let in spec.formula.lets:
-        out.append((let.id, "let", let.summary or f"{let.name} = {let.value.source}", let.source))
-    for b in spec.formula.branches:
-        when = f"when {b.when.source}" if b.when is not None else "otherwise"
-        out.append((b.id, "branch", b.summary or when, b.source))
+    for f in spec.formulas:
+        for let in f.lets:
+            text = let.summary or f"{let.name} = {let.value.source}"
+            out.append((let.id, "let", text, let.source))
+        for b in f.branches:
+            when = f"when {b.when.source}" if b.when is not None else "otherwise"
+            out.append((b.id, "branch", b.summary or when, b.source))
     for p in spec.special_points:
         out.append((p.id, "special point", p.summary or f"{p.param} = {p.value.source}", p.source))
     for p in spec.properties:

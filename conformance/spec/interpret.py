@@ -51,6 +51,8 @@ def validate(spec: OpSpec, call: Call) -> Validation:
     nulls = accepted_nulls(spec, call)
     resolved = with_defaults(spec, call)
     for check in spec.checks:
+        if not check.applies_on(call.product):
+            continue
         if nulls and check.kind != "value" and check_reads(check) & nulls:
             continue
         try:
@@ -84,19 +86,39 @@ def formula_env(
 
 def branch_hits(spec: OpSpec, call: Call) -> list[str]:
     """Ids of the formula branches that at least one output element of a valid call takes (the
-    formula walk's `taken`, chunk by chunk)."""
-    total = numel(call.tensor(spec.formula.output).shape)
-    walk = Formula.of(spec.formula)
-    hit: set[int] = set()
-    for start, stop in ranges(total, 1 << 20):
-        taken = walk.taken(formula_env(spec, call, start, stop), NUMPY, stop - start)
-        hit |= {int(i) for i in np.unique(taken[~np.isnan(taken)])}
-    return [br.id for i, br in enumerate(spec.formula.branches) if i in hit]
+    formula walk's `taken`, chunk by chunk), over every output's formula."""
+    ids: list[str] = []
+    for sub in spec.computed:
+        out = call.args.get(sub.formula.output)
+        if out is None:
+            continue
+        total = numel(call.tensor(sub.formula.output).shape)
+        walk = Formula.of(sub.formula)
+        hit: set[int] = set()
+        for start, stop in ranges(total, 1 << 20):
+            taken = walk.taken(formula_env(sub, call, start, stop), NUMPY, stop - start)
+            hit |= {int(i) for i in np.unique(taken[~np.isnan(taken)])}
+        ids += [br.id for i, br in enumerate(sub.formula.branches) if i in hit]
+    return ids
 
 
 def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:
     """Ids of the `let`s the evaluation of the taken branches `hits` binds (the formula walk's
     `needs`): a let no taken branch needs is not credited as exercised."""
-    index = [i for i, b in enumerate(spec.formula.branches) if b.id in hits]
-    names = Formula.of(spec.formula).needs(index)
-    return [x.id for x in spec.formula.lets if x.name in names]
+    ids: list[str] = []
+    for f in spec.formulas:
+        index = [i for i, b in enumerate(f.branches) if b.id in hits]
+        names = Formula.of(f).needs(index)
+        ids += [x.id for x in f.lets if x.name in names]
+    return ids
+
+
+def random_relations(spec: OpSpec, call: Call) -> list[str]:
+    """Ids of the relations the judge checks for a valid call: those of every formula with
+    relations whose `random_when` holds (or that has none)."""
+    env = attribute_env(spec, with_defaults(spec, call))
+    ids: list[str] = []
+    for f in spec.formulas:
+        if f.relations and (f.random_when is None or bool(np.all(f.random_when.evaluate(env)))):
+            ids += [r.id for r in f.relations]
+    return ids

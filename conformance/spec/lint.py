@@ -44,6 +44,7 @@ from .model import (
     OpSpec,
     Param,
     Property,
+    Relation,
     SpecialPoint,
 )
 from .tables import planned_products, products, status_codes
@@ -170,14 +171,19 @@ class Linter:
         self.kinds = {p.name: p.kind for p in params}
         sets = self.dtype_sets(data.get("dtype_sets", {}), prods)
         checks = [self.check(i, c, by_name, sets) for i, c in enumerate(data["checks"])]
-        formula = self.formula(data["formula"], by_name)
-        self.nulls(params, [c for c in checks if c], formula)
+        raw_formulas, formula_paths = _formula_sections(data)
+        formulas = [
+            self.formula(f, by_name, fp) for f, fp in zip(raw_formulas, formula_paths, strict=True)
+        ]
+        self.outputs_computed(params, formulas, formula_paths)
+        formula = formulas[0]
+        self.nulls(params, [c for c in checks if c], formulas)
         points = [
             self.special(i, s, by_name, formula)
             for i, s in enumerate(data.get("special_points", []))
         ]
         props = [self.prop(i, p, by_name) for i, p in enumerate(data.get("properties", []))]
-        tol = self.tolerance(data.get("tolerance", {}))
+        tol, out_tol = self.tolerance(data.get("tolerance", {}), by_name)
         self.judged_dtypes(data)
 
         ids: dict[str, tuple[Any, ...]] = {}
@@ -186,10 +192,9 @@ class Linter:
             ("special_points", data.get("special_points", [])),
             ("properties", data.get("properties", [])),
         ]
-        sections += [
-            (("formula", "let"), data["formula"].get("let", [])),
-            (("formula", "branches"), data["formula"]["branches"]),
-        ]
+        for f, fp in zip(raw_formulas, formula_paths, strict=True):
+            sections += [((*fp, "let"), f.get("let", [])), ((*fp, "branches"), f["branches"])]
+            sections += [((*fp, "relation"), f.get("relation", []))]
         for sec, items in sections:
             base = sec if isinstance(sec, tuple) else (sec,)
             for i, item in enumerate(items):
@@ -221,10 +226,12 @@ class Linter:
             dtype_sets=sets,
             checks=tuple(c for c in checks if c),
             formula=formula,
+            formulas=tuple(formulas),
             special_points=tuple(p for p in points if p),
             properties=tuple(p for p in props if p),
             deviations=tuple(d for d in devs if d),
             tolerance=tol,
+            output_tolerance=out_tol,
             path=self.doc.file,
             bindings=bindings.from_document(data.get("bindings"), self.doc),
             variants=variants,
@@ -301,11 +308,40 @@ class Linter:
                     p.get("c_name", ""),
                     null,
                     rng,
+                    bool(p.get("unused", False)),
                 )
             )
+            if p.get("unused") and (kind != "tensor" or p.get("role", "input") != "output"):
+                self.err(("params", i, "unused"), f"{name}: only an output tensor can be unused")
         if not any(p.is_output for p in out):
             self.err(("params",), "a spec needs at least one output tensor (role: output)")
         return out
+
+    def outputs_computed(
+        self, params: list[Param], formulas: list[Formula], paths: list[tuple[Any, ...]]
+    ) -> None:
+        """Each output tensor is computed by exactly one formula, or is `unused` (no formula,
+        its storage left as it is); an in-place op's tensor is always computed."""
+        outputs = {p.name for p in params if p.is_output}
+        if any(f.output not in outputs for f in formulas):
+            return  # said at the formula's `output:`
+        seen: dict[str, int] = {}
+        for k, f in enumerate(formulas):
+            if f.output in seen:
+                self.err(
+                    (*paths[k], "output"),
+                    f"output {f.output!r} already has a formula (formula {seen[f.output] + 1})",
+                )
+            seen.setdefault(f.output, k)
+        for i, p in enumerate(params):
+            if p.unused and p.name in seen:
+                self.err(("params", i, "unused"), f"{p.name} is unused but a formula computes it")
+            elif p.is_output and not p.unused and p.name not in seen:
+                self.err(
+                    ("params", i, "name"),
+                    f"output {p.name!r} has no formula: add one to `formulas:`, or say "
+                    "`unused: true` if the op never writes it",
+                )
 
     def param_values(
         self, i: int, p: dict[str, Any]
@@ -362,13 +398,15 @@ class Linter:
             self.err((*where, "default"), f"{name}: only an array's default is a list")
         return default, values, rng
 
-    def nulls(self, params: list[Param], checks: list[Check], formula: Formula | None) -> None:
+    def nulls(
+        self, params: list[Param], checks: list[Check], formulas: list[Formula] | None
+    ) -> None:
         """A parameter's `if_null` agrees with the checks and the formula: a null that is accepted
         (default, absent) is named by no not_null check, a null that is an error by one, and
         the formula and value checks never read an absent parameter."""
         null_checked = {n for c in checks if c.kind == "not_null" for n in c.params}
         exprs = [c.violated_if for c in checks]
-        if formula is not None:
+        for formula in formulas or ():
             exprs += walk.Formula.of(formula).expressions()
         read = {n for e in exprs if e is not None for n in e.names}
         for i, p in enumerate(params):
@@ -441,17 +479,17 @@ class Linter:
         """The i-th check; its kind's class reads and checks the fields (conformance.spec.checks.kinds)."""
         return CHECK_KINDS[c["kind"]].parse(self, i, c, by_name, sets)
 
-    def formula(self, raw: dict[str, Any], by_name: dict[str, Param]) -> Formula:
+    def formula(
+        self, raw: dict[str, Any], by_name: dict[str, Param], base: tuple[Any, ...] = ("formula",)
+    ) -> Formula:
         out = raw["output"]
         if out not in by_name or not by_name[out].is_output:
-            self.err(
-                ("formula", "output"), f"formula output {out!r} is not an output tensor parameter"
-            )
+            self.err((*base, "output"), f"formula output {out!r} is not an output tensor parameter")
         known = [p.name for p in by_name.values() if p.is_read]
         strings = [p.name for p in by_name.values() if p.kind == "string"]
         lets = []
         for i, item in enumerate(raw.get("let", [])):
-            path = ("formula", "let", i)
+            path = (*base, "let", i)
             if item["name"] in known:
                 self.err((*path, "name"), f"let name {item['name']!r} shadows a parameter")
             elif (
@@ -478,7 +516,7 @@ class Linter:
         branches = []
         n = len(raw["branches"])
         for i, b in enumerate(raw["branches"]):
-            path = ("formula", "branches", i)
+            path = (*base, "branches", i)
             when = b["when"]
             cond: Expr | None = None
             if when == "otherwise":
@@ -492,7 +530,29 @@ class Linter:
             branches.append(
                 Branch(b["id"], cond, val, b["source"], b.get("summary", ""), self.doc.line(path))
             )  # type: ignore[arg-type]
-        return Formula(out, tuple(lets), tuple(branches), raw.get("source", ""))
+        relations = []
+        outputs = [p.name for p in by_name.values() if p.is_output and not p.unused]
+        for i, r in enumerate(raw.get("relation", [])):
+            path = (*base, "relation", i)
+            holds = self.expr((*path, "holds"), r["holds"], [*known, *outputs], strings)
+            if holds is not None:
+                relations.append(
+                    Relation(r["id"], holds, r["source"], r.get("summary", ""), self.doc.line(path))
+                )
+        random_when = None
+        if "random_when" in raw:
+            if not relations:
+                self.err((*base, "random_when"), "random_when needs a `relation:` list")
+            attrs = [p.name for p in by_name.values() if not p.is_tensor]
+            random_when = self.expr((*base, "random_when"), str(raw["random_when"]), attrs, strings)
+        return Formula(
+            out,
+            tuple(lets),
+            tuple(branches),
+            raw.get("source", ""),
+            tuple(relations),
+            random_when,
+        )
 
     def special(self, i: int, s: dict[str, Any], by_name: dict[str, Param], formula: Formula):
         path = ("special_points", i)
@@ -673,15 +733,32 @@ class Linter:
             self.doc.line(("properties", i)),
         )
 
-    def tolerance(self, raw: dict[str, Any]) -> dict[str, dict[str, float]]:
-        """Per-dtype overrides; each field finite and in its range (compare.FIELD_RANGES)."""
+    def tolerance(
+        self, raw: dict[str, Any], by_name: dict[str, Param] | None = None
+    ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, dict[str, float]]]]:
+        """Per-dtype overrides, and per output (a key naming an output tensor) that output's
+        own per-dtype overrides; each field finite and in its range (compare.FIELD_RANGES)."""
+        outputs = {n for n, p in (by_name or {}).items() if p.is_output}
+        per_output = {}
+        for key, table in raw.items():
+            if key in outputs:
+                if not all(isinstance(v, dict) for v in table.values()):
+                    self.err(("tolerance", key), f"tolerance of output {key}: {{DTYPE: {{...}}}}")
+                    continue
+                per_output[key] = self._policies(table, ("tolerance", key))
+        rest = {k: v for k, v in raw.items() if k not in outputs}
+        return self._policies(rest, ("tolerance",)), per_output
+
+    def _policies(self, raw: dict[str, Any], base: tuple[Any, ...]) -> dict[str, dict[str, float]]:
         out = {}
         for key, pol in raw.items():
-            name = self.dtype_name(("tolerance", key), key)
+            name = self.dtype_name((*base, key), key)
+            if not isinstance(pol, dict):
+                continue
             bad = False
             for field_name, value in pol.items():
                 if why := field_problem(str(field_name), value):
-                    self.err(("tolerance", key, field_name), why)
+                    self.err((*base, key, field_name), why)
                     bad = True
             if name and not bad:
                 out[name] = {k: float(v) for k, v in pol.items()}
@@ -691,7 +768,8 @@ class Linter:
         """Every dtype a dtype table allows must be one the reference can judge: it has a
         comparison policy (specs/tolerances.yaml, or this spec's `tolerance:`), so STRING,
         UNDEFINED, INT4, FLOAT8_E5M2, ... are refused here, naming their line."""
-        overrides = data.get("tolerance") or {}
+        outputs = {q.get("name") for q in data.get("params") or [] if q.get("role") == "output"}
+        overrides = {k: v for k, v in (data.get("tolerance") or {}).items() if k not in outputs}
         tables: list[tuple[tuple[Any, ...], Any]] = []
         for set_name, table in (data.get("dtype_sets") or {}).items():
             for key, names in table.items():
@@ -711,6 +789,15 @@ class Linter:
                     f"dtype {d.name} cannot be judged: the reference has no "
                     "tolerance policy for it (specs/tolerances.yaml)",
                 )
+
+
+def _formula_sections(data: dict[str, Any]) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """The formula mappings of a spec and their YAML paths: `formulas:` (a list, one per
+    computed output) or `formula:` (one; the schema requires exactly one of the two)."""
+    if "formulas" in data:
+        raw = list(data["formulas"])
+        return raw, [("formulas", k) for k in range(len(raw))]
+    return [data["formula"]], [("formula",)]
 
 
 def _judged(dtype: str, overrides: dict[str, Any]) -> bool:

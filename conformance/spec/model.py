@@ -7,7 +7,7 @@ name used in results and reports is `<op name>/<clause id>`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .expr.language import Expr
@@ -52,6 +52,9 @@ class Param:
     # "" when the spec does not say (a pointer no check names is then simply not tested null).
     null: str = ""  # the `if_null:` field
     range: tuple[float, float] | None = None  # int, float: the documented [lo, hi] (inclusive)
+    # An output the op neither reads nor writes (`unused: true`; the doc's "reserved, not used"
+    # buffer): no formula computes it and the judge requires its storage unchanged.
+    unused: bool = False
 
     @property
     def is_tensor(self) -> bool:
@@ -137,6 +140,14 @@ class Check:
     summary: str = ""
     line: int = 0
     dim: str | None = None  # dim_in_range: the int or int_array parameter naming dims
+    min: int | None = None  # min_rank
+    by: int | None = None  # dim_divisible: the divisor
+    # The products the check applies on (`products:`, any kind); () means all of the op's.
+    products: tuple[str, ...] = ()
+
+    def applies_on(self, product: str) -> bool:
+        """Whether the library runs this check on `product` (a product-scoped rule)."""
+        return not self.products or product in self.products
 
 
 @dataclass(frozen=True)
@@ -160,11 +171,28 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class Relation:
+    """A rule a random output must satisfy element by element (`relation:` of a formula): an
+    expression over the inputs, attributes and outputs that must hold."""
+
+    id: str
+    holds: Expr
+    source: str
+    summary: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Formula:
     output: str
     lets: tuple[Let, ...]
     branches: tuple[Branch, ...]
     source: str = ""
+    # A random output (`relation:`): the branches give one valid draw (what the reference
+    # writes) and the judge checks these relations on a backend's outputs instead of values,
+    # where `random_when` (an expression on the attributes; None: always) holds.
+    relations: tuple[Relation, ...] = ()
+    random_when: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +261,7 @@ class OpSpec:
     params: tuple[Param, ...]
     dtype_sets: dict[str, dict[str, tuple[str, ...]]]  # set -> product (or "default") -> dtypes
     checks: tuple[Check, ...]
-    formula: Formula
+    formula: Formula  # the first (for a single-output op the only) formula
     special_points: tuple[SpecialPoint, ...] = ()
     properties: tuple[Property, ...] = ()
     deviations: tuple[Deviation, ...] = ()
@@ -245,6 +273,54 @@ class OpSpec:
     # name of the spec it was derived from.
     variants: tuple[OpSpec, ...] = ()
     inplace_of: str = ""
+    # One formula per computed output (`formulas:`; `formula:` gives one); () means (formula,).
+    formulas: tuple[Formula, ...] = ()
+    # An output's own per-dtype tolerance overrides (`tolerance: {out: {DTYPE: {...}}}`)
+    output_tolerance: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    _per_output: dict[str, OpSpec] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if not self.formulas:
+            self.formulas = (self.formula,)
+
+    def tolerance_of(self, output: str) -> dict[str, dict[str, float]]:
+        """The tolerance overrides judging `output`: the spec's, with the output's own on top."""
+        own = self.output_tolerance.get(output)
+        if not own:
+            return self.tolerance
+        merged = {k: dict(v) for k, v in self.tolerance.items()}
+        for dtype, fields in own.items():
+            merged[dtype] = {**merged.get(dtype, {}), **fields}
+        return merged
+
+    @property
+    def multi(self) -> bool:
+        """Several outputs are computed, each by its own formula."""
+        return len(self.formulas) > 1
+
+    def formula_of(self, output: str) -> Formula | None:
+        """The formula computing `output`, or None (an unused output)."""
+        return next((f for f in self.formulas if f.output == output), None)
+
+    def for_output(self, output: str) -> OpSpec:
+        """This spec seen as computing `output` alone: `formula` is that output's formula. The
+        single-output machinery (the reference's tiers, the clause walk) runs on it unchanged;
+        the same object is returned each time (kernel caches key on its identity)."""
+        f = self.formula_of(output)
+        if f is None:
+            raise KeyError(output)
+        if f is self.formula and not self.multi:
+            return self
+        if output not in self._per_output:
+            self._per_output[output] = replace(self, formula=f, formulas=(f,))
+        return self._per_output[output]
+
+    @property
+    def computed(self) -> tuple[OpSpec, ...]:
+        """One single-output view (for_output) per formula, in spec order."""
+        return tuple(self.for_output(f.output) for f in self.formulas)
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -276,7 +352,9 @@ class OpSpec:
     def clause_ids(self) -> list[str]:
         """Every clause id of the spec, in spec order."""
         ids = [c.id for c in self.checks]
-        ids += [x.id for x in self.formula.lets] + [b.id for b in self.formula.branches]
+        for f in self.formulas:
+            ids += [x.id for x in f.lets] + [b.id for b in f.branches]
+            ids += [r.id for r in f.relations]
         ids += [s.id for s in self.special_points] + [p.id for p in self.properties]
         return ids
 

@@ -42,7 +42,13 @@ def raw_specs() -> dict[str, dict[str, Any]]:
 def count_clauses(data: dict) -> int:
     """Clause ids of one spec document counted straight from the YAML: checks, lets, branches,
     special points and properties."""
-    f = data["formula"]
-    sections = [data["checks"], f.get("let", []), f["branches"]]
+    sections = [data["checks"]]
+    for f in formulas(data):
+        sections += [f.get("let", []), f["branches"]]
     sections += [data.get("special_points", []), data.get("properties", [])]
     return sum(len(s) for s in sections)
+
+
+def formulas(data: dict) -> list[dict]:
+    """The formula mappings of a spec document: `formulas:` or the one `formula:`."""
+    return list(data["formulas"]) if "formulas" in data else [data["formula"]]

@@ -221,7 +221,9 @@ class ExecBackend(Backend):
                 t = call.args.get(p.name)
                 if isinstance(t, TensorArg):
                     bits = args[p.name].get("encoding") == "bits"  # as casefile wrote the input
-                    outputs[p.name] = self._output(out_dir, p.name, t, bits, required=status == 0)
+                    # an unused output (never written) need not come back: its storage stands
+                    required = status == 0 and not p.unused
+                    outputs[p.name] = self._output(out_dir, p.name, t, bits, required=required)
             return Outcome(status, outputs, message)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

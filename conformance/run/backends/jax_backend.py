@@ -164,6 +164,12 @@ class JaxBackend(Backend):
                 return f"{self.name} has no null pointers ({name} is null)"
             if isinstance(arg, TensorArg | ScalarArg) and dt.get(arg.dtype).opaque:
                 return f"{self.name} has no opaque {arg.dtype} values ({name})"
+        others = [f.output for f in spec.formulas if f.output != b.output]
+        if others:  # one forward expression computes one output
+            return (
+                f"{self.name}: bindings.jax computes {b.output} only; {spec.name} also "
+                f"computes {', '.join(others)}"
+            )
         when = b.unsupported_when
         if when is not None and bool(np.all(when.evaluate(attribute_env(spec, call)))):
             return f"{self.name} cannot express this variant: {b.unsupported_reason}"
@@ -175,7 +181,11 @@ class JaxBackend(Backend):
         if b is None:
             raise BackendError(f"{spec.path} has no bindings.jax section")
         call = with_defaults(spec, call)  # a null standing for a default: the default
-        outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs}
+        outputs = {
+            p.name: call.tensor(p.name).storage.copy()
+            for p in spec.outputs
+            if isinstance(call.args.get(p.name), TensorArg)
+        }
         out = call.tensor(b.output)
         env = attribute_env(spec, call)
         try:

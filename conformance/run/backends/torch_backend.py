@@ -78,6 +78,9 @@ def _key(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+DROPPED = "_"  # in `returns`: an ATen result that no output of the API receives
+
+
 def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
     """`bindings.aten` of `spec` checked against its parameters; None when the spec has none."""
     b = spec.bindings.get("aten")
@@ -99,11 +102,19 @@ def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
         if name not in inputs:
             raise b.error(("kwargs", key), f"{name!r} is not an input parameter of {spec.name}")
     outs = [p.name for p in spec.outputs]
-    returns = raw.get("returns", outs)
-    if not returns or any(r not in outs for r in returns):
+    returns = raw.get("returns", [p.name for p in spec.outputs if not p.unused])
+    if not returns or any(r not in outs and r != DROPPED for r in returns):
         raise b.error(
-            ("returns",), f"must list output parameters of {spec.name} ({', '.join(outs)})"
+            ("returns",),
+            f"must list output parameters of {spec.name} ({', '.join(outs)}), "
+            f"or {DROPPED} for a result the API has no output for",
         )
+    for i, r in enumerate(returns):
+        if r != DROPPED and spec.param(r).unused:
+            raise b.error(
+                ("returns", i),
+                f"{r} is unused (the API never writes it): write {DROPPED} for this result",
+            )
     translate: dict[str, dict[str, Any]] = {}
     for name, table in (raw.get("translate") or {}).items():
         if name not in (*args, *kwargs.values()):
@@ -283,7 +294,11 @@ class TorchBackend(Backend):
             raise BackendError(f"{spec.path} has no bindings.aten section")
         self._ready()
         call = with_defaults(spec, call)
-        outputs = {p.name: call.tensor(p.name).storage.copy() for p in spec.outputs}
+        outputs = {
+            p.name: call.tensor(p.name).storage.copy()
+            for p in spec.outputs
+            if isinstance(call.args.get(p.name), TensorArg)
+        }
         # An in-place op's tensor is handed over as a view of its own device storage, which is
         # then read back as it is: a result that does not land there is not in place. Every
         # other tensor input has its own device storage too, read back after the call.
@@ -314,6 +329,7 @@ class TorchBackend(Backend):
             pairs = [
                 (n, self._checked(call.tensor(n), r))
                 for n, r in zip(b.returns, results, strict=True)
+                if n != DROPPED
             ]
         except Exception as exc:  # torch rejects by raising; the text says why
             text = str(exc).strip().splitlines()

@@ -108,6 +108,8 @@ COMMON_FIELDS: dict[str, dict[str, Any]] = {
     "status": {"type": ["string", "integer"]},
     "summary": {"type": "string"},
     "source": {"type": "string", "minLength": 1},
+    # the products the check applies on (default: every product of the op)
+    "products": {"type": "array", "minItems": 1, "items": NAME},
 }
 COMMON_REQUIRED = ("id", "kind", "source")
 PARAMS = {"type": "array", "minItems": 1, "items": NAME}
@@ -174,7 +176,21 @@ class CheckKind:
             summary=c.get("summary", ""),
             line=lint.doc.line(base),
             dim=c.get("dim"),
+            min=c.get("min"),
+            by=c.get("by"),
+            products=cls.parse_products(lint, (*base, "products"), c.get("products", [])),
         )
+
+    @classmethod
+    def parse_products(cls, lint: Linter, path: tuple, names: list[str]) -> tuple[str, ...]:
+        """A check's `products:`, each a product of the op."""
+        prods = list(lint.doc.data.get("products") or [])
+        for j, n in enumerate(names):
+            if n not in prods:
+                lint.err(
+                    (*path, j), f"product {n!r} is not a product of this op ({', '.join(prods)})"
+                )
+        return tuple(names)
 
     @classmethod
     def parse_param(
@@ -222,6 +238,12 @@ class CheckKind:
     def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
         """(detail, args): changes of the valid plan arguments `base` meant to violate `check`."""
         return iter(())
+
+    @classmethod
+    def fit(cls, spec: OpSpec, check: Check, base: Args) -> Args:
+        """The planned base call changed as little as needed to pass `check` (most kinds: as
+        it is; dim_divisible scales the split dim): every case is planned from it."""
+        return base
 
     # -- positive cases (conformance.cases.generate) ----------------------------------------------------
     @classmethod

@@ -30,8 +30,17 @@ from .base import (
     arg,
     attribute_env,
 )
+from .dims import DimDivisible, DimsUnique
 from .dtype import Castable, DtypeIn, Promotable, SameDtype
-from .shape import Broadcastable, DimInRange, MaxRank, SameShape, ShapeIsBroadcast
+from .shape import (
+    Broadcastable,
+    DimInRange,
+    MaxRank,
+    MinRank,
+    SameFormat,
+    SameShape,
+    ShapeIsBroadcast,
+)
 
 if TYPE_CHECKING:
     from ..lint import Linter
@@ -206,10 +215,14 @@ CHECK_KINDS: dict[str, type[CheckKind]] = {
         Promotable,
         Castable,
         MaxRank,
+        MinRank,
+        SameFormat,
         Broadcastable,
         SameShape,
         ShapeIsBroadcast,
         DimInRange,
+        DimsUnique,
+        DimDivisible,
         Value,
         StringIn,
         EmptySuccess,

@@ -1,8 +1,9 @@
-"""The shape check kinds: max_rank, broadcastable, same_shape, shape_is_broadcast, dim_in_range
-(see conformance.spec.checks.kinds)."""
+"""The shape check kinds: max_rank, min_rank, same_format, broadcastable, same_shape,
+shape_is_broadcast, dim_in_range (see conformance.spec.checks.kinds)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...acl.call import ArrayArg, Call
@@ -39,6 +40,63 @@ class MaxRank(CheckKind):
         for n in check.params:
             yield f"{n}:rank9", with_shapes(base, {n: RANK9})
             yield f"{n}:rank9-all", with_shapes(base, dict.fromkeys(tensors, RANK9))
+        over = check.max + 1  # type: ignore[operator]
+        if over != len(RANK9):  # one past a lower bound (rank 9 breaks an earlier max of 8)
+            shape = (1,) * max(over - 2, 0) + (2, 3)[: min(over, 2)]
+            for n in check.params:
+                yield f"{n}:rank{over}", with_shapes(base, {n: shape})
+
+
+class MinRank(CheckKind):
+    """No tensor named has fewer than `min` dimensions (the pair of max_rank: a doc's 1-8)."""
+
+    name = "min_rank"
+    param_kind = "tensor"
+    fields = {**CheckKind.fields, "min": {"type": "integer", "minimum": 1, "maximum": 64}}
+    required = ("params", "min")
+    credit = frozenset({"rank"})
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        for name in check.params:
+            t = arg(call, check, name)
+            if t.rank < check.min:  # type: ignore[operator]
+                raise Violation(check, f"{name} has {t.rank} dims, at least {check.min} required")
+        return False
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        low = (1,) * (check.min - 1)  # type: ignore[operator]
+        tensors = [p.name for p in spec.params if p.is_tensor]
+        for n in check.params:
+            yield f"{n}:rank{len(low)}", with_shapes(base, {n: low})
+            yield f"{n}:rank{len(low)}-all", with_shapes(base, dict.fromkeys(tensors, low))
+
+
+#: The format a same_format negative case gives one tensor (another where it already has it).
+OTHER_FORMATS = ("NCHW", "NHWC")
+
+
+class SameFormat(CheckKind):
+    """The tensors named have one storage format (aclTensor's format: ND, NCHW, NHWC, ...)."""
+
+    name = "same_format"
+    param_kind = "tensor"
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        formats = [getattr(arg(call, check, n), "format", "ND") for n in check.params]
+        if len(set(formats)) != 1:
+            shown = ", ".join(f"{n}={f}" for n, f in zip(check.params, formats, strict=True))
+            raise Violation(check, f"formats differ: {shown}")
+        return False
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        for n in check.params:
+            now = getattr(base[n], "format", "ND")
+            other = next(f for f in OTHER_FORMATS if f != now)
+            yield f"{n}:{other}", {**base, n: replace(base[n], format=other)}
 
 
 class Broadcastable(CheckKind):

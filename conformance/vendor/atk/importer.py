@@ -389,7 +389,7 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
     storage of the output's shape is read a chunk at a time from its file (never mapped: a
     mapped file's pages count in the importer's memory as they are read, 6 GB for one vendor
     case); a broadcast one, smaller, is mapped."""
-    out = spec.formula.output
+    out = spec.formula.output  # every output's formula walks the shape of the first
     oshape = plan.args[out].shape
     n = int(np.prod(oshape, dtype=np.int64)) if oshape else 1
     stores = {
@@ -412,9 +412,10 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
                 else _gather(arr, t.shape, oshape, a, b)
             )
             args[k] = TensorArg(t.dtype, (b - a,), (1,), 0, vals)
-        args[out] = _light(plan.args[out].dtype, (b - a,))
+        for f in spec.formulas:
+            args[f.output] = _light(plan.args[f.output].dtype, (b - a,))
         hits.update(branch_hits(spec, Call(spec.name, "", args)))
-    ordered = [br.id for br in spec.formula.branches if br.id in hits]
+    ordered = [br.id for f in spec.formulas for br in f.branches if br.id in hits]
     return lets_used(spec, ordered) + ordered
 
 
