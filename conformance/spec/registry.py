@@ -23,11 +23,34 @@ class SpecError(ValueError):
         super().__init__("\n".join(str(p) for p in problems))
 
 
+# Specs already loaded in this process, by (resolved path, sha256 of the bytes): every command
+# loads the whole registry (parsing YAML with positions is most of a short command's time), and
+# a test session runs hundreds of commands. A changed file has another digest: linted again.
+_LOADED: dict[tuple[str, str], OpSpec] = {}
+_MAX_CACHED = 2 << 20  # the spec size limit of lint_file
+
+
+def _content_key(path: Path) -> tuple[str, str] | None:
+    """The cache key of a regular file within the size limit (None: lint it, do not cache)."""
+    try:
+        st = path.stat()
+        if not path.is_file() or st.st_size > _MAX_CACHED:
+            return None
+        return str(path.resolve()), hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def load_spec(path: str | Path) -> OpSpec:
     """The spec of one file; SpecError lists every problem if there is any."""
+    key = _content_key(Path(path))
+    if key is not None and key in _LOADED:
+        return _LOADED[key]
     spec, problems = lint_file(path)
     if problems or spec is None:
         raise SpecError(problems)
+    if key is not None:
+        _LOADED[key] = spec
     return spec
 
 

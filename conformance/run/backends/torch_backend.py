@@ -140,8 +140,18 @@ def positional(b: AtenBinding, names: list[str]) -> list[tuple[str, Any]]:
     """The ATen op's positional arguments `names` in order, each ("arg", spec parameter) from
     the binding's args or ("const", value) from its consts."""
     consts = dict(b.consts)
-    rest = iter(b.args)
-    return [("const", consts[n]) if n in consts else ("arg", next(rest, "")) for n in names]
+    if not consts:
+        return [("arg", n) for n in b.args]
+    rest = list(b.args)
+    out: list[tuple[str, Any]] = []
+    for n in names:
+        if n in consts:
+            out.append(("const", consts[n]))
+        elif rest:
+            out.append(("arg", rest.pop(0)))
+        else:
+            break  # the ATen op's defaults from here on
+    return out
 
 
 def checked_aten_binding(torch: Any, spec: OpSpec) -> AtenBinding | None:
@@ -315,7 +325,9 @@ class TorchBackend(Backend):
         }
         bases.update(inputs)
         overload = self._overload(b)
-        schema = [a.name for a in overload._schema.arguments if not a.kwarg_only]
+        schema = (
+            [a.name for a in overload._schema.arguments if not a.kwarg_only] if b.consts else []
+        )
         args = [
             self._const(call, v)
             if how == "const"
