@@ -235,15 +235,13 @@ def refine(
         inputs = {nm: precise.exact_values(a[r], in_dtypes[nm]) for nm, a in raw.items()}
         if not all(np.isfinite(v).all() for v in inputs.values() if v.dtype.kind == "f"):
             continue
+        values = {nm: arr.tolist() for nm, arr in inputs.items()}
         last: dict[int, float] = {}
         todo, bits = list(cols), precise.PRECISION
         while todo:
             with mpmath.workprec(bits):
                 base = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
-                envs = [dict(base) for _ in range(length)]
-                for nm, arr in inputs.items():
-                    for j, v in enumerate(arr.tolist()):
-                        envs[j][nm] = m.mpf(v)
+                envs = [_Element(base, values, j, m.mpf) for j in range(length)]
                 row = Row(envs, lambda e, names: walk.bind(e, names, ar))
                 for e in envs:
                     e[ROW] = row
@@ -259,6 +257,20 @@ def refine(
             last.update({j: v for j, v in now.items() if v is not None})
             todo = [j for j in todo if j not in done] if bits < precise.MAX_PRECISION else []
             bits *= 2
+
+
+class _Element(dict):
+    """One element's mpmath environment in a row: the attributes, and each input converted to
+    mpf when an expression first reads it (a row of 2^20 elements whose reductions read one
+    input converts only that one)."""
+
+    def __init__(self, base: dict[str, Any], values: dict[str, list], j: int, mpf: Any):
+        super().__init__(base)
+        self._values, self._j, self._mpf = values, j, mpf
+
+    def __missing__(self, name: str) -> Any:
+        v = self[name] = self._mpf(self._values[name][self._j])
+        return v
 
 
 def _convert(v: Any, convert: Callable[[Any], float]) -> float:
