@@ -30,11 +30,10 @@ from .base import (
     arg,
     attribute_env,
 )
-from .dims import DimDivisible, DimsUnique
+from .dims import DimDivisible, DimInRange, DimsUnique
 from .dtype import Castable, DtypeIn, Promotable, SameDtype
 from .shape import (
     Broadcastable,
-    DimInRange,
     MaxRank,
     MinRank,
     SameFormat,

@@ -3,18 +3,29 @@ shape_is_broadcast, dim_in_range (see conformance.spec.checks.kinds)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ...acl.call import ArrayArg, Call
+from ...acl.call import Call
 from ...acl.planned import with_shapes
-from ..model import Check, OpSpec, Param
+from ..model import Check, OpSpec
 from .base import NAME, Args, CheckKind, Mutations, Violation, arg, broadcast
 
 if TYPE_CHECKING:
-    from ..lint import Linter
+    pass
 
 RANK9 = (1, 1, 1, 1, 1, 1, 1, 2, 2)
+
+
+def ranks_within(call: Call, check: Check, outside: Callable[[int], bool], bound: str) -> bool:
+    """False (not violated) unless a tensor of `params` has a rank `outside` the bound (said by
+    `bound` in the message)."""
+    for name in check.params:
+        t = arg(call, check, name)
+        if outside(t.rank):
+            raise Violation(check, f"{name} has {t.rank} dims, {bound}")
+    return False
 
 
 class MaxRank(CheckKind):
@@ -28,11 +39,7 @@ class MaxRank(CheckKind):
 
     @classmethod
     def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
-        for name in check.params:
-            t = arg(call, check, name)
-            if t.rank > check.max:  # type: ignore[operator]
-                raise Violation(check, f"{name} has {t.rank} dims, at most {check.max} allowed")
-        return False
+        return ranks_within(call, check, lambda r: r > check.max, f"at most {check.max} allowed")  # type: ignore[operator]
 
     @classmethod
     def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
@@ -58,11 +65,7 @@ class MinRank(CheckKind):
 
     @classmethod
     def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
-        for name in check.params:
-            t = arg(call, check, name)
-            if t.rank < check.min:  # type: ignore[operator]
-                raise Violation(check, f"{name} has {t.rank} dims, at least {check.min} required")
-        return False
+        return ranks_within(call, check, lambda r: r < check.min, f"at least {check.min} required")  # type: ignore[operator]
 
     @classmethod
     def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
@@ -175,59 +178,3 @@ class ShapeIsBroadcast(CheckKind):
         for n in check.params:
             yield f"{n}:3x4", with_shapes(base, {n: (3, 4)})
             yield f"{n}:3x1-of-3x1.1x5", with_shapes(base, {a: (3, 1), b: (1, 5), n: (3, 1)})
-
-
-def dims_of(value: Any) -> tuple[int, ...]:
-    """The dims an int or int_array argument names (an ArrayArg's items, or one int)."""
-    if isinstance(value, ArrayArg):
-        return tuple(int(v) for v in value.items)
-    if isinstance(value, list | tuple):
-        return tuple(int(v) for v in value)
-    return (int(value),)
-
-
-class DimInRange(CheckKind):
-    """Each dim of the int or int_array parameter `dim` lies in [-rank, rank - 1] of every tensor
-    named (negative dims wrap); a rank-0 tensor counts as rank 1, as the vendor's CheckDim does
-    (dim 0 and -1 are valid)."""
-
-    name = "dim_in_range"
-    param_kind = "tensor"
-    fields = {**CheckKind.fields, "dim": NAME}
-    required = ("params", "dim")
-    credit = frozenset({"dim"})
-
-    @classmethod
-    def parse(
-        cls, lint: Linter, i: int, c: dict[str, Any], by_name: dict[str, Param], sets: dict
-    ) -> Check:
-        check = super().parse(lint, i, c, by_name, sets)
-        p = by_name.get(c["dim"])
-        if p is None or p.kind not in ("int", "int_array"):
-            lint.err(
-                ("checks", i, "dim"),
-                f"dim_in_range: dim {c['dim']!r} must name an int or int_array parameter",
-            )
-        return check
-
-    @classmethod
-    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
-        value = call.args.get(check.dim or "")
-        if value is None:
-            return False
-        for name in check.params:
-            rank = max(arg(call, check, name).rank, 1)
-            for d in dims_of(value):
-                if not -rank <= d < rank:
-                    raise Violation(
-                        check, f"{check.dim}={d} is out of range [{-rank}, {rank - 1}] of {name}"
-                    )
-        return False
-
-    @classmethod
-    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
-        name, dim = check.params[0], check.dim or ""
-        rank = max(len(base[name].shape), 1)
-        array = isinstance(base.get(dim), ArrayArg)
-        for label, d in ((f"{dim}:rank", rank), (f"{dim}:-rank-1", -rank - 1)):
-            yield label, {**base, dim: ArrayArg("int_array", (d,)) if array else d}
