@@ -250,9 +250,13 @@ def test_the_large_profile_adds_model_shapes_for_every_op():
     assert {p.id for _, p in large} >= default
     for spec in REG:
         mine = [p for s, p in added if s.name == spec.name]
-        shapes = {tuple(a.shape) for p in mine for _, a in p.args if hasattr(a, "shape")}
+        model = [p for p in mine if "shape=model-" in p.id]
+        shapes = {tuple(a.shape) for p in model for _, a in p.args if hasattr(a, "shape")}
         assert shapes == set(MODEL_SHAPES), spec.name
-        assert all("shape=model-" in p.id for p in mine)
+        # and an op with a dim parameter reduces a 2 x 2^20 tensor along its last dim
+        rows = [p for p in mine if "shape=model-" not in p.id]
+        assert all("@long-2x1048576" in p.id for p in rows), spec.name
+        assert bool(rows) == any(c.kind == "dim_in_range" for c in spec.checks), spec.name
 
 
 def test_the_large_profile_is_refused_with_a_case_directory(tmp_path):
