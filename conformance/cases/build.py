@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..acl import dtypes as dt
-from ..acl.call import ArrayArg, Call, ScalarArg
+from ..acl.call import ArrayArg, Call, ScalarArg, TensorArg, contiguous_strides
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan
 from ..spec.expr.numpy_arith import NUMPY
 from ..spec.expr.walk import Formula
@@ -43,8 +43,12 @@ class Case:
     seed: int
 
 
-def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
-    """The Case of `plan`; a valid positive case is also credited with the branches it takes."""
+def build(spec: OpSpec, plan: CasePlan, seed: int, probe: bool = False) -> Case:
+    """The Case of `plan`; a valid positive case is also credited with the branches it takes.
+
+    `probe`: tensors get their dtype, shape and format but no drawn values (`probe_tensor`), for
+    planning, which asks only what the checks say.
+    """
     rng = np.random.default_rng([seed, zlib.crc32(plan.id.encode())])
     point = next((p for p in spec.special_points if p.id == plan.point), None)
     args: dict[str, Any] = {}
@@ -56,6 +60,9 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
         elif isinstance(a, ListPlan):  # a tensor list: each item drawn like an input tensor
             items = []
             for t in a.items:
+                if probe:
+                    items.append(probe_tensor(t))
+                    continue
                 logical = vals.draw(t.values, dt.get(t.dtype), t.shape, rng)
                 items.append(layouts.layout(logical, t.dtype, t.layout))
             args[name] = ArrayArg(a.kind, tuple(items))
@@ -63,6 +70,9 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
             args[name] = a
     for name, a in plan.args:
         if not isinstance(a, TensorPlan):
+            continue
+        if probe:
+            args[name] = probe_tensor(a)
             continue
         if not spec.param(name).is_read:  # a pure output (an in-place tensor holds values)
             args[name] = layouts.output_tensor(a.dtype, a.shape, a.layout)
@@ -78,7 +88,7 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
         args[name].format = a.format
     call = Call(spec.name, plan.product, args)
     clauses = plan.clauses
-    if plan.kind == "positive" and plan.expected_status == 0:
+    if plan.kind == "positive" and plan.expected_status == 0 and not probe:
         verdict = validate(spec, call)
         if verdict.ok_to_compute:
             hits = branch_hits(spec, call)
@@ -87,6 +97,16 @@ def build(spec: OpSpec, plan: CasePlan, seed: int) -> Case:
     return Case(
         plan.id, spec.name, plan.product, plan.kind, call, clauses, plan.expected_status, seed
     )
+
+
+def probe_tensor(a: TensorPlan) -> TensorArg:
+    """A tensor with the dtype, shape and format of `a` whose storage is one zero seen n times (a
+    read-only broadcast view: no memory, no drawing). The checks read shapes, dtypes and formats,
+    never tensor values, so a verdict needs no more."""
+    d = dt.get(a.dtype)
+    n = int(np.prod(a.shape, dtype=np.int64)) if a.shape else 1
+    storage = np.broadcast_to(np.zeros(1, dtype=d.np), (n,))
+    return TensorArg(d.name, a.shape, contiguous_strides(a.shape), 0, storage, a.format)
 
 
 def _point_value(spec: OpSpec, point: SpecialPoint, args: dict[str, Any]) -> float:
@@ -103,4 +123,4 @@ def verdict(spec: OpSpec, product: str, args: dict[str, Any]) -> Validation:
     clause they target.
     """
     plan = CasePlan("probe", spec.name, product, "probe", tuple(args.items()), (), 0)
-    return validate(spec, build(spec, plan, 0).call)
+    return validate(spec, build(spec, plan, 0, probe=True).call)
