@@ -72,6 +72,13 @@ def rule(text, known=("reduction", "dim", "keepdim", "mode"), strings=("mode",))
         ("[self.0, 3]", {"self": (5, 7)}, {}, (5, 3)),
         ("[self.-1, self.0]", {"self": (5, 7)}, {}, (7, 5)),
         ([4, 2], {}, {}, (4, 2)),  # a YAML list of sizes
+        (
+            "reduce(broadcast(self, target), 0, false)",
+            {"self": (3, 1), "target": (4,)},
+            {},
+            (4,),
+        ),  # fmt: skip
+        ("reduce(broadcast(self, target), 0, false)", {"self": (), "target": ()}, {}, ()),
     ],
 )
 def test_shape_of_hand_computed(text, shapes, attrs, want):
@@ -138,6 +145,7 @@ def test_rules_a_call_cannot_meet(text, shapes, attrs, message):
         ("split(self, 0, 0)", "positive integer"),
         ("[self.x]", "NAME.K or an integer"),
         ("broadcast(self, [1])", "tensor names"),
+        ("reduce(split(self, 0, 2), 0, false)", "a tensor or broadcast(...)"),
         ("__import__('os')", "unknown shape function"),
     ],
 )

@@ -8,7 +8,9 @@ executed; a conditional rule's `when:` goes through the expression language's wh
            | scalar                        rank 0
            | broadcast(NAME, NAME, ...)    the broadcast shape
            | reduce(NAME, DIMS, KEEP)      DIMS: `all`, an int, [int, ...] or an int / int_array
-                                           parameter; KEEP: true / false or a bool parameter
+                                           parameter; KEEP: true / false or a bool parameter;
+                                           NAME may be broadcast(NAME, ...) (the reduced shape
+                                           of a broadcast: aclnnMseLossOut's mean over dim 0)
            | split(NAME, DIM, INT)         size along DIM divided by INT (DIM: int or int param)
            | [ITEM, ...]                   ITEM: NAME.K (size K of NAME, negative K wraps) or INT
     YAML  := rule | [{when: EXPR, value: rule}, ..., {when: otherwise, value: rule}]
@@ -56,6 +58,7 @@ class ShapeTerm:
     n: int = 1
     items: tuple[tuple[str | None, int], ...] = ()
     text: str = ""
+    of: ShapeTerm | None = None  # reduce over a broadcast: reduce(broadcast(a, b), dims, keep)
 
     def params(self) -> tuple[str, ...]:
         """The non-tensor parameters the term reads."""
@@ -134,10 +137,18 @@ def parse_term(text: Any) -> ShapeTerm:
             raise ShapeSyntaxError(f"{s!r}: broadcast takes tensor names")
         return ShapeTerm("broadcast", tuple(args), text=s)
     if fn == "reduce":
-        if len(args) != 3 or not re.fullmatch(_NAME, args[0]):
+        if len(args) != 3:
             raise ShapeSyntaxError(f"{s!r}: reduce(tensor, dims, keepdim)")
+        of = None
+        if not re.fullmatch(_NAME, args[0]):
+            of = parse_term(args[0])  # reduce(broadcast(a, b), 0, false)
+            if of.form != "broadcast":
+                raise ShapeSyntaxError(
+                    f"{s!r}: reduce's first argument is a tensor or broadcast(...)"
+                )
+        names = of.names if of is not None else (args[0],)
         return ShapeTerm(
-            "reduce", (args[0],), dims=_dims(args[1], s), keepdim=_keep(args[2], s), text=s
+            "reduce", names, dims=_dims(args[1], s), keepdim=_keep(args[2], s), text=s, of=of
         )
     if fn == "split":
         if len(args) != 3 or not re.fullmatch(_NAME, args[0]):
@@ -153,22 +164,22 @@ def parse_term(text: Any) -> ShapeTerm:
 
 
 def _split_args(body: str, whole: str) -> list[str]:
-    """Comma-separated arguments, a [...] list kept whole."""
+    """Comma-separated arguments, a [...] list or a (...) call kept whole."""
     out, depth, cur = [], 0, ""
     for ch in body:
-        if ch == "[":
+        if ch in "[(":
             depth += 1
-        elif ch == "]":
+        elif ch in "])":
             depth -= 1
             if depth < 0:
-                raise ShapeSyntaxError(f"{whole!r}: unbalanced ]")
+                raise ShapeSyntaxError(f"{whole!r}: unbalanced brackets")
         if ch == "," and depth == 0:
             out.append(cur.strip())
             cur = ""
         else:
             cur += ch
     if depth:
-        raise ShapeSyntaxError(f"{whole!r}: unbalanced [")
+        raise ShapeSyntaxError(f"{whole!r}: unbalanced brackets")
     if cur.strip() or out:
         out.append(cur.strip())
     if any(not a for a in out):
@@ -258,7 +269,7 @@ def term_shape(
                     raise ShapeError(f"{term.text}: {name} has no size {k} (rank {len(s)})")
                 out.append(s[k])
         return tuple(out)
-    x = got[term.names[0]]
+    x = term_shape(term.of, shapes, attrs) if term.of is not None else got[term.names[0]]
     if term.form == "split":
         d = _value(term.dims, attrs, term)
         if isinstance(d, list | tuple):
