@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,10 +31,12 @@ from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError, Outcome, TensorArg, arg_problem
 from ..conformance.acl.views import BLOCK, FlatView, numel, ranges
 from ..conformance.run.backend import OracleTimeout
-from ..conformance.spec.expr.walk import tensors_read
+from ..conformance.spec.expr import ir
+from ..conformance.spec.expr.walk import Formula, tensors_read
 from ..conformance.spec.interpret import attribute_env, validate, with_defaults
 from ..conformance.spec.model import OpSpec
 from ..conformance.spec.registry import Registry, UnknownOp, default_registry
+from ..conformance.spec.shapes import ShapeError, shape_of
 from . import kernel, precise, rows, settle
 from .evaluate_compiled import CompiledEvaluator
 from .evaluate_numpy import NumpyEvaluator
@@ -88,6 +91,7 @@ def evaluate(
         clause = spec.clause(verdict.check.id) if verdict.check and verdict.status else None
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
         return Outcome(verdict.status, outputs, verdict.message, clause, verdict.empty)
+    _check_ruled_shapes(spec, call)
     computed = [s for s in spec.computed if isinstance(call.args.get(s.formula.output), TensorArg)]
     if all(call.tensor(s.formula.output).is_empty for s in computed):
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
@@ -177,6 +181,8 @@ def chunks(
     keeps no float64 copy of the chunk (the float64 value yielded may be None). True: the
     caller wants the values only (the judge's golden stream): a FLOAT, FLOAT16 or BF16 output's
     rounded result yielded is None."""
+    if rows.reductions(spec):
+        spec = _decided(spec, attribute_env(spec, call))
     if rows.reductions(spec):  # a formula with reductions: by rows
         yield from rows.chunks(
             spec, call, exact=exact, check=_deadline_check(deadline), chunk=chunk, values=values
@@ -241,6 +247,37 @@ def chunks(
         yield start, stop, result, c.values
 
 
+_DECIDED: dict[tuple[int, int], tuple[OpSpec, OpSpec]] = {}
+
+
+def _decided(spec: OpSpec, env: dict[str, Any]) -> OpSpec:
+    """`spec` with its formula cut to the one branch its attributes choose, where the
+    conditions up to it read attributes only and that branch (with the lets it needs) has no
+    reduction: a loss with reduction 0 is elementwise, not a walk by rows over one row of every
+    element. Else `spec` itself. The cut spec is made once per (spec, branch) (kernel caches key
+    on its identity)."""
+    f = spec.formula
+    attrs = {p.name for p in spec.attributes}
+    for i, b in enumerate(f.branches):
+        if b.when is not None:
+            if not b.when.names <= attrs:
+                return spec
+            if not bool(np.all(b.when.evaluate(env))):
+                continue
+        names = Formula.of(f).needs([i])
+        lets = tuple(x for x in f.lets if x.name in names)
+        if any(ir.reductions(e.value.ir) for e in (b, *lets)):
+            return spec
+        key = (id(spec), i)
+        hit = _DECIDED.get(key)
+        if hit is None or hit[0] is not spec:
+            one = replace(b, when=None)
+            cut = replace(f, branches=(one,), lets=lets)
+            hit = _DECIDED[key] = (spec, replace(spec, formula=cut, formulas=(cut,)))
+        return hit[1]
+    return spec
+
+
 def _deadline_check(deadline: float | None) -> Callable[[], None] | None:
     if deadline is None:
         return None
@@ -250,6 +287,25 @@ def _deadline_check(deadline: float | None) -> Callable[[], None] | None:
             raise OracleTimeout("the reference did not finish within --timeout")
 
     return check
+
+
+def _check_ruled_shapes(spec: OpSpec, call: Call) -> None:
+    """A valid call's outputs have the shapes their rules (`shape:`) give: where no shape_is
+    check said so, a call that disagrees (a hand-written case file) is malformed."""
+    shapes = {n: tuple(v.shape) for n, v in call.args.items() if isinstance(v, TensorArg)}
+    env = attribute_env(spec, call)
+    for p in spec.outputs:
+        if p.shape is None or p.name not in shapes:
+            continue
+        try:
+            want = shape_of(p.shape, shapes, env)
+        except ShapeError as exc:
+            raise CallError(f"{p.name}: {exc}") from None
+        if shapes[p.name] != want:
+            raise CallError(
+                f"{p.name} has shape {list(shapes[p.name])} but its shape rule ({p.shape}) "
+                f"gives {list(want)}: fix the case's output shape"
+            )
 
 
 def _check_call_shape(spec: OpSpec, call: Call) -> None:

@@ -22,6 +22,7 @@ import pytest
 from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
 from aclnn_conformance.conformance.spec.interpret import attribute_env, validate
 from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.shapes import shape_of
 from aclnn_conformance.reference import codegen, kernel
 
 from tests.support.paths import HAVE_NUMBA, assert_same_bits, evaluate_both
@@ -54,6 +55,11 @@ def _call(spec, product: str, dtype: str, n: int, rng) -> Call | None:
             args[p.name] = bool(p.default)
         else:
             args[p.name] = p.default if p.default is not None else p.values[0]
+    for p in spec.params:  # an output with a shape rule (a loss's 0-d mean): the rule's shape
+        if p.is_output and not p.is_read and p.shape is not None:
+            shapes = {k: v.shape for k, v in args.items() if isinstance(v, TensorArg)}
+            ruled = shape_of(p.shape, shapes, args)
+            args[p.name] = TensorArg.empty_like_shape(ruled, dtype, fill=np.nan)
     call = Call(spec.name, product, args)
     return call if validate(spec, call).status == 0 else None
 

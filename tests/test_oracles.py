@@ -109,7 +109,12 @@ ELEMENTWISE = {
 @pytest.mark.parametrize("name", oracles.names())
 def test_oracle_interface(name):
     mod = oracles.load(name)
-    assert oracles.kind(mod) in ("gradient", "elementwise"), f"{name}: unknown KIND"
+    assert oracles.kind(mod) in ("gradient", "elementwise", "loss"), f"{name}: unknown KIND"
+    if oracles.kind(mod) == "loss":
+        for attr in ("OUT", "INPUTS", "PRODUCTS", "SETTINGS", "DOMAIN", "REDUCTION"):
+            assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
+        assert callable(mod.element) and callable(mod.allowed) and callable(mod.base_scalars)
+        return
     if oracles.kind(mod) == "elementwise":
         for attr, kind in ELEMENTWISE.items():
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"

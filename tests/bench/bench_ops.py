@@ -40,6 +40,7 @@ def make_call(op: str, dtype: str, n: int):
     from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
     from aclnn_conformance.conformance.cases.generate import dim_params
     from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.conformance.spec.shapes import shape_of
 
     spec = default_registry().get(op)
     rng = np.random.default_rng(0)
@@ -59,6 +60,13 @@ def make_call(op: str, dtype: str, n: int):
             args[p.name] = bool(p.default)
         else:
             args[p.name] = p.default
+    for p in spec.params:  # a tensor with a shape rule (a loss's 0-d mean): the rule's shape
+        if p.is_tensor and p.shape is not None:
+            shapes = {k: v.shape for k, v in args.items() if isinstance(v, TensorArg)}
+            ruled = shape_of(p.shape, shapes, args)
+            m = int(np.prod(ruled, dtype=np.int64)) if ruled else 1
+            strides = tuple(int(np.prod(ruled[i + 1 :], dtype=np.int64)) for i in range(len(ruled)))
+            args[p.name] = TensorArg(dtype, ruled, strides, 0, np.zeros(m, dt.get(dtype).np))
     call = Call(spec.name, product, args)
     nbytes = sum(a.storage.nbytes for a in args.values() if isinstance(a, TensorArg))
     return spec, call, nbytes

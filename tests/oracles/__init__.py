@@ -26,6 +26,12 @@ Two interfaces, by the module's KIND:
       out_dtype(dtype) -> str        (optional) the output dtype of inputs of `dtype`
                                      (default: the same)
   tests/test_family_oracles.py runs them.
+- KIND = "loss" (the forward losses with a `reduction` 0 none / 1 mean / 2 sum): the exact loss
+  of one element, reduced by the test.
+      OUT, INPUTS, PRODUCTS, SETTINGS, DOMAIN, allowed, base_scalars: as "elementwise"
+      REDUCTION: str                 the int parameter naming the reduction
+      element(t, s) -> mpf           l_n of one element of the broadcast inputs
+  tests/test_loss_oracles.py runs them.
 - no KIND (the "gradient" interface of the five seed ops), below.
 
 The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's

@@ -37,8 +37,9 @@ from ...cases.plan import number_default
 from ...files import safeio
 from ...spec import atk_forms
 from ...spec.checks.base import null_default
-from ...spec.interpret import branch_hits, lets_used, validate
+from ...spec.interpret import branch_hits, formula_domain, lets_used, validate
 from ...spec.model import Check, DtypeTerm, OpSpec
+from ...spec.shapes import ShapeError, shape_of
 from . import values as av
 from .files import NON_PARAM, AtkCase, AtkError, AtkInput, AtkMapping
 
@@ -143,6 +144,23 @@ def derive_output(spec: OpSpec, out: str, dtypes: dict[str, str]) -> str:
     if got is None:  # no promotion: the first input's dtype (the spec then says what is wrong)
         got = next(iter(dtypes.values()), "FLOAT")
     return got
+
+
+def _output_shape(
+    spec: OpSpec, p: Any, args: dict[str, Any], shapes: list[tuple[int, ...]]
+) -> tuple[int, ...]:
+    """An output the ATK case does not give: the shape its rule (`shape:`) computes from the
+    case's tensors and attributes, else the broadcast of the tensors (the broadcast where the
+    rule cannot be met: the spec's checks then reject the case)."""
+    if p.shape is not None:
+        named = {n: tuple(a.shape) for n, a in args.items() if isinstance(a, TensorArg)}
+        attrs = {n: (a.values() if isinstance(a, ArrayArg) else a) for n, a in args.items()
+                 if not isinstance(a, TensorArg)}  # fmt: skip
+        try:
+            return shape_of(p.shape, named, attrs)
+        except ShapeError:
+            pass
+    return _broadcast(shapes)
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -308,7 +326,8 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
             given[target] = o
     dtypes = {n: a.dtype for n, a in args.items() if isinstance(a, TensorArg)}
     shapes = [a.shape for a in args.values() if isinstance(a, TensorArg)]
-    for p in spec.params:
+    # outputs last: a shape rule reads the attributes (a loss's reduction) given or defaulted
+    for p in sorted(spec.params, key=lambda q: q.is_output):
         if p.name in args:
             continue
         if p.is_output:
@@ -316,7 +335,8 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
             if o is not None:
                 args[p.name] = _light(o.dtype, o.shape or (), o.format)
             else:
-                args[p.name] = _light(derive_output(spec, p.name, dtypes), _broadcast(shapes))
+                dtype = derive_output(spec, p.name, dtypes)
+                args[p.name] = _light(dtype, _output_shape(spec, p, args, shapes))
         elif p.default is not None and p.kind == "scalar":
             args[p.name] = ScalarArg(dt.get(p.default_dtype or "FLOAT").name, p.default)
             item.values[p.name] = f"{p.default} (spec default)"
@@ -389,8 +409,9 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
     storage of the output's shape is read a chunk at a time from its file (never mapped: a
     mapped file's pages count in the importer's memory as they are read, 6 GB for one vendor
     case); a broadcast one, smaller, is mapped."""
-    out = spec.formula.output  # every output's formula walks the shape of the first
-    oshape = plan.args[out].shape
+    # every output's formula walks the domain of the first: its shape, or where a shape rule
+    # reduces it (a loss's mean), the broadcast of the inputs
+    oshape = formula_domain(spec, Call(spec.name, "", dict(plan.args)))[0]
     n = int(np.prod(oshape, dtype=np.int64)) if oshape else 1
     stores = {
         k: (
