@@ -418,7 +418,8 @@ def test_case_file_with_a_wrong_output_shape_is_one_message(tmp_path):
 def test_numel_divides_by_the_unbroadcast_count():
     # mse_loss_backward's mean: 2 (x - y) g / numel(self), self (4, 1) broadcast to (4, 5): the
     # count is 4, not 20. Element [0, 0] is a float32 rounding tie ((1 + 2^-12)^2 / 2 has 25
-    # significant bits), which the reference settles past float64 (reference/precise.py, settle)
+    # significant bits), which the reference's settling decides (the exactness pass, which reads
+    # numel(self) from the environment)
     reg = Registry([load_spec(HERE.parent / "specs" / "ops" / "mse_loss_backward.yaml")])
     rng = np.random.default_rng(7)
     g = rng.standard_normal((1, 5)).astype(np.float32)
