@@ -233,7 +233,7 @@ def refine(
         return y
     if not (y.flags.writeable and y.flags.owndata):
         y = y.copy()
-    attrs = {p.name: env[p.name] for p in spec.attributes}
+    attrs = attributes_of(spec, env)
     convert = float if out_dtype == "DOUBLE" else _odd
     exact = rational(spec)
     for j, i in enumerate(idx):
@@ -282,7 +282,7 @@ def refine_integers(
     """Store into the integer output `out` the masked elements computed exactly in mpmath
     (truncated toward zero, as the float64 path's conversion does): a 64-bit integer input
     beyond 2^53 would lose its low bits in float64."""
-    attrs = {p.name: env[p.name] for p in spec.attributes}
+    attrs = attributes_of(spec, env)
     info = np.iinfo(out.dtype)
     for i in np.flatnonzero(mask):
         value = _value_at(spec, attrs, {k: a[i] for k, a in exact_inputs.items()}, PRECISION)
@@ -299,3 +299,11 @@ def exact_values(arr: np.ndarray, dtype: str) -> np.ndarray:
     if dt.get(dtype).category == "int" and arr.dtype.itemsize == 8:
         return arr
     return arr.astype(np.float64)
+
+
+def attributes_of(spec: OpSpec, env: dict[str, Any]) -> dict[str, Any]:
+    """The attributes of `env` a formula reads besides its tensors: every non-tensor parameter
+    and each tensor's numel(x) (its own element count)."""
+    out = {p.name: env[p.name] for p in spec.attributes}
+    out.update({k: v for k, v in env.items() if isinstance(k, str) and k.startswith("numel(")})
+    return out

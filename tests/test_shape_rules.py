@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aclnn_conformance.conformance.acl.call import ArrayArg, CallError
+from aclnn_conformance.conformance.acl.call import ArrayArg, Call, CallError, TensorArg
 from aclnn_conformance.conformance.acl.planned import TensorPlan
 from aclnn_conformance.conformance.cases.generate import build, plan_op
 from aclnn_conformance.conformance.spec.expr.language import ExprError, compile_expr
@@ -35,6 +35,8 @@ from aclnn_conformance.conformance.spec.shapes import (
     shape_of,
 )
 from aclnn_conformance.reference import engine
+
+from tests.support.rounding import round_exact
 
 HERE = Path(__file__).parent
 SPECS = HERE / "data" / "shape_specs"
@@ -411,3 +413,31 @@ def test_case_file_with_a_wrong_output_shape_is_one_message(tmp_path):
     assert r.returncode != 0
     assert "out shape [3, 5] != []" in text, text
     shutil.rmtree(out)
+
+
+def test_numel_divides_by_the_unbroadcast_count():
+    # mse_loss_backward's mean: 2 (x - y) g / numel(self), self (4, 1) broadcast to (4, 5): the
+    # count is 4, not 20. Element [0, 0] is a float32 rounding tie ((1 + 2^-12)^2 / 2 has 25
+    # significant bits), which the reference's settling decides (the exactness pass, which reads
+    # numel(self) from the environment)
+    reg = Registry([load_spec(HERE.parent / "specs" / "ops" / "mse_loss_backward.yaml")])
+    rng = np.random.default_rng(7)
+    g = rng.standard_normal((1, 5)).astype(np.float32)
+    x = rng.standard_normal((4, 1)).astype(np.float32)
+    y = rng.standard_normal((4, 5)).astype(np.float32)
+    g[0, 0], x[0, 0], y[0, 0] = 1 + 2.0**-12, 1 + 2.0**-12, 0.0
+    args = {
+        "gradOutput": TensorArg.from_array(g, "FLOAT"),
+        "self": TensorArg.from_array(x, "FLOAT"),
+        "target": TensorArg.from_array(y, "FLOAT"),
+        "reduction": 1,
+        "out": TensorArg.from_array(np.zeros((4, 5), np.float32), "FLOAT"),
+    }
+    got = engine.evaluate(Call("mse_loss_backward", "atlas-a2", args), reg)
+    assert got.status == 0, got.message
+    a, b, c = np.broadcast_arrays(x, y, g)
+    want = [
+        round_exact(2 * (Fraction(float(p)) - Fraction(float(q))) * Fraction(float(r)) / 4, "FLOAT")
+        for p, q, r in zip(a.ravel(), b.ravel(), c.ravel(), strict=True)
+    ]
+    assert got.outputs["out"][:20].tolist() == [float(w) for w in want]

@@ -23,7 +23,7 @@ import numpy as np
 from ..acl.call import ArrayArg
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
-from ..spec.checks.shape import rule_variants
+from ..spec.checks.shape import derive_shapes, rule_variants
 from ..spec.expr import ir
 from ..spec.expr.walk import Formula
 from ..spec.interpret import Validation
@@ -116,6 +116,18 @@ def _rule_variants(spec: OpSpec, base: dict[str, Any]) -> list[tuple[str, dict[s
                 seen.add(tag)
                 out.append((tag, args))
     return out or [("", base)]
+
+
+def _laid_out(spec: OpSpec, base: dict[str, Any]) -> dict[str, Any]:
+    """The base an output layout case starts from: `base`, or where a shape rule makes its
+    outputs 0-d or 1-d there (a loss's mean), the first rule branch whose outputs have two
+    dimensions or more (a strided 0-d tensor is no layout, a 1-d one not every layout)."""
+    for _, args in _rule_variants(spec, base):
+        ruled = derive_shapes(spec, args)
+        if all(len(ruled[p.name].shape) > 1 for p in spec.outputs
+               if isinstance(ruled.get(p.name), TensorPlan)):  # fmt: skip
+            return args
+    return base
 
 
 def _ids(spec: OpSpec, axis: str, param: str | None = None) -> list[str]:
@@ -233,11 +245,12 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                     make_plan(spec, product, "positive", args, f"layout=in-{lay}", noncontig)
                 )
                 if lay != "zero-stride":
+                    out_base = _laid_out(spec, base)
                     args = {
                         k: replace(v, layout=lay)
                         if isinstance(v, TensorPlan) and spec.param(k).is_output
                         else v
-                        for k, v in base.items()
+                        for k, v in out_base.items()
                     }
                     plans.append(
                         make_plan(spec, product, "positive", args, f"layout=out-{lay}", noncontig)
