@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..acl.call import Call
+from ..acl.call import Call, CallError
 from ..acl.views import FlatView, numel, ranges
 from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
 from .checks.kinds import kind_of
@@ -67,13 +67,31 @@ def validate(spec: OpSpec, call: Call) -> Validation:
     return Validation(0)
 
 
+def formula_domain(spec: OpSpec, call: Call) -> tuple[tuple[int, ...], bool]:
+    """The shape a formula is evaluated over, and whether its output collapses it. An output
+    without a shape rule, or whose rule gives as many elements as the broadcast of the tensor
+    inputs, is the domain itself (as before shape rules); an output with fewer (a reduction to
+    a scalar, or over dims without keepdim) holds one element per row of the formula's
+    reductions, over the broadcast of the inputs (reference/rows.py)."""
+    out = tuple(call.tensor(spec.formula.output).shape)
+    if spec.param(spec.formula.output).shape is None:
+        return out, False
+    ins = [tuple(call.tensor(p.name).shape) for p in spec.tensor_inputs
+           if call.args.get(p.name) is not None]  # fmt: skip
+    try:
+        full = tuple(int(n) for n in np.broadcast_shapes(*ins)) if ins else out
+    except ValueError:
+        raise CallError(f"{spec.name}: the inputs' shapes do not broadcast") from None
+    return full, numel(full) != numel(out)
+
+
 def formula_env(
     spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
 ) -> dict[str, Any]:
     """Attributes plus every input tensor as float64, broadcast to the output view's shape
     (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
     env = attribute_env(spec, call)
-    shape = call.tensor(spec.formula.output).shape
+    shape = formula_domain(spec, call)[0]
     for p in spec.tensor_inputs:
         if call.args.get(p.name) is None:  # an absent optional tensor: the formula reads none
             continue
@@ -92,7 +110,7 @@ def branch_hits(spec: OpSpec, call: Call) -> list[str]:
         out = call.args.get(sub.formula.output)
         if out is None:
             continue
-        total = numel(call.tensor(sub.formula.output).shape)
+        total = numel(formula_domain(sub, call)[0])
         walk = Formula.of(sub.formula)
         hit: set[int] = set()
         for start, stop in ranges(total, 1 << 20):
