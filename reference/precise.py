@@ -32,6 +32,7 @@ from mpmath.libmp import round_down, to_float
 
 from ..conformance.acl import dtypes as dt
 from ..conformance.spec.expr import ir
+from ..conformance.spec.expr.language import NUMEL
 from ..conformance.spec.expr.mpeval import MpArithmetic, ScalarOperators, mp_arithmetic
 from ..conformance.spec.expr.walk import Arithmetic, Formula, missing
 from ..conformance.spec.model import OpSpec
@@ -109,6 +110,17 @@ def _sticky(t: float) -> float:
 def _formula_at(spec: OpSpec, e: dict[str, Any], m: Any) -> Any:
     """The formula's value at one element bound in e, with the library m (None: no branch)."""
     return Formula.of(spec.formula).evaluate(e, mp_arithmetic(m))
+
+
+def _attributes(spec: OpSpec, env: dict[str, Any]) -> dict[str, Any]:
+    """The non-tensor names of a formula environment: the attributes, and each tensor's own
+    element count `numel(x)` (an integer the formula may read)."""
+    attrs = {p.name: env[p.name] for p in spec.attributes}
+    for p in spec.params:
+        key = NUMEL.format(p.name)
+        if p.is_tensor and key in env:
+            attrs[key] = env[key]
+    return attrs
 
 
 def _value_at(spec: OpSpec, attrs: dict[str, Any], inputs: dict[str, Any], bits: int) -> Any:
@@ -233,7 +245,7 @@ def refine(
         return y
     if not (y.flags.writeable and y.flags.owndata):
         y = y.copy()
-    attrs = {p.name: env[p.name] for p in spec.attributes}
+    attrs = _attributes(spec, env)
     convert = float if out_dtype == "DOUBLE" else _odd
     exact = rational(spec)
     for j, i in enumerate(idx):
@@ -282,7 +294,7 @@ def refine_integers(
     """Store into the integer output `out` the masked elements computed exactly in mpmath
     (truncated toward zero, as the float64 path's conversion does): a 64-bit integer input
     beyond 2^53 would lose its low bits in float64."""
-    attrs = {p.name: env[p.name] for p in spec.attributes}
+    attrs = _attributes(spec, env)
     info = np.iinfo(out.dtype)
     for i in np.flatnonzero(mask):
         value = _value_at(spec, attrs, {k: a[i] for k, a in exact_inputs.items()}, PRECISION)

@@ -311,3 +311,21 @@ def test_an_atk_case_without_the_optional_weight_imports_as_null_and_passes(tmp_
     assert_clean(conform("--specs", DIR, "run", "--cases", out, "--backend", "reference", "-q",
                          "--results", res), 0)  # fmt: skip
     assert {r["verdict"] for r in read_jsonl(res)} == {"pass"}
+
+
+def test_numel_reaches_the_exact_settling_of_flagged_elements():
+    """binary_cross_entropy_backward's mean reads numel(self); on a 1024x1024 case some
+    elements are settled exactly (mpmath / rationals), whose environment must hold numel(self)
+    too (it once raised KeyError there). Checked against float64 numpy within float32's
+    rounding: the result is g w (x - y) / max(x (1 - x), 1e-12) / 2^20."""
+    reg = default_registry()
+    spec = reg.get("binary_cross_entropy_backward")
+    plan = next(p for p in plan_op(spec) if p.id.endswith("f32/reduction=1/shape=large-1024x1024"))
+    call = build(spec, plan, 0).call
+    got = engine.evaluate(call, reg)
+    assert got.status == 0, got.message
+    names = ("gradOutput", "self", "target", "weightOptional")
+    g, x, y, w = np.broadcast_arrays(*(call.tensor(n).view().astype(np.float64) for n in names))
+    want = g * w * (x - y) / np.maximum(x * (1 - x), 1e-12) / x.size
+    out = got.outputs["out"].reshape(x.shape).astype(np.float64)
+    np.testing.assert_allclose(out, want, rtol=2.0**-23, atol=0)
