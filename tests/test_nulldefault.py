@@ -329,3 +329,64 @@ def test_numel_reaches_the_exact_settling_of_flagged_elements():
     want = g * w * (x - y) / np.maximum(x * (1 - x), 1e-12) / x.size
     out = got.outputs["out"].reshape(x.shape).astype(np.float64)
     np.testing.assert_allclose(out, want, rtol=2.0**-23, atol=0)
+
+
+# -- binary_cross_entropy: a null weight in a reduced loss, an output shape rule ------------------
+def _bce_call(x, y, weight, reduction, out_shape):
+    return Call("binary_cross_entropy", "atlas-a2", {
+        "self": TensorArg.from_array(x, "FLOAT"), "target": TensorArg.from_array(y, "FLOAT"),
+        "weight": weight, "reduction": reduction,
+        "out": TensorArg.from_array(np.zeros(out_shape), "FLOAT")})  # fmt: skip
+
+
+def test_bce_null_weight_means_ones_mean_and_sum_by_fsum_and_the_log_clamp():
+    reg = default_registry()
+    x = np.array([[0.25, 0.5, 0.75], [0.0, 1.0, 0.125]], np.float32)
+    y = np.array([[1.0, 0.0, 0.5], [1.0, 1.0, 0.25]], np.float32)
+
+    def loss(a, b):
+        la = max(math.log(a), -100.0) if a > 0 else -100.0  # the kernel's clamp
+        lb = max(math.log(1 - a), -100.0) if a < 1 else -100.0
+        return -(b * la + (1 - b) * lb)
+
+    each = [loss(float(a), float(b)) for a, b in zip(x.ravel(), y.ravel(), strict=True)]
+    assert each[3] == 100.0  # x = 0, y = 1: -log 0 clamped
+    got = engine.evaluate(_bce_call(x, y, None, 0, x.shape), reg)
+    assert got.status == 0, got.message
+    np.testing.assert_allclose(got.outputs["out"].ravel(), each, rtol=2.0**-24)
+    for reduction, want in ((1, math.fsum(each) / 6), (2, math.fsum(each))):
+        got = engine.evaluate(_bce_call(x, y, None, reduction, ()), reg)
+        assert got.status == 0, got.message
+        assert got.outputs["out"][0] == np.float32(want)
+    wrong = engine.evaluate(_bce_call(x, y, None, 1, (1,)), reg)  # the rule says a scalar
+    assert wrong.status == 161002 and "out-shape" in wrong.message
+
+
+def test_bce_checks_the_dtypes_match_only_when_weight_is_given():
+    """op_api CheckDtypeValid: OP_CHECK_DTYPE_NOT_MATCH(self, target / weight / out) run only
+    when weight != nullptr: a FLOAT16 target beside a FLOAT self passes with a null weight."""
+    spec = default_registry().get("binary_cross_entropy")
+    x = np.full((2, 2), 0.5, np.float32)
+    call = _bce_call(x, x, None, 0, (2, 2))
+    call.args["target"] = TensorArg.from_array(x, "FLOAT16")
+    assert validate(spec, call).status == 0
+    call.args["weight"] = TensorArg.from_array(x, "FLOAT")
+    v = validate(spec, call)
+    assert v.status == 161002 and v.check.id == "same-dtypes"
+
+
+def test_atk_import_gives_a_reduced_output_its_rule_shape_and_a_left_out_weight_null(tmp_path):
+    out = tmp_path / "atk"
+    proc = conform("cases", "import-atk", DIR / "atk_binary_cross_entropy.json", "-o", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 ATK cases: 2 accepted" in proc.stdout + proc.stderr
+    dirs = sorted(find_cases(out))
+    first = json.loads((dirs[0] / "case.json").read_text("utf-8"))["args"]
+    second = json.loads((dirs[1] / "case.json").read_text("utf-8"))["args"]
+    assert first["out"]["shape"] == [4, 3] and first["weight"]["kind"] == "tensor"
+    assert second["out"]["shape"] == [] and second["weight"] == {"kind": "null"}
+    res = tmp_path / "r.jsonl"
+    assert_clean(
+        conform("run", "--cases", out, "--backend", "reference", "-q", "--results", res), 0
+    )
+    assert [r["verdict"] for r in read_jsonl(res)] == ["pass", "pass"]

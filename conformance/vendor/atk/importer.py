@@ -39,6 +39,7 @@ from ...spec import atk_forms
 from ...spec.checks.base import null_default
 from ...spec.interpret import branch_hits, lets_used, validate
 from ...spec.model import Check, DtypeTerm, OpSpec
+from ...spec.shapes import ShapeError, shape_of
 from . import values as av
 from .files import NON_PARAM, AtkCase, AtkError, AtkInput, AtkMapping
 
@@ -150,6 +151,27 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         return tuple(int(x) for x in np.broadcast_shapes(*shapes)) if shapes else ()
     except ValueError:
         return shapes[0]
+
+
+def _out_shape(spec: OpSpec, p: Any, args: dict[str, Any]) -> tuple[int, ...]:
+    """An output the ATK file does not give: the shape its `shape:` rule gives from the
+    arguments so far (a reduced loss is a scalar), else the broadcast of the tensor inputs
+    (also where the rule cannot be met: the spec's check then says why)."""
+    tensors = {n: tuple(a.shape) for n, a in args.items() if isinstance(a, TensorArg)}
+    if p.shape is None:
+        return _broadcast(list(tensors.values()))
+    attrs: dict[str, Any] = {}
+    for n, a in args.items():
+        if isinstance(a, ScalarArg):
+            attrs[n] = a.as_float64()
+        elif isinstance(a, ArrayArg):
+            attrs[n] = a.values()
+        elif a is not None and not isinstance(a, TensorArg):
+            attrs[n] = a
+    try:
+        return shape_of(p.shape, tensors, attrs)
+    except (ShapeError, KeyError, ValueError, TypeError):
+        return _broadcast(list(tensors.values()))
 
 
 @dataclass
@@ -307,7 +329,6 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
         if target in spec.param_names and spec.param(target).is_output and o.type == "tensor":
             given[target] = o
     dtypes = {n: a.dtype for n, a in args.items() if isinstance(a, TensorArg)}
-    shapes = [a.shape for a in args.values() if isinstance(a, TensorArg)]
     for p in spec.params:
         if p.name in args:
             continue
@@ -316,7 +337,9 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
             if o is not None:
                 args[p.name] = _light(o.dtype, o.shape or (), o.format)
             else:
-                args[p.name] = _light(derive_output(spec, p.name, dtypes), _broadcast(shapes))
+                args[p.name] = _light(
+                    derive_output(spec, p.name, dtypes), _out_shape(spec, p, args)
+                )
         elif p.default is not None and p.kind == "scalar":
             args[p.name] = ScalarArg(dt.get(p.default_dtype or "FLOAT").name, p.default)
             item.values[p.name] = f"{p.default} (spec default)"
@@ -390,7 +413,13 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
     mapped file's pages count in the importer's memory as they are read, 6 GB for one vendor
     case); a broadcast one, smaller, is mapped."""
     out = spec.formula.output  # every output's formula walks the shape of the first
-    oshape = plan.args[out].shape
+    oshape = tuple(plan.args[out].shape)
+    inputs = [tuple(plan.args[k].shape) for k in files]
+    whole = _broadcast(inputs) if inputs else oshape
+    if whole != oshape and int(np.prod(whole, dtype=np.int64)) >= (
+        int(np.prod(oshape, dtype=np.int64)) if oshape else 1
+    ):  # a reduced output (a loss's mean): its branches are walked over the inputs' elements
+        oshape = whole
     n = int(np.prod(oshape, dtype=np.int64)) if oshape else 1
     stores = {
         k: (
