@@ -61,7 +61,11 @@ def replay(case_id, as_json, **values):
             elif a is None:
                 p = spec.param(name)
                 means = {
-                    "default": f"stands for the default {p.default!r}",
+                    "default": (
+                        f"stands for a tensor filled with {p.default!r}, broadcast"
+                        if p.is_tensor
+                        else f"stands for the default {p.default!r}"
+                    ),
                     "absent": "the parameter takes no part",
                 }.get(p.null, "")
                 click.echo(f"  {name}: null" + (f" (if_null: {p.null}: {means})" if means else ""))

@@ -106,7 +106,7 @@ def test_checks_read_no_accepted_null_and_value_checks_see_the_default(tmp_path)
         (lambda d: d["checks"][0]["params"].append("betaOptional"), "but a not_null check rejects"),
         (lambda d: _param(d, "betaOptional").update(if_null="absent"), "the formula or a value"),
         (lambda d: _param(d, "betaOptional").update(if_null="error"), "needs a not_null check"),
-        (lambda d: _param(d, "self").update(if_null="default"), "a tensor has none"),
+        (lambda d: _param(d, "self").update(if_null="default"), "the number it is filled with"),
     ],
     ids=["default-without-value", "null-checked", "absent-but-read", "error-unchecked", "tensor"],
 )

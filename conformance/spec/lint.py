@@ -288,13 +288,26 @@ class Linter:
                     ("params", i, "if_null"),
                     f"{name}: a {kind} is passed by value; it cannot be null",
                 )
-            elif null == "default" and (kind == "tensor" or p.get("default") is None):
+            elif null == "default" and p.get("default") is None:
                 self.err(
                     ("params", i, "if_null"),
-                    f"{name}: if_null: default needs a documented "
-                    f"`default:` value to take"
-                    + (" (a tensor has none: use absent or error)" if kind == "tensor" else ""),
+                    f"{name}: if_null: default needs a documented `default:` value to take"
+                    + (" (a tensor's: the number it is filled with)" if kind == "tensor" else ""),
                 )
+            if kind in ("tensor", "tensor_list") and p.get("default") is not None:
+                d = p["default"]
+                if kind == "tensor_list" or null != "default":
+                    self.err(
+                        ("params", i, "default"),
+                        f"{name}: a {kind} takes a default only with if_null: default "
+                        f"(the number a null tensor stands for)",
+                    )
+                elif isinstance(d, bool) or not isinstance(d, int | float) or d != d:
+                    self.err(
+                        ("params", i, "default"),
+                        f"{name}: a tensor's default is the number a null pointer is filled "
+                        f"with, not {d!r}",
+                    )
             default, values, rng = self.param_values(i, p)
             out.append(
                 Param(

@@ -20,7 +20,7 @@
 
 #include "aclnn_double.h"
 
-enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH, OP_SCALE_SHIFT, OP_LIST_ECHO };
+enum { OP_LEAKY = 1, OP_HARDSHRINK, OP_SOFTPLUS, OP_GELU, OP_ELU, OP_SWISH, OP_SCALE_SHIFT, OP_LIST_ECHO, OP_WEIGHTED_HYPOT };
 #define UNDEF (-2)
 
 typedef struct aclOpExecutor {
@@ -286,6 +286,8 @@ static double kernel(const aclOpExecutor *e, double gd, double xd) {
         return e->flag ? xd * e->d1 + e->d2 : xd + e->d1 + e->d2;
     case OP_LIST_ECHO:
         return xd;
+    case OP_WEIGHTED_HYPOT: /* a self, b weightOptional; flag: it was null (a tensor of 2s) */
+        return hypot(gd, e->flag ? 2.0 : xd);
     case OP_SWISH: /* s1 beta (1.0 for a null betaOptional); a and b are both self */
         return x / (1.0f + expf(-s1 * x));
     case OP_ELU: { /* s1 alpha, s2 scale, s3 inputScale, flag isResult */
@@ -631,4 +633,32 @@ int aclnnListEchoGetWorkspaceSize(const aclTensor *self, const aclTensorList *te
 
 int aclnnListEcho(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
     return run(OP_LIST_ECHO, "aclnnListEcho", workspace, workspaceSize, executor, stream);
+}
+
+/* aclnnWeightedHypot: the made-up op of tests/data/nulldef/weighted_hypot.yaml: out =
+ * sqrt(self^2 + weightOptional^2) in double, rounded once; a null weightOptional stands for a
+ * tensor of 2s (like op_api aclnn_binary_cross_entropy_backward.cpp's OnesLike for a null weight),
+ * and only a non-null weightOptional is checked. */
+int aclnnWeightedHypotGetWorkspaceSize(const aclTensor *self, const aclTensor *weightOptional,
+    aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *OP = "aclnnWeightedHypot";
+    aclOpExecutor *e;
+    PROLOGUE();
+    NEED_T(self, "self"); NEED_T(out, "out");
+    if (weightOptional && weightOptional->magic != TENSOR_MAGIC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: weightOptional is not an aclTensor", OP);
+    snprintf(last_args, sizeof last_args, "weight=%s", weightOptional ? "tensor" : "null");
+    DTYPE(self, FLOAT2, "self"); DTYPE(out, FLOAT2, "out");
+    if (weightOptional) DTYPE(weightOptional, FLOAT2, "weightOptional");
+    if (!same_shape(out, self)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: out and self shapes differ", OP);
+    if (weightOptional && broadcast_is(self, weightOptional, self) != 1)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: weightOptional does not broadcast to self", OP);
+    int rc = finish(OP_WEIGHTED_HYPOT, numel(self) == 0, self, weightOptional ? weightOptional : self,
+                    out, out->dtype, workspaceSize, executor, &e);
+    if (rc == 0) e->flag = weightOptional == NULL;
+    return rc;
+}
+
+int aclnnWeightedHypot(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
+    return run(OP_WEIGHTED_HYPOT, "aclnnWeightedHypot", workspace, workspaceSize, executor, stream);
 }

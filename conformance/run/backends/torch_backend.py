@@ -11,7 +11,8 @@ shapes, then a copy through an as_strided view of a copy of the output storage, 
 outside the view changes. PyTorch has no aclnn status codes: any exception is a rejection
 (ACLNN_ERR_PARAM_INVALID with `raised` set and the exception text as message), so the backend declares "accept_reject".
 Null pointers and dtypes torch lacks are skipped; a null the spec accepts is passed as the default
-it stands for (`null: default`) or as None (`null: absent`, an Optional ATen argument). Every
+it stands for (`null: default`) or as None (`null: absent`, an Optional ATen argument); a null
+tensor with a default is None where ATen's argument is Optional, else the rank-0 fill. Every
 input tensor is read back from the device after the call, so that an op writing an input fails
 "inputs are unchanged".
 """
@@ -278,7 +279,7 @@ class TorchBackend(Backend):
         except (UnknownOp, BindingError) as exc:
             return f"{self.name}: {exc}"
         outputs = {p.name for p in spec.outputs}
-        call = with_defaults(spec, call)  # a null standing for a default: the default
+        call = with_defaults(spec, call, tensors=False)  # a null scalar: its default
         for name, arg in call.args.items():
             if arg is None and not spec.param(name).nullable:  # an absent one passes None
                 return f"{self.name} cannot pass a null pointer ({name} is null)"
@@ -303,7 +304,8 @@ class TorchBackend(Backend):
         if b is None:
             raise BackendError(f"{spec.path} has no bindings.aten section")
         self._ready()
-        call = with_defaults(spec, call)
+        overload = self._overload(b)
+        call = self._nulls(spec, b, overload, call)
         outputs = {
             p.name: call.tensor(p.name).storage.copy()
             for p in spec.outputs
@@ -324,7 +326,6 @@ class TorchBackend(Backend):
             if n not in bases and n not in outs and isinstance(a := call.args[n], TensorArg)
         }
         bases.update(inputs)
-        overload = self._overload(b)
         schema = (
             [a.name for a in overload._schema.arguments if not a.kwarg_only] if b.consts else []
         )
@@ -360,6 +361,30 @@ class TorchBackend(Backend):
             outputs[name] = self._host(bases[name], t) if name in bases else self._store(t, r)
         self._read_back(call, inputs)
         return Outcome(0, outputs, "")
+
+    def _nulls(self, spec: OpSpec, b: AtenBinding, overload: Any, call: Call) -> Call:
+        """`call` as ATen gets it: a null scalar standing for a default is that default; a null
+        tensor standing for one (`if_null: default`) is None where its ATen argument is
+        Optional (`Tensor? weight=None`: ATen's own default), else the fill tensor (the
+        default, rank 0, broadcasting like the formula's)."""
+        nulls = {
+            p.name
+            for p in spec.params
+            if p.null == "default" and p.is_tensor and call.args.get(p.name, 0) is None
+        }
+        call = with_defaults(spec, call, tensors=False)
+        if not nulls:
+            return call
+        arguments = overload._schema.arguments
+        names = [a.name for a in arguments if not a.kwarg_only]
+        aten = {v: names[i] for i, (how, v) in enumerate(positional(b, names)) if how == "arg"}
+        aten.update({n: k for k, n in b.kwargs})
+        optional = {a.name for a in arguments if type(a.type).__name__ == "OptionalType"}
+        fill = {n for n in nulls if aten.get(n) not in optional}
+        if not fill:
+            return call
+        full = with_defaults(spec, call)
+        return Call(call.op, call.product, {**call.args, **{n: full.args[n] for n in fill}})
 
     def _const(self, call: Call, value: Any) -> Any:
         """A binding's constant: as written, or the torch dtype of a tensor ({dtype_of: P})."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...acl import dtypes as dt
-from ...acl.call import ArrayArg, Call, CallError, ScalarArg
+from ...acl.call import ArrayArg, Call, CallError, ScalarArg, TensorArg
 from ..expr.language import NUMEL
 from ..model import Check, DtypeTerm, OpSpec, Param
 
@@ -30,9 +30,21 @@ class Violation(Exception):
         self.check, self.message = check, message
 
 
-def null_default(p: Param) -> Any:
+def null_default(p: Param, call: Call | None = None) -> Any:
     """The argument a null pointer stands for when the parameter says `null: default`: its
-    documented default (a scalar of its default dtype)."""
+    documented default (a scalar of its default dtype). A tensor's is a rank-0 tensor filled
+    with the default, which broadcasts to whatever shape the formula reads it at; its dtype is
+    `default_dtype`, else that of the call's first non-null input tensor (FLOAT without one)."""
+    if p.kind == "tensor":
+        dtype = p.default_dtype or next(
+            (
+                a.dtype
+                for a in (call.args.values() if call is not None else ())
+                if isinstance(a, TensorArg)
+            ),
+            "FLOAT",
+        )
+        return TensorArg.from_array(np.array(float(p.default)), dtype)
     if p.kind == "scalar":
         return ScalarArg(p.default_dtype or "FLOAT", p.default)
     if p.is_array:
@@ -40,13 +52,18 @@ def null_default(p: Param) -> Any:
     return bool(p.default) if p.kind == "bool" else p.default
 
 
-def with_defaults(spec: OpSpec, call: Call) -> Call:
+def with_defaults(spec: OpSpec, call: Call, tensors: bool = True) -> Call:
     """`call` with every null of a `null: default` parameter replaced by that default: the call
-    the op makes. Backends that cannot pass a null (PyTorch, JAX) and the formula see this one."""
+    the op makes. Backends that cannot pass a null (PyTorch, JAX) and the formula see this one.
+    tensors=False keeps a null tensor null (PyTorch and JAX take None for an optional tensor,
+    and their default is the same fill)."""
     subs = {
-        p.name: null_default(p)
+        p.name: null_default(p, call)
         for p in spec.params
-        if p.null == "default" and p.name in call.args and call.args[p.name] is None
+        if p.null == "default"
+        and (tensors or p.kind != "tensor")
+        and p.name in call.args
+        and call.args[p.name] is None
     }
     return Call(call.op, call.product, {**call.args, **subs}) if subs else call
 

@@ -346,9 +346,9 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
         elif p.is_number or (p.is_array and p.default is not None):
             args[p.name] = null_default(p) if p.is_array else number_default(p)
             item.values[p.name] = f"{p.default} (spec default)"
-        elif p.nullable and p.null == "absent":  # an optional tensor the file leaves out
+        elif p.nullable and p.is_tensor:  # an optional tensor the file leaves out
             args[p.name] = None
-            item.values[p.name] = "null (if_null: absent)"
+            item.values[p.name] = f"null (if_null: {p.null})"
         else:
             raise AtkError(
                 f"case {case.id} gives no value for {spec.name} parameter {p.name!r}, "
