@@ -29,10 +29,11 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
+from ..conformance.spec.elements import element_shape
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import numpy_arithmetic
-from ..conformance.spec.expr.walk import ROW, Formula, Row
+from ..conformance.spec.expr.walk import GATHER, POS, ROW, Formula, Row
 from ..conformance.spec.interpret import attribute_env
 from ..conformance.spec.model import OpSpec
 from . import errbound, precise
@@ -99,16 +100,49 @@ class Layout:
         return np.ascontiguousarray(rows.reshape(moved).transpose(back)).reshape(-1)
 
 
-def layout(spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...]) -> Layout:
-    """The rows of a call's output; CallError where its reductions reduce different dims."""
-    rank = len(shape)
-    found = {reduced_dims(r, env, rank) for r in reductions(spec)}
+def row_dims(spec: OpSpec, env: dict[str, Any], rank: int) -> tuple[int, ...]:
+    """The dims a call's rows span: those its reductions reduce (one set per formula), or,
+    without reductions, those its gathers pick along. CallError where reductions reduce
+    different dims or a gather's dim is not among them."""
+    found = {reduced_dims(r, env, rank) for r in reductions(spec) if not isinstance(r, ir.Gather)}
+    picks = {reduced_dims(g, env, rank) for g in reductions(spec) if isinstance(g, ir.Gather)}
+    if not found:
+        found = {tuple(sorted({d for p in picks for d in p}))}
     if len(found) != 1:
         raise CallError(
             f"{spec.name}: the formula's reductions reduce different dims {sorted(found)} "
             "(one set of dims per formula)"
         )
     (dims,) = found
+    for p in picks:
+        if not set(p) <= set(dims) and rank:
+            raise CallError(
+                f"{spec.name}: a gather along dim {list(p)} in a formula reducing dims "
+                f"{list(dims)} (a gather picks inside the reduced rows)"
+            )
+    return dims
+
+
+def geometry(
+    spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...], dims: tuple[int, ...]
+) -> dict[ir.Gather, tuple[int, int]]:
+    """Each gather's dim as (stride, size) inside a row spanning `dims` of `shape` (walk.GATHER)."""
+    out: dict[ir.Gather, tuple[int, int]] = {}
+    for g in reductions(spec):
+        if isinstance(g, ir.Gather):
+            picked = reduced_dims(g, env, len(shape))
+            if not picked:  # a rank-0 x: its one element
+                out[g] = (1, 1)
+                continue
+            d = picked[0]
+            out[g] = (numel([shape[k] for k in dims if k > d]), shape[d])
+    return out
+
+
+def layout(spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...]) -> Layout:
+    """The rows of a call's output; CallError where its reductions reduce different dims."""
+    rank = len(shape)
+    dims = row_dims(spec, env, rank)
     if not dims:  # a rank-0 output: one row of its one element
         return Layout(shape, numel(shape), (), (0,), 1)
     k = dims[0]
@@ -129,24 +163,42 @@ def chunks(
 ) -> Iterator[tuple[int, int, np.ndarray | None, np.ndarray]]:
     """engine.chunks for a formula with reductions: (start, stop, rounded result, float64
     values) per run of whole blocks of the output (see the module docstring)."""
-    shape = tuple(call.tensor(spec.formula.output).shape)
     env: dict[str, Any] = attribute_env(spec, call)
+    shape, args = element_shape(spec, call, env)
+    out_shape = tuple(call.tensor(spec.formula.output).shape)
     lay = layout(spec, env, shape)
+    env[GATHER] = geometry(spec, env, shape, row_dims(spec, env, len(shape)))
+    per_row = out_shape != shape  # one output element per row (the reduced dims dropped)
+    if per_row and numel(out_shape) * lay.length != numel(shape):
+        raise CallError(
+            f"{spec.name}: output shape {list(out_shape)} is neither the elements' shape "
+            f"{list(shape)} nor that shape with the reduced dims removed"
+        )
     route = plan(spec, call, exact)
     out_dtype = route.out_dtype
-    flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
+    flats = {nm: FlatView(t, shape) for nm, t in args.items()}
     size = max(1, lay.block_size)
     per = max(1, (chunk or CHUNK) // size)
+    rows_per_block = size // max(lay.length, 1)
     for o0 in range(0, lay.outer, per):
         o1 = min(lay.outer, o0 + per)
         start, stop = o0 * size, o1 * size
         raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
+        if per_row and lay.length == 0:  # empty rows: each output element its formula's value
+            rows_shape = (rows_shape[0], 1)  # over no element (a sum 0, a gather NaN)
+            raw = {nm: np.zeros(rows_shape, a.dtype) for nm, a in raw.items()}
         y, mask = tier1(spec, env, raw, rows_shape, route)
+        if per_row:  # every element of a row holds the row's value: its first decides
+            y, mask = y[:, :1].copy(), mask[:, :1]
         flagged = np.flatnonzero(mask.reshape(-1))
         if flagged.size:
-            refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check)
-        flat = lay.from_rows(y, o1 - o0)
+            refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check, per_row)
+        if per_row:
+            flat = y.reshape(-1)
+            start, stop = o0 * rows_per_block, o1 * rows_per_block
+        else:
+            flat = lay.from_rows(y, o1 - o0)
         result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
         if check is not None:
             check()
@@ -216,12 +268,16 @@ def refine(
     in_dtypes: dict[str, str],
     out_dtype: str,
     check: Callable[[], None] | None = None,
+    per_row: bool = False,
 ) -> None:
     """y (rows, length; float64 values) with the `flagged` elements (flat indices) evaluated
     again in mpmath over their rows: nearest float64 for DOUBLE, else rounded to odd for the
-    final rounding. A row with a non-finite input keeps float64's IEEE values."""
-    length = y.shape[1]
+    final rounding. A row with a non-finite input keeps float64's IEEE values. per_row: y holds
+    one value per row (rows, 1), that of the row's first element."""
+    length = next(iter(raw.values())).shape[1] if per_row and raw else y.shape[1]
+    flagged = flagged * length if per_row else flagged
     attrs = {p.name: env[p.name] for p in spec.attributes}
+    attrs[GATHER] = env.get(GATHER, {})
     walk = Formula.of(spec.formula)
     convert = float if out_dtype == "DOUBLE" else precise.round_to_odd
     m = mpmath.mp
@@ -243,8 +299,8 @@ def refine(
                 base = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
                 envs = [_Element(base, values, j, m.mpf) for j in range(length)]
                 row = Row(envs, lambda e, names: walk.bind(e, names, ar))
-                for e in envs:
-                    e[ROW] = row
+                for j, e in enumerate(envs):
+                    e[ROW], e[POS] = row, j
                 now: dict[int, float | None] = {}
                 for j in todo:
                     v = walk.evaluate(envs[j], ar)
@@ -252,8 +308,9 @@ def refine(
             done = [j for j in todo if now[j] is None or now[j] == last.get(j, math.nan)]
             for j in todo:
                 if now[j] is not None and (j in done or bits >= precise.MAX_PRECISION):
-                    old = y[r, j]
-                    y[r, j] = old if (now[j] == 0 and old == 0) else now[j]
+                    c = 0 if per_row else j
+                    old = y[r, c]
+                    y[r, c] = old if (now[j] == 0 and old == 0) else now[j]
             last.update({j: v for j, v in now.items() if v is not None})
             todo = [j for j in todo if j not in done] if bits < precise.MAX_PRECISION else []
             bits *= 2

@@ -15,6 +15,7 @@ from ..acl.call import Call
 from ..acl.views import FlatView, numel, ranges
 from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
 from .checks.kinds import kind_of
+from .elements import element_shape
 from .expr.numpy_arith import NUMPY
 from .expr.walk import Formula
 from .model import Check, OpSpec
@@ -70,17 +71,17 @@ def validate(spec: OpSpec, call: Call) -> Validation:
 def formula_env(
     spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
 ) -> dict[str, Any]:
-    """Attributes plus every input tensor as float64, broadcast to the output view's shape
-    (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
+    """Attributes plus every input tensor the formula reads as float64, broadcast to the
+    formula's elements (elements.py: the output view's shape, or the inputs' one where the
+    output drops reduced dims; flat elements [start, stop) of it: large cases are walked a
+    chunk at a time)."""
     env = attribute_env(spec, call)
-    shape = call.tensor(spec.formula.output).shape
-    for p in spec.tensor_inputs:
-        if call.args.get(p.name) is None:  # an absent optional tensor: the formula reads none
-            continue
-        flat = FlatView(call.tensor(p.name), shape)
+    shape, args = element_shape(spec, call, env)  # an absent optional tensor is not among them
+    for name, t in args.items():
+        flat = FlatView(t, shape)
         with np.errstate(all="ignore"):
             v = flat.get(start, flat.size if stop is None else stop)
-            env[p.name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+            env[name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
     return env
 
 
@@ -92,7 +93,7 @@ def branch_hits(spec: OpSpec, call: Call) -> list[str]:
         out = call.args.get(sub.formula.output)
         if out is None:
             continue
-        total = numel(call.tensor(sub.formula.output).shape)
+        total = numel(element_shape(sub, call, attribute_env(sub, call))[0])
         walk = Formula.of(sub.formula)
         hit: set[int] = set()
         for start, stop in ranges(total, 1 << 20):
