@@ -188,9 +188,7 @@ def chunks(
         if per_row and lay.length == 0:  # empty rows: each output element its formula's value
             rows_shape = (rows_shape[0], 1)  # over no element (a sum 0, a gather NaN)
             raw = {nm: np.zeros(rows_shape, a.dtype) for nm, a in raw.items()}
-        y, mask = tier1(spec, env, raw, rows_shape, route)
-        if per_row:  # every element of a row holds the row's value: its first decides
-            y, mask = y[:, :1].copy(), mask[:, :1]
+        y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
         flagged = np.flatnonzero(mask.reshape(-1))
         if flagged.size:
             refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check, per_row)
@@ -211,25 +209,29 @@ def tier1(
     raw: dict[str, np.ndarray],
     shape: tuple[int, int],
     route: Plan,
+    per_row: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(values, flags) of a chunk of rows: the formula walked in float64 with a running error
     bound (errbound.py), each reduction's value within an ulp of the exact one and its bound
     carried. Flagged: a FLOAT, FLOAT16 or BF16 element near a rounding midpoint or whose bound
     (SAFETY times) reaches another output value; a DOUBLE element the bound does not keep
-    within 1 ulp (every finite one with --exact); any element a comparison left undecided."""
+    within 1 ulp (every finite one with --exact); any element a comparison left undecided.
+    per_row: the output holds one value per row, its first element's: (rows, 1) come back."""
     chunk_env = dict(env)
+    out = (shape[0], 1) if per_row else shape
     chunk_env[ROW] = shape
     with np.errstate(all="ignore"):
         if route.complex_out:  # complex128, numpy's arithmetic, nothing settled (as elementwise)
             for nm, arr in raw.items():
                 chunk_env[nm] = arr.astype(np.complex128)
             y = Formula.of(spec.formula).evaluate(chunk_env, COMPLEX, shape)
-            return np.array(np.broadcast_to(y, shape)), np.zeros(shape, bool)
+            return np.array(np.broadcast_to(y, shape)[:, : out[1]]), np.zeros(out, bool)
         for nm, arr in raw.items():
             chunk_env[nm] = arr.astype(np.float64)
         y, err, undecided = errbound.bounded(spec, chunk_env, shape)
-        y = np.array(np.broadcast_to(y, shape), dtype=np.float64)
-        err = np.broadcast_to(err, shape)
+        y = np.array(np.broadcast_to(y, shape)[:, : out[1]], dtype=np.float64)
+        err = np.broadcast_to(err, shape)[:, : out[1]]
+        undecided = np.broadcast_to(undecided, shape)[:, : out[1]]
         finite = np.isfinite(y)
         name = route.out_dtype.name
         if route.refine_all:
@@ -248,14 +250,16 @@ def tier1(
             ld.update({k: np.longdouble(v) for k, v in env.items() if isinstance(v, float)})
             ld[ROW] = shape
             y = np.array(
-                np.broadcast_to(Formula.of(spec.formula).evaluate(ld, LONG, shape), shape),
+                np.broadcast_to(Formula.of(spec.formula).evaluate(ld, LONG, shape), shape)[
+                    :, : out[1]
+                ],
                 dtype=np.float64,
             )
             finite = np.isfinite(y)
             mask = finite & ~(err * errbound.SAFETY < AMPLIFICATION * errbound.U * np.abs(y))
         else:
-            mask = np.zeros(shape, bool)
-        mask |= np.broadcast_to(undecided, shape) & finite
+            mask = np.zeros(out, bool)
+        mask |= undecided & finite
     return y, mask
 
 
