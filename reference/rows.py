@@ -32,7 +32,7 @@ from ..conformance.acl.views import FlatView, numel
 from ..conformance.spec.elements import element_shape
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
-from ..conformance.spec.expr.numpy_arith import numpy_arithmetic
+from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
 from ..conformance.spec.expr.walk import GATHER, POS, ROW, Formula, Row
 from ..conformance.spec.interpret import attribute_env
 from ..conformance.spec.model import OpSpec
@@ -179,15 +179,19 @@ def chunks(
     flats = {nm: FlatView(t, shape) for nm, t in args.items()}
     size = max(1, lay.block_size)
     per = max(1, (chunk or CHUNK) // size)
-    rows_per_block = size // max(lay.length, 1)
+    # a per-row output's elements per block: it holds outer x kept elements, one per row
+    rows_per_block = numel(out_shape) // max(lay.outer, 1)
     for o0 in range(0, lay.outer, per):
         o1 = min(lay.outer, o0 + per)
         start, stop = o0 * size, o1 * size
+        if per_row and lay.length == 0:  # reductions over nothing: one value per row
+            flat = _empty_rows(spec, env, list(flats), (o1 - o0) * rows_per_block)
+            start, stop = o0 * rows_per_block, o1 * rows_per_block
+            result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
+            yield start, stop, result, flat  # type: ignore[misc]
+            continue
         raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
-        if per_row and lay.length == 0:  # empty rows: each output element its formula's value
-            rows_shape = (rows_shape[0], 1)  # over no element (a sum 0, a gather NaN)
-            raw = {nm: np.zeros(rows_shape, a.dtype) for nm, a in raw.items()}
         y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
         flagged = np.flatnonzero(mask.reshape(-1))
         if flagged.size:
@@ -201,6 +205,25 @@ def chunks(
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
+
+
+def _empty_rows(spec: OpSpec, env: dict[str, Any], names: list[str], rows: int) -> np.ndarray:
+    """The value of each of `rows` rows whose reductions reduce no element (a sum 0, a mean
+    NaN): the formula walked once in float64 on rows of one element standing for nothing."""
+    chunk_env = dict(env)
+    chunk_env[ROW] = (rows, 0)
+    with np.errstate(all="ignore"):
+        for nm in names:
+            chunk_env[nm] = np.zeros((rows, 0))
+        y = np.asarray(Formula.of(spec.formula).evaluate(chunk_env, NUMPY, (rows, 1)), np.float64)
+    if y.ndim == 2 and y.shape[1] == 1:
+        return np.ascontiguousarray(y[:, 0])
+    if y.ndim == 0:
+        return np.full(rows, float(y))
+    raise CallError(
+        f"{spec.name}: the output reduces over nothing but its formula reads an input outside "
+        "a reduction"
+    )
 
 
 def tier1(
@@ -280,8 +303,7 @@ def refine(
     one value per row (rows, 1), that of the row's first element."""
     length = next(iter(raw.values())).shape[1] if per_row and raw else y.shape[1]
     flagged = flagged * length if per_row else flagged
-    attrs = {p.name: env[p.name] for p in spec.attributes}
-    attrs[GATHER] = env.get(GATHER, {})
+    attrs = {k: v for k, v in env.items() if k != ROW and k not in raw}
     walk = Formula.of(spec.formula)
     convert = float if out_dtype == "DOUBLE" else precise.round_to_odd
     m = mpmath.mp

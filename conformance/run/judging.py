@@ -438,11 +438,7 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
         t = case.call.args.get(p.name)
         if not isinstance(t, TensorArg) or t.is_empty or p.unused:
             continue
-        inputs = {
-            q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
-            for q in spec.tensor_inputs
-            if case.call.args.get(q.name) is not None  # an absent optional tensor
-        }
+        inputs = _inputs_shown(spec, case.call, t.shape)
         policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance_of(p.name))
         out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
     return out
@@ -517,11 +513,7 @@ def _judge_outputs(
             if why:
                 reasons.append(f"{p.name}: {why}")
             continue
-        inputs = {
-            q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
-            for q in spec.tensor_inputs
-            if case.call.args.get(q.name) is not None  # an absent optional tensor
-        }
+        inputs = _inputs_shown(spec, case.call, t.shape)
         if policies is not None and p.name in policies:
             tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])
         else:
@@ -542,6 +534,21 @@ def _judge_outputs(
             reasons.append(f"{p.name}: " + "; ".join(cmp.reasons))
             failed.append(_Failed(p.name, t, out, policy, inputs, cmp, want))
     return (("fail", " | ".join(reasons)) if reasons else ("pass", "")), failed
+
+
+def _inputs_shown(spec: OpSpec, call: Call, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The inputs broadcast to an output's shape, to show beside its worst elements; an input
+    that does not broadcast to it (an output a shape rule reduces: a mean's scalar) is left
+    out, as is an absent optional tensor."""
+    out = {}
+    for q in spec.tensor_inputs:
+        if call.args.get(q.name) is None:
+            continue
+        try:
+            out[q.name] = np.broadcast_to(call.tensor(q.name).view(), shape)
+        except ValueError:
+            continue
+    return out
 
 
 def _random_formula(spec: OpSpec, call: Call, output: str) -> Any:

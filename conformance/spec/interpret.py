@@ -68,6 +68,15 @@ def validate(spec: OpSpec, call: Call) -> Validation:
     return Validation(0)
 
 
+def formula_domain(spec: OpSpec, call: Call) -> tuple[tuple[int, ...], bool]:
+    """The shape a formula is evaluated over, and whether its output collapses it (holds one
+    element per row of the formula's reductions and gathers): elements.element_shape, the
+    output's shape where it broadcasts with the inputs to itself, else the inputs' broadcast
+    (a gather's index placed along its dim)."""
+    shape, _ = element_shape(spec, call, attribute_env(spec, call))
+    return shape, shape != tuple(call.tensor(spec.formula.output).shape)
+
+
 def formula_env(
     spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
 ) -> dict[str, Any]:

@@ -69,6 +69,9 @@ class Param:
     unused: bool = False
     # an integer tensor whose values index another tensor along a dim (`values: {index_of:}`)
     index_of: IndexOf | None = None
+    # A tensor's shape rule (`shape:`, conformance.spec.shapes.ShapeRule); None: an output is
+    # the broadcast of the tensor inputs, an input is free.
+    shape: Any = None
 
     @property
     def is_tensor(self) -> bool:

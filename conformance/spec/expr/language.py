@@ -12,6 +12,7 @@ below. Grammar (Python syntax, this subset only):
     reductions sum mean amax amin prod logsumexp any all, as fn(x, dim) where dim is an int
     literal, a tuple of them, an int/int_array parameter's name or `all` (every dim),
     gather(x, target, dim): x at index target along dim (dim an int literal or int parameter)
+    numel(x): the element count of tensor x's own shape (unbroadcast)
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ FUNCTIONS.update({name: 2 for name in REDUCTIONS})
 # gather(x, target, dim): x's element at index `target` along dim (ir.Gather); each arithmetic
 # implements it as r_gather (walk.py: Arithmetic.gather)
 FUNCTIONS["gather"] = 3
+#: numel(x) reads this name, which the environment binds to x's element count
+NUMEL = "numel({})"
 MAX_DIMS = 8  # a reduction's literal dims: each in [-8, 7]
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
@@ -259,6 +262,8 @@ class _Compiler:
                 node, f"only the built-in functions can be called, not {_describe(node.func)}"
             )
         fname = node.func.id
+        if fname == "numel":
+            return self._numel(node)
         if fname not in FUNCTIONS:
             raise _fail(node, f"unknown function {fname!r} (allowed: {', '.join(FUNCTIONS)})")
         if node.keywords:
@@ -275,6 +280,17 @@ class _Compiler:
         if fname == "where":
             return Where(*args)
         return Call(fname, args)
+
+    def _numel(self, node: ast.Call) -> Node:
+        """numel(x): the element count of tensor x's own shape (not broadcast), an integer;
+        bound in the environment as the name NUMEL.format(x) (checks.base.attribute_env)."""
+        if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
+            raise _fail(node, "numel() takes one tensor parameter's name")
+        name = node.args[0].id
+        if name not in self.known:
+            raise _fail(node.args[0], f"numel(): {name!r} is not a parameter")
+        self.names.add(name)
+        return Var(NUMEL.format(name))
 
     def _reduce(self, fname: str, node: ast.Call, depth: int) -> Node:
         """fn(x, dim): dim is an int literal, a tuple of them, a parameter's name or `all`."""

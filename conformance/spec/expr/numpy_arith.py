@@ -130,6 +130,10 @@ class NumpyArithmetic(Arithmetic):
         if whole and index.ndim and index.shape[-1] > 1 and index.strides[-1] == 0:
             index = index[..., :1]
         size = length if size is None else size
+        if length == 0:  # a row of nothing (an empty reduced dim): nothing to pick
+            return np.full(
+                np.broadcast_shapes(index.shape[:-1] + (1,), x.shape[:-1] + (1,)), np.nan
+            )
         valid = (index >= 0) & (index < size) & (np.floor(index) == index)
         at = np.where(valid, index, 0).astype(np.intp)
         if not whole:  # the element of each one's row along dim, at position `index`
