@@ -29,7 +29,7 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
-from ..conformance.spec.elements import element_shape
+from ..conformance.spec.elements import element_shape, index_dims
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
@@ -100,12 +100,40 @@ class Layout:
         return np.ascontiguousarray(rows.reshape(moved).transpose(back)).reshape(-1)
 
 
-def row_dims(spec: OpSpec, env: dict[str, Any], rank: int) -> tuple[int, ...]:
+def live(spec: OpSpec, env: dict[str, Any]) -> list[ir.Reduce]:
+    """The reductions and gathers a call can evaluate: those of the branches its attributes
+    (`env`) do not rule out -- a branch whose condition reads attributes only is taken by every
+    element or by none (NLL's `reduction == 0` per row, `otherwise` a mean over the batch) --
+    with the conditions tested before them and the lets they read."""
+    walk = Formula.of(spec.formula)
+    hits: list[int] = []
+    for i, (when, _) in enumerate(walk.branches):
+        if when is None:
+            hits.append(i)
+            break
+        if when.names <= set(env):
+            with np.errstate(all="ignore"):
+                held = bool(np.all(when.run(dict(env), NUMPY)))
+            if held:
+                hits.append(i)
+                break
+            continue
+        hits.append(i)
+    exprs = [walk.lets[n] for n in walk.needs(hits)]
+    for i, (when, value) in enumerate(walk.branches[: max(hits, default=-1) + 1]):
+        exprs += [when] if when is not None else []
+        exprs += [value] if i in hits else []
+    return [r for e in exprs for r in ir.reductions(e.ir)]
+
+
+def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) -> tuple[int, ...]:
     """The dims a call's rows span: those its reductions reduce (one set per formula), or,
     without reductions, those its gathers pick along. CallError where reductions reduce
     different dims or a gather's dim is not among them."""
-    found = {reduced_dims(r, env, rank) for r in reductions(spec) if not isinstance(r, ir.Gather)}
-    picks = {reduced_dims(g, env, rank) for g in reductions(spec) if isinstance(g, ir.Gather)}
+    found = {reduced_dims(r, env, rank) for r in live(spec, env) if not isinstance(r, ir.Gather)}
+    picks = {reduced_dims(g, env, rank) for g in live(spec, env) if isinstance(g, ir.Gather)}
+    if not found and not picks and whole:  # an output of fewer elements, no live reduction
+        found = {tuple(range(rank))}  # (a constant branch of a mean's formula): one row
     if not found:
         found = {tuple(sorted({d for p in picks for d in p}))}
     if len(found) != 1:
@@ -128,7 +156,7 @@ def geometry(
 ) -> dict[ir.Gather, tuple[int, int]]:
     """Each gather's dim as (stride, size) inside a row spanning `dims` of `shape` (walk.GATHER)."""
     out: dict[ir.Gather, tuple[int, int]] = {}
-    for g in reductions(spec):
+    for g in live(spec, env):
         if isinstance(g, ir.Gather):
             picked = reduced_dims(g, env, len(shape))
             if not picked:  # a rank-0 x: its one element
@@ -139,10 +167,14 @@ def geometry(
     return out
 
 
-def layout(spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...]) -> Layout:
-    """The rows of a call's output; CallError where its reductions reduce different dims."""
+def layout(
+    spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...], whole: bool = False
+) -> Layout:
+    """The rows of a call's output; CallError where its reductions reduce different dims.
+    whole: the output has fewer elements than `shape` (a formula without a live reduction then
+    makes one row of every element)."""
     rank = len(shape)
-    dims = row_dims(spec, env, rank)
+    dims = row_dims(spec, env, rank, whole)
     if not dims:  # a rank-0 output: one row of its one element
         return Layout(shape, numel(shape), (), (0,), 1)
     k = dims[0]
@@ -166,9 +198,9 @@ def chunks(
     env: dict[str, Any] = attribute_env(spec, call)
     shape, args = element_shape(spec, call, env)
     out_shape = tuple(call.tensor(spec.formula.output).shape)
-    lay = layout(spec, env, shape)
-    env[GATHER] = geometry(spec, env, shape, row_dims(spec, env, len(shape)))
     per_row = out_shape != shape  # one output element per row (the reduced dims dropped)
+    lay = layout(spec, env, shape, per_row)
+    env[GATHER] = geometry(spec, env, shape, row_dims(spec, env, len(shape), per_row))
     if per_row and numel(out_shape) * lay.length != numel(shape):
         raise CallError(
             f"{spec.name}: output shape {list(out_shape)} is neither the elements' shape "
@@ -185,8 +217,13 @@ def chunks(
         o1 = min(lay.outer, o0 + per)
         start, stop = o0 * size, o1 * size
         if per_row and lay.length == 0:  # reductions over nothing: one value per row
-            flat = _empty_rows(spec, env, list(flats), (o1 - o0) * rows_per_block)
             start, stop = o0 * rows_per_block, o1 * rows_per_block
+            known = {  # a gather's index holds one value per row: the row's own
+                nm: FlatView(call.tensor(nm), tuple(call.tensor(nm).shape)).get(start, stop)
+                for nm in index_dims(spec, env)
+                if nm in flats and numel(call.tensor(nm).shape) == numel(out_shape)
+            }
+            flat = _empty_rows(spec, env, list(flats), stop - start, known)
             result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
             yield start, stop, result, flat  # type: ignore[misc]
             continue
@@ -207,14 +244,23 @@ def chunks(
         yield start, stop, result, flat  # type: ignore[misc]
 
 
-def _empty_rows(spec: OpSpec, env: dict[str, Any], names: list[str], rows: int) -> np.ndarray:
+def _empty_rows(
+    spec: OpSpec,
+    env: dict[str, Any],
+    names: list[str],
+    rows: int,
+    known: dict[str, np.ndarray] | None = None,
+) -> np.ndarray:
     """The value of each of `rows` rows whose reductions reduce no element (a sum 0, a mean
-    NaN): the formula walked once in float64 on rows of one element standing for nothing."""
+    NaN): the formula walked once in float64 on rows of one element standing for nothing;
+    `known` inputs (a gather's index: one value per row) hold their rows' values."""
     chunk_env = dict(env)
     chunk_env[ROW] = (rows, 0)
     with np.errstate(all="ignore"):
         for nm in names:
             chunk_env[nm] = np.zeros((rows, 0))
+        for nm, v in (known or {}).items():
+            chunk_env[nm] = np.asarray(v, np.float64).reshape(rows, 1)
         y = np.asarray(Formula.of(spec.formula).evaluate(chunk_env, NUMPY, (rows, 1)), np.float64)
     if y.ndim == 2 and y.shape[1] == 1:
         return np.ascontiguousarray(y[:, 0])
