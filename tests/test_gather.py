@@ -311,3 +311,77 @@ def test_index_of_lint(tmp_path, values, message):
     )
     _, problems = lint_file(reg_path, text)
     assert any(message in p.message for p in problems), [p.message for p in problems]
+
+
+# -- the shipped spec (specs/ops/nll_loss.yaml) against mpmath ----------------------------------
+
+
+def _nll_all_mp(x, t, w, ignore, reduction):
+    """(out values, total weight) from aclnnNLLLoss.md's formula, at 60 digits."""
+    with mp.workdps(60):
+        rows = x.reshape(-1, x.shape[-1])
+        ts = np.reshape(t, -1).tolist()
+        losses = [mp.mpf(0) if c == ignore else -mp.mpf(float(w[c])) * mp.mpf(float(rows[n, c]))
+                  for n, c in enumerate(ts)]  # fmt: skip
+        total = mp.fsum(mp.mpf(float(w[c])) for c in ts if c != ignore)
+        if reduction == 0:
+            return losses, None
+        s = mp.fsum(losses)
+        return [s / total if reduction == 1 else s], [total]
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16"])
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("rank", [1, 2])
+def test_nll_loss_spec_against_mpmath(dtype, reduction, rank):
+    from aclnn_conformance.conformance.spec.registry import default_registry
+
+    rng = np.random.default_rng(100 * rank + reduction)
+    n, c = 37, 13
+    shape = (n, c) if rank == 2 else (c,)
+    x = _hard(rng, n, c, dtype)[: shape[0]] if rank == 2 else _hard(rng, 1, c, dtype)[0]
+    w = dt.round_to(rng.uniform(-1.0, 3.0, c), dt.get(dtype)).astype(np.float64)
+    t = rng.integers(0, c, shape[:-1]) if rank == 2 else np.array(int(rng.integers(0, c)))
+    if rank == 2:
+        t[::5] = -7
+    out_shape = shape[:-1] if reduction == 0 else ()
+    args = {
+        "self": TensorArg.from_array(x, dtype),
+        "target": TensorArg.from_array(t, "INT64"),
+        "weight": TensorArg.from_array(w, dtype),
+        "reduction": reduction,
+        "ignoreIndex": -7,
+        "out": TensorArg.from_array(np.zeros(out_shape), dtype),
+        "totalWeightOut": TensorArg.from_array(np.zeros(()), dtype),
+    }
+    outcome = engine.evaluate(Call("nll_loss", "atlas-a2", args), default_registry())
+    assert outcome.status == 0, outcome.message
+    want, total = _nll_all_mp(x, t, w, -7, reduction)
+    got = outcome.outputs["out"].reshape(-1)
+    assert got.view(np.uint8).tolist() == _rounded(want, dtype).view(np.uint8).tolist()
+    tw = outcome.outputs["totalWeightOut"].reshape(-1)
+    if total is None:
+        assert tw.tolist() == [0.0]  # the spec's value where the page leaves it undefined
+    else:
+        assert tw.view(np.uint8).tolist() == _rounded(total, dtype).view(np.uint8).tolist()
+
+
+def test_an_empty_batch_gives_the_op_apis_fills():
+    """aclnn_nll_loss.cpp NLLLossEmptyTensorCompute: an empty self gives a NaN mean, a 0 sum
+    and a 0 total weight."""
+    from aclnn_conformance.conformance.spec.registry import default_registry
+
+    got = {}
+    for reduction in (1, 2):
+        args = {
+            "self": TensorArg.from_array(np.zeros((0, 4)), "FLOAT"),
+            "target": TensorArg.from_array(np.zeros(0, np.int64), "INT64"),
+            "weight": TensorArg.from_array(np.ones(4), "FLOAT"),
+            "reduction": reduction,
+            "ignoreIndex": -100,
+            "out": TensorArg.from_array(np.zeros(()), "FLOAT"),
+            "totalWeightOut": TensorArg.from_array(np.zeros(()), "FLOAT"),
+        }
+        o = engine.evaluate(Call("nll_loss", "atlas-a2", args), default_registry())
+        got[reduction] = (float(o.outputs["out"][0]), float(o.outputs["totalWeightOut"][0]))
+    assert np.isnan(got[1][0]) and got[1][1] == 0.0 and got[2] == (0.0, 0.0)
