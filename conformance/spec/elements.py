@@ -5,7 +5,8 @@ that a `gather(x, target, dim)` reads as its index (a bare tensor name) has x's 
 dim: it is placed with a size-1 dim inserted at dim, so that it is constant along the rows the
 gather picks in. The output either has the elements' shape (every elementwise formula, softmax)
 or the elements' shape with the formula's reduced / gathered dims removed or kept as 1 (NLL's
-`reduction: none`, one value per row): then each output element is its row's value.
+`reduction: none`, one value per row): then each output element is its row's value. A 1-D
+tensor a gather picks from (a per-class weight) lies along the gather's dim.
 """
 
 from __future__ import annotations
@@ -38,9 +39,23 @@ def index_dims(spec: OpSpec, env: dict[str, Any]) -> dict[str, int | str]:
     return out
 
 
+def vector_dims(spec: OpSpec, env: dict[str, Any]) -> dict[str, int]:
+    """Tensor input name -> the gather's dim, for each input a gather reads as its `x` (a bare
+    tensor name): a 1-D one lies along that dim (a per-class weight)."""
+    tensors = {p.name for p in spec.tensor_inputs}
+    out: dict[str, int] = {}
+    for g in gathers(spec):
+        if isinstance(g.x, ir.Var) and g.x.name in tensors:
+            d = g.dims[0] if g.dims else env.get(g.param)  # type: ignore[index]
+            out[g.x.name] = int(d)  # type: ignore[arg-type]
+    return out
+
+
 def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg]:
     """Each tensor input of the call the formula reads, as it reads it: a gather's index with
-    a size-1 dim inserted at the gather's dim (wrapped against the rank of the other inputs)."""
+    a size-1 dim inserted at the gather's dim (wrapped against the rank of the other inputs),
+    a 1-D tensor a gather picks from laid along the gather's dim (NLLLoss2d's weight (C) of a
+    (N, C, H, W) self: (1, C, 1, 1))."""
     read = tensors_read(spec)
     args = {n: call.tensor(n) for n in read if call.args.get(n) is not None}
     dims = index_dims(spec, env)
@@ -57,6 +72,17 @@ def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg
         k = d % rank
         args[name] = replace(
             t, shape=t.shape[:k] + (1,) + t.shape[k:], strides=t.strides[:k] + (0,) + t.strides[k:]
+        )
+    rank = max(others, default=0)
+    for name, d in vector_dims(spec, env).items():
+        t = args.get(name)
+        if t is None or len(t.shape) != 1 or rank <= 1 or name in dims or not -rank <= d < rank:
+            continue
+        k = d % rank
+        args[name] = replace(
+            t,
+            shape=(1,) * k + tuple(t.shape) + (1,) * (rank - 1 - k),
+            strides=(0,) * k + tuple(t.strides) + (0,) * (rank - 1 - k),
         )
     return args
 
