@@ -116,9 +116,13 @@ def indices(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """Index values (`values: {index_of:}`): uniform in [0, size), and, where the spec has an
-    ignore index, that value at about IGNORED_SHARE of the positions (at least one, when there
-    are two or more). With size 0 every position holds the ignore index (or 0 without one)."""
+    ignore index the dtype can hold, that value at about IGNORED_SHARE of the positions (at
+    least one, when there are two or more). With size 0 every position holds the ignore index
+    (or 0 without one: out of range, which the ops reject or leave undefined)."""
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if ignore is not None and d.category == "int":  # -100 is no UINT8 value: never drawn there
+        info = np.iinfo(d.np)
+        ignore = ignore if info.min <= ignore <= info.max else None
     if size <= 0:
         v = np.full(n, 0 if ignore is None else ignore, dtype=np.int64)
     else:
