@@ -120,7 +120,7 @@ def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray
 
 def bounded(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[Any, Any, Any]:
     """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED."""
-    pairs = {k: v if isinstance(v, str | tuple) else (v, 0.0) for k, v in env.items()}
+    pairs = {k: v if isinstance(v, str | tuple | dict) else (v, 0.0) for k, v in env.items()}
     BOUNDED.state.undecided = False
     y, e = Formula.of(spec.formula).evaluate(pairs, BOUNDED, n)
     return y, e, BOUNDED.state.undecided
@@ -322,6 +322,15 @@ class ErrorBound(Arithmetic):
         v, e = x
         r = NUMPY.r_logsumexp(v)
         return r, np.max(e, axis=-1, keepdims=True, initial=0.0) + 8 * U * (np.abs(r) + 1)
+
+    @staticmethod
+    def r_gather(x: Pair, index: Pair, *geometry: int) -> Pair:
+        """The picked value and its own bound (a pick makes no rounding; the index is exact)."""
+        v, e = x
+        i = index[0]
+        picked = NUMPY.r_gather(v, i, *geometry)
+        err = NUMPY.r_gather(np.broadcast_to(e, np.shape(v)), i, *geometry)
+        return picked, np.where(np.isnan(err), 0.0, err)
 
     @staticmethod
     def r_any(x: Pair) -> Pair:

@@ -115,5 +115,11 @@ class RoundingCount(Arithmetic):
     def reduce(self, node: Any, x: Callable[[Any], Any], env: Any) -> int:
         return getattr(self, "r_" + node.fn)(x(env))
 
+    def gather(self, node: Any, x: Callable[[Any], Any], index: Any, env: Any) -> int:
+        """A gather picks one of its argument's values: its roundings, none of its own."""
+        return self.r_gather(x(env))
+
+    r_gather = _same
+
 
 COUNT = require(RoundingCount())

@@ -29,11 +29,12 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
+from ..conformance.spec.elements import element_shape, index_dims
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
-from ..conformance.spec.expr.walk import ROW, Formula, Row
-from ..conformance.spec.interpret import attribute_env, formula_domain
+from ..conformance.spec.expr.walk import GATHER, POS, ROW, Formula, Row
+from ..conformance.spec.interpret import attribute_env
 from ..conformance.spec.model import OpSpec
 from . import errbound, precise
 from .plan import Plan, plan
@@ -99,16 +100,81 @@ class Layout:
         return np.ascontiguousarray(rows.reshape(moved).transpose(back)).reshape(-1)
 
 
-def layout(spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...]) -> Layout:
-    """The rows of a call's output; CallError where its reductions reduce different dims."""
-    rank = len(shape)
-    found = {reduced_dims(r, env, rank) for r in reductions(spec)}
+def live(spec: OpSpec, env: dict[str, Any]) -> list[ir.Reduce]:
+    """The reductions and gathers a call can evaluate: those of the branches its attributes
+    (`env`) do not rule out -- a branch whose condition reads attributes only is taken by every
+    element or by none (NLL's `reduction == 0` per row, `otherwise` a mean over the batch) --
+    with the conditions tested before them and the lets they read."""
+    walk = Formula.of(spec.formula)
+    hits: list[int] = []
+    for i, (when, _) in enumerate(walk.branches):
+        if when is None:
+            hits.append(i)
+            break
+        if when.names <= set(env):
+            with np.errstate(all="ignore"):
+                held = bool(np.all(when.run(dict(env), NUMPY)))
+            if held:
+                hits.append(i)
+                break
+            continue
+        hits.append(i)
+    exprs = [walk.lets[n] for n in walk.needs(hits)]
+    for i, (when, value) in enumerate(walk.branches[: max(hits, default=-1) + 1]):
+        exprs += [when] if when is not None else []
+        exprs += [value] if i in hits else []
+    return [r for e in exprs for r in ir.reductions(e.ir)]
+
+
+def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) -> tuple[int, ...]:
+    """The dims a call's rows span: those its reductions reduce (one set per formula), or,
+    without reductions, those its gathers pick along. CallError where reductions reduce
+    different dims or a gather's dim is not among them."""
+    found = {reduced_dims(r, env, rank) for r in live(spec, env) if not isinstance(r, ir.Gather)}
+    picks = {reduced_dims(g, env, rank) for g in live(spec, env) if isinstance(g, ir.Gather)}
+    if not found and not picks and whole:  # an output of fewer elements, no live reduction
+        found = {tuple(range(rank))}  # (a constant branch of a mean's formula): one row
+    if not found:
+        found = {tuple(sorted({d for p in picks for d in p}))}
     if len(found) != 1:
         raise CallError(
             f"{spec.name}: the formula's reductions reduce different dims {sorted(found)} "
             "(one set of dims per formula)"
         )
     (dims,) = found
+    for p in picks:
+        if not set(p) <= set(dims) and rank:
+            raise CallError(
+                f"{spec.name}: a gather along dim {list(p)} in a formula reducing dims "
+                f"{list(dims)} (a gather picks inside the reduced rows)"
+            )
+    return dims
+
+
+def geometry(
+    spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...], dims: tuple[int, ...]
+) -> dict[ir.Gather, tuple[int, int]]:
+    """Each gather's dim as (stride, size) inside a row spanning `dims` of `shape` (walk.GATHER)."""
+    out: dict[ir.Gather, tuple[int, int]] = {}
+    for g in live(spec, env):
+        if isinstance(g, ir.Gather):
+            picked = reduced_dims(g, env, len(shape))
+            if not picked:  # a rank-0 x: its one element
+                out[g] = (1, 1)
+                continue
+            d = picked[0]
+            out[g] = (numel([shape[k] for k in dims if k > d]), shape[d])
+    return out
+
+
+def layout(
+    spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...], whole: bool = False
+) -> Layout:
+    """The rows of a call's output; CallError where its reductions reduce different dims.
+    whole: the output has fewer elements than `shape` (a formula without a live reduction then
+    makes one row of every element)."""
+    rank = len(shape)
+    dims = row_dims(spec, env, rank, whole)
     if not dims:  # a rank-0 output: one row of its one element
         return Layout(shape, numel(shape), (), (0,), 1)
     k = dims[0]
@@ -129,36 +195,47 @@ def chunks(
 ) -> Iterator[tuple[int, int, np.ndarray | None, np.ndarray]]:
     """engine.chunks for a formula with reductions: (start, stop, rounded result, float64
     values) per run of whole blocks of the output (see the module docstring)."""
-    shape, collapse = formula_domain(spec, call)
     env: dict[str, Any] = attribute_env(spec, call)
-    lay = layout(spec, env, shape)
+    shape, args = element_shape(spec, call, env)
+    out_shape = tuple(call.tensor(spec.formula.output).shape)
+    per_row = out_shape != shape  # one output element per row (the reduced dims dropped)
+    lay = layout(spec, env, shape, per_row)
+    env[GATHER] = geometry(spec, env, shape, row_dims(spec, env, len(shape), per_row))
+    if per_row and numel(out_shape) * lay.length != numel(shape):
+        raise CallError(
+            f"{spec.name}: output shape {list(out_shape)} is neither the elements' shape "
+            f"{list(shape)} nor that shape with the reduced dims removed"
+        )
     route = plan(spec, call, exact)
     out_dtype = route.out_dtype
-    flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
+    flats = {nm: FlatView(t, shape) for nm, t in args.items()}
     size = max(1, lay.block_size)
     per = max(1, (chunk or CHUNK) // size)
-    # a collapsed output's rows per block: it holds outer x kept elements, one per row
-    kept = numel(call.tensor(spec.formula.output).shape) // max(lay.outer, 1)
+    # a per-row output's elements per block: it holds outer x kept elements, one per row
+    rows_per_block = numel(out_shape) // max(lay.outer, 1)
     for o0 in range(0, lay.outer, per):
         o1 = min(lay.outer, o0 + per)
         start, stop = o0 * size, o1 * size
-        if collapse and lay.length == 0:  # reductions over nothing: one value per row
-            flat = _empty_rows(spec, env, list(flats), (o1 - o0) * kept)
-            start, stop = o0 * kept, o1 * kept
+        if per_row and lay.length == 0:  # reductions over nothing: one value per row
+            start, stop = o0 * rows_per_block, o1 * rows_per_block
+            known = {  # a gather's index holds one value per row: the row's own
+                nm: FlatView(call.tensor(nm), tuple(call.tensor(nm).shape)).get(start, stop)
+                for nm in index_dims(spec, env)
+                if nm in flats and numel(call.tensor(nm).shape) == numel(out_shape)
+            }
+            flat = _empty_rows(spec, env, list(flats), stop - start, known)
             result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
             yield start, stop, result, flat  # type: ignore[misc]
             continue
         raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
-        y, mask = tier1(spec, env, raw, rows_shape, route)
-        if collapse:  # the output holds one element per row: its first column
-            mask[:, 1:] = False
+        y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
         flagged = np.flatnonzero(mask.reshape(-1))
         if flagged.size:
-            refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check)
-        if collapse:
-            flat = np.ascontiguousarray(y[:, 0])
-            start, stop = o0 * kept, o1 * kept
+            refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check, per_row)
+        if per_row:
+            flat = y.reshape(-1)
+            start, stop = o0 * rows_per_block, o1 * rows_per_block
         else:
             flat = lay.from_rows(y, o1 - o0)
         result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
@@ -167,14 +244,23 @@ def chunks(
         yield start, stop, result, flat  # type: ignore[misc]
 
 
-def _empty_rows(spec: OpSpec, env: dict[str, Any], names: list[str], rows: int) -> np.ndarray:
+def _empty_rows(
+    spec: OpSpec,
+    env: dict[str, Any],
+    names: list[str],
+    rows: int,
+    known: dict[str, np.ndarray] | None = None,
+) -> np.ndarray:
     """The value of each of `rows` rows whose reductions reduce no element (a sum 0, a mean
-    NaN): the formula walked once in float64 on rows of one element standing for nothing."""
+    NaN): the formula walked once in float64 on rows of one element standing for nothing;
+    `known` inputs (a gather's index: one value per row) hold their rows' values."""
     chunk_env = dict(env)
     chunk_env[ROW] = (rows, 0)
     with np.errstate(all="ignore"):
         for nm in names:
             chunk_env[nm] = np.zeros((rows, 0))
+        for nm, v in (known or {}).items():
+            chunk_env[nm] = np.asarray(v, np.float64).reshape(rows, 1)
         y = np.asarray(Formula.of(spec.formula).evaluate(chunk_env, NUMPY, (rows, 1)), np.float64)
     if y.ndim == 2 and y.shape[1] == 1:
         return np.ascontiguousarray(y[:, 0])
@@ -192,25 +278,29 @@ def tier1(
     raw: dict[str, np.ndarray],
     shape: tuple[int, int],
     route: Plan,
+    per_row: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(values, flags) of a chunk of rows: the formula walked in float64 with a running error
     bound (errbound.py), each reduction's value within an ulp of the exact one and its bound
     carried. Flagged: a FLOAT, FLOAT16 or BF16 element near a rounding midpoint or whose bound
     (SAFETY times) reaches another output value; a DOUBLE element the bound does not keep
-    within 1 ulp (every finite one with --exact); any element a comparison left undecided."""
+    within 1 ulp (every finite one with --exact); any element a comparison left undecided.
+    per_row: the output holds one value per row, its first element's: (rows, 1) come back."""
     chunk_env = dict(env)
+    out = (shape[0], 1) if per_row else shape
     chunk_env[ROW] = shape
     with np.errstate(all="ignore"):
         if route.complex_out:  # complex128, numpy's arithmetic, nothing settled (as elementwise)
             for nm, arr in raw.items():
                 chunk_env[nm] = arr.astype(np.complex128)
             y = Formula.of(spec.formula).evaluate(chunk_env, COMPLEX, shape)
-            return np.array(np.broadcast_to(y, shape)), np.zeros(shape, bool)
+            return np.array(np.broadcast_to(y, shape)[:, : out[1]]), np.zeros(out, bool)
         for nm, arr in raw.items():
             chunk_env[nm] = arr.astype(np.float64)
         y, err, undecided = errbound.bounded(spec, chunk_env, shape)
-        y = np.array(np.broadcast_to(y, shape), dtype=np.float64)
-        err = np.broadcast_to(err, shape)
+        y = np.array(np.broadcast_to(y, shape)[:, : out[1]], dtype=np.float64)
+        err = np.broadcast_to(err, shape)[:, : out[1]]
+        undecided = np.broadcast_to(undecided, shape)[:, : out[1]]
         finite = np.isfinite(y)
         name = route.out_dtype.name
         if route.refine_all:
@@ -229,14 +319,16 @@ def tier1(
             ld.update({k: np.longdouble(v) for k, v in env.items() if isinstance(v, float)})
             ld[ROW] = shape
             y = np.array(
-                np.broadcast_to(Formula.of(spec.formula).evaluate(ld, LONG, shape), shape),
+                np.broadcast_to(Formula.of(spec.formula).evaluate(ld, LONG, shape), shape)[
+                    :, : out[1]
+                ],
                 dtype=np.float64,
             )
             finite = np.isfinite(y)
             mask = finite & ~(err * errbound.SAFETY < AMPLIFICATION * errbound.U * np.abs(y))
         else:
-            mask = np.zeros(shape, bool)
-        mask |= np.broadcast_to(undecided, shape) & finite
+            mask = np.zeros(out, bool)
+        mask |= undecided & finite
     return y, mask
 
 
@@ -249,11 +341,14 @@ def refine(
     in_dtypes: dict[str, str],
     out_dtype: str,
     check: Callable[[], None] | None = None,
+    per_row: bool = False,
 ) -> None:
     """y (rows, length; float64 values) with the `flagged` elements (flat indices) evaluated
     again in mpmath over their rows: nearest float64 for DOUBLE, else rounded to odd for the
-    final rounding. A row with a non-finite input keeps float64's IEEE values."""
-    length = y.shape[1]
+    final rounding. A row with a non-finite input keeps float64's IEEE values. per_row: y holds
+    one value per row (rows, 1), that of the row's first element."""
+    length = next(iter(raw.values())).shape[1] if per_row and raw else y.shape[1]
+    flagged = flagged * length if per_row else flagged
     attrs = {k: v for k, v in env.items() if k != ROW and k not in raw}
     walk = Formula.of(spec.formula)
     convert = float if out_dtype == "DOUBLE" else precise.round_to_odd
@@ -276,8 +371,8 @@ def refine(
                 base = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
                 envs = [_Element(base, values, j, m.mpf) for j in range(length)]
                 row = Row(envs, lambda e, names: walk.bind(e, names, ar))
-                for e in envs:
-                    e[ROW] = row
+                for j, e in enumerate(envs):
+                    e[ROW], e[POS] = row, j
                 now: dict[int, float | None] = {}
                 for j in todo:
                     v = walk.evaluate(envs[j], ar)
@@ -285,8 +380,9 @@ def refine(
             done = [j for j in todo if now[j] is None or now[j] == last.get(j, math.nan)]
             for j in todo:
                 if now[j] is not None and (j in done or bits >= precise.MAX_PRECISION):
-                    old = y[r, j]
-                    y[r, j] = old if (now[j] == 0 and old == 0) else now[j]
+                    c = 0 if per_row else j
+                    old = y[r, c]
+                    y[r, c] = old if (now[j] == 0 and old == 0) else now[j]
             last.update({j: v for j, v in now.items() if v is not None})
             todo = [j for j in todo if j not in done] if bits < precise.MAX_PRECISION else []
             bits *= 2

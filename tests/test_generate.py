@@ -308,12 +308,19 @@ def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
     mine = _first_product_cases(op, cases)
     ins = [p.name for p in spec.tensor_inputs]
     out = spec.formula.output
-    # tensors with a shape rule (a loss's 0-d mean) take their rule's shape, not the case's
-    free = {p.name for p in spec.params if p.is_tensor and p.shape is None}
-    shapes = [{n: t.shape for n, t in _tensors(c).items() if n in free} for c in mine]
-    if out not in free:  # stands for the broadcast of the inputs, the shape it reduces
-        for sh in shapes:
-            sh[out] = tuple(np.broadcast_shapes(*(sh[n] for n in ins)))
+    shapes = [{n: t.shape for n, t in _tensors(c).items()} for c in mine]
+    ruled = {p.name for p in spec.params if p.is_tensor and p.shape is not None}
+    if ruled:  # shape rules derive those tensors: the free ones cover the ranks their checks allow
+        free = [p.name for p in spec.tensor_inputs if p.name not in ruled]
+        lo = max((c.min for c in spec.checks if c.kind == "min_rank" and set(c.params) & set(free)), default=0)  # fmt: skip
+        hi = min((c.max for c in spec.checks if c.kind == "max_rank" and set(c.params) & set(free)), default=8)  # fmt: skip
+        for rank in (r for r in (0, 1, 2, 4, 8) if lo <= r <= hi):
+            assert any(all(len(sh[n]) == rank and 0 not in sh[n] for n in free) for sh in shapes), (
+                f"no {rank}-d case"
+            )
+        if any(lo <= len(e) <= hi for e in ((0,), (2, 0, 3), (4, 0))):
+            assert any(0 in sh[free[0]] for sh in shapes), "no empty case"
+        return
     for rank in (0, 1, 2, 4, 8):
         assert any(all(len(s) == rank and 0 not in s for s in sh.values()) for sh in shapes), (
             f"no {rank}-d case"
@@ -349,8 +356,14 @@ def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
 def test_one_case_per_op_has_at_least_a_million_elements(op, cases):
     spec = REG.get(op)
     out = spec.formula.output
-    if spec.param(out).shape is not None:  # a ruled output (a loss's mean): its inputs count
-        out = spec.tensor_inputs[0].name
+    ruled = {p.name for p in spec.params if p.is_tensor and p.shape is not None}
+    if ruled:  # a ruled output may be one element (a mean): the free inputs carry the million
+        free = [p.name for p in spec.tensor_inputs if p.name not in ruled]
+        big = [
+            c for c in _positive(cases[op]) if all(c.call.args[n].numel >= 1 << 20 for n in free)
+        ]
+        assert big, "no case with a million elements"
+        return
     big = [c for c in _positive(cases[op]) if c.call.args[out].numel >= 1 << 20]
     assert big, "no case with a million elements"
     free = {p.name for p in spec.params if p.is_tensor and p.shape is None}
@@ -391,6 +404,9 @@ def test_layouts_for_inputs_and_outputs(op, cases):
         ins = {_layout(t) for n, t in reads.items() if n in (pure or reads)}
         if len(ins) == 1:
             seen_in |= ins
+        elif any(p.shape is not None for p in spec.params if p.is_tensor):
+            # ruled shapes (a 1-D target beside a 2-D self): a layout one transposes alone
+            seen_in |= {_layout(t) for t in reads.values()}
         seen_out |= {_layout(t) for t in _tensors(c, outputs=True).values()}
         for t in _tensors(c, outputs=False).values():
             if t.dtype_info.is_float and _layout(t) in ("gaps", "offset", "zero-stride"):
@@ -403,7 +419,8 @@ def test_layouts_for_inputs_and_outputs(op, cases):
     # zero-stride outputs would alias elements (write races): only pure inputs use them
     pure_inputs = any(p.is_read and not p.is_output for p in spec.tensor_inputs)
     assert {"transposed", "gaps", "offset"} | ({"zero-stride"} if pure_inputs else set()) <= seen_in
-    assert {"transposed", "gaps", "offset"} <= seen_out
+    if not any(p.shape is not None for p in spec.outputs):  # a ruled out may be 0-d (a mean)
+        assert {"transposed", "gaps", "offset"} <= seen_out
     assert "zero-stride" not in seen_out
     for c in mine:
         for n, t in _tensors(c, outputs=True).items():

@@ -25,7 +25,7 @@ from ..spec.interpret import (
     random_relations,
     validate,
 )
-from ..spec.model import OpSpec, SpecialPoint
+from ..spec.model import IndexOf, OpSpec, SpecialPoint
 from . import layouts
 from . import values as vals
 from .plan import CasePlan
@@ -79,8 +79,12 @@ def build(spec: OpSpec, plan: CasePlan, seed: int, probe: bool = False) -> Case:
             args[name].format = a.format
             continue
         d = dt.get(a.dtype)
-        logical = vals.draw(a.values, d, a.shape, rng)
-        if point is not None and point.param == name:
+        index_of = spec.param(name).index_of
+        if index_of is not None:
+            logical = vals.indices(a.shape, *_index_range(index_of, plan, args), d, rng)
+        else:
+            logical = vals.draw(a.values, d, a.shape, rng)
+        if point is not None and point.param == name and index_of is None:
             logical = vals.place_point(logical, _point_value(spec, point, args), d, rng)
         if a.layout == "zero-stride":
             logical = layouts.zero_stride_values(logical)
@@ -107,6 +111,18 @@ def probe_tensor(a: TensorPlan) -> TensorArg:
     n = int(np.prod(a.shape, dtype=np.int64)) if a.shape else 1
     storage = np.broadcast_to(np.zeros(1, dtype=d.np), (n,))
     return TensorArg(d.name, a.shape, contiguous_strides(a.shape), 0, storage, a.format)
+
+
+def _index_range(index_of: IndexOf, plan: CasePlan, args: dict[str, Any]) -> tuple[int, int | None]:
+    """(the size an index tensor's values index: its source tensor's size along the dim, 1
+    where that dim is out of range; the ignore index, or None)."""
+    source = dict(plan.args).get(index_of.param)
+    shape = tuple(getattr(source, "shape", ()))
+    dim = index_of.dim if isinstance(index_of.dim, int) else args.get(index_of.dim)
+    rank = len(shape)
+    size = shape[dim % rank] if isinstance(dim, int) and rank and -rank <= dim < rank else 1
+    ignore = args.get(index_of.ignore) if index_of.ignore else None
+    return int(size), None if ignore is None else int(ignore)
 
 
 def _point_value(spec: OpSpec, point: SpecialPoint, args: dict[str, Any]) -> float:

@@ -198,7 +198,11 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
             plans.append(
                 make_plan(spec, product, "positive", base_args(spec, combo), "dtypes", dtype_ids)
             )
-        diag = [c for c in combos if len(set(c.values())) == 1] or combos[:1]
+        # one dtype for every tensor (an index tensor aside: it keeps its integer dtype)
+        diag = [
+            c for c in combos
+            if len({d for n, d in c.items() if spec.param(n).index_of is None}) == 1
+        ] or combos[:1]  # fmt: skip
         for combo in diag:
             base = base_args(spec, combo)
             for variant in _variants(spec):
@@ -263,8 +267,8 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
             if (
                 not large_done
                 and product == spec.products[0]
-                and all(d == "FLOAT" for d in combo.values())
-            ):
+                and all(d == "FLOAT" for n, d in combo.items() if spec.param(n).index_of is None)
+            ):  # (an index tensor keeps its integer dtype)
                 shapes = dict.fromkeys([p.name for p in spec.params if p.is_tensor], LARGE_SHAPE)
                 tag = f"shape=large-{LARGE_SHAPE[0]}x{LARGE_SHAPE[1]}"
                 plans.append(

@@ -103,3 +103,36 @@ def _neighbours(p: np.ndarray, d: dt.DType) -> np.ndarray:
         lo, hi = b - 1, b + 1
     arr = np.array([lo, b, hi], dtype=np.int64).astype(bits_t).view(d.np)
     return arr
+
+
+IGNORED_SHARE = 0.125  # about this share of an index tensor's positions hold the ignore index
+
+
+def indices(
+    shape: tuple[int, ...],
+    size: int,
+    ignore: int | None,
+    d: dt.DType,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Index values (`values: {index_of:}`): uniform in [0, size), and, where the spec has an
+    ignore index the dtype can hold, that value at about IGNORED_SHARE of the positions (at
+    least one, when there are two or more). With size 0 every position holds the ignore index
+    (or 0 without one: out of range, which the ops reject or leave undefined)."""
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if ignore is not None and d.category == "int":  # -100 is no UINT8 value: never drawn there
+        info = np.iinfo(d.np)
+        ignore = ignore if info.min <= ignore <= info.max else None
+    if size <= 0:
+        v = np.full(n, 0 if ignore is None else ignore, dtype=np.int64)
+    else:
+        v = rng.integers(0, size, size=n, dtype=np.int64)
+        if ignore is not None and n:
+            mask = rng.random(n) < IGNORED_SHARE
+            if n >= 2:
+                mask[int(rng.integers(0, n))] = True
+            v[mask] = ignore
+    info = np.iinfo(d.np) if d.category == "int" else None
+    if info is not None:
+        v = np.clip(v, info.min, info.max)
+    return v.astype(d.np).reshape(shape)

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..acl.call import Call, CallError
+from ..acl.call import Call
 from ..acl.views import FlatView, numel, ranges
 from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
 from .checks.kinds import kind_of
+from .elements import element_shape
 from .expr.numpy_arith import NUMPY
 from .expr.walk import Formula
 from .model import Check, OpSpec
@@ -68,37 +69,28 @@ def validate(spec: OpSpec, call: Call) -> Validation:
 
 
 def formula_domain(spec: OpSpec, call: Call) -> tuple[tuple[int, ...], bool]:
-    """The shape a formula is evaluated over, and whether its output collapses it. An output
-    without a shape rule, or whose rule gives as many elements as the broadcast of the tensor
-    inputs, is the domain itself (as before shape rules); an output with fewer (a reduction to
-    a scalar, or over dims without keepdim) holds one element per row of the formula's
-    reductions, over the broadcast of the inputs (reference/rows.py)."""
-    out = tuple(call.tensor(spec.formula.output).shape)
-    if spec.param(spec.formula.output).shape is None:
-        return out, False
-    ins = [tuple(call.tensor(p.name).shape) for p in spec.tensor_inputs
-           if call.args.get(p.name) is not None]  # fmt: skip
-    try:
-        full = tuple(int(n) for n in np.broadcast_shapes(*ins)) if ins else out
-    except ValueError:
-        raise CallError(f"{spec.name}: the inputs' shapes do not broadcast") from None
-    return full, numel(full) != numel(out)
+    """The shape a formula is evaluated over, and whether its output collapses it (holds one
+    element per row of the formula's reductions and gathers): elements.element_shape, the
+    output's shape where it broadcasts with the inputs to itself, else the inputs' broadcast
+    (a gather's index placed along its dim)."""
+    shape, _ = element_shape(spec, call, attribute_env(spec, call))
+    return shape, shape != tuple(call.tensor(spec.formula.output).shape)
 
 
 def formula_env(
     spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
 ) -> dict[str, Any]:
-    """Attributes plus every input tensor as float64, broadcast to the output view's shape
-    (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
+    """Attributes plus every input tensor the formula reads as float64, broadcast to the
+    formula's elements (elements.py: the output view's shape, or the inputs' one where the
+    output drops reduced dims; flat elements [start, stop) of it: large cases are walked a
+    chunk at a time)."""
     env = attribute_env(spec, call)
-    shape = formula_domain(spec, call)[0]
-    for p in spec.tensor_inputs:
-        if call.args.get(p.name) is None:  # an absent optional tensor: the formula reads none
-            continue
-        flat = FlatView(call.tensor(p.name), shape)
+    shape, args = element_shape(spec, call, env)  # an absent optional tensor is not among them
+    for name, t in args.items():
+        flat = FlatView(t, shape)
         with np.errstate(all="ignore"):
             v = flat.get(start, flat.size if stop is None else stop)
-            env[p.name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+            env[name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
     return env
 
 
@@ -110,7 +102,7 @@ def branch_hits(spec: OpSpec, call: Call) -> list[str]:
         out = call.args.get(sub.formula.output)
         if out is None:
             continue
-        total = numel(formula_domain(sub, call)[0])
+        total = numel(element_shape(sub, call, attribute_env(sub, call))[0])
         walk = Formula.of(sub.formula)
         hit: set[int] = set()
         for start, stop in ranges(total, 1 << 20):

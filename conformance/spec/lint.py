@@ -40,6 +40,7 @@ from .model import (
     DeviationFormula,
     DtypeTerm,
     Formula,
+    IndexOf,
     Let,
     OpSpec,
     Param,
@@ -323,6 +324,7 @@ class Linter:
                     null,
                     rng,
                     bool(p.get("unused", False)),
+                    index_of=self.index_of(i, p, raw),
                 )
             )
             if "shape" in p:
@@ -404,13 +406,52 @@ class Linter:
                     "`unused: true` if the op never writes it",
                 )
 
+    def index_of(self, i: int, p: dict[str, Any], raw: list[dict[str, Any]]) -> IndexOf | None:
+        """A tensor's `values: {index_of: {param, dim, ignore}}`: param another tensor, dim an
+        int literal or an int parameter, ignore an int parameter."""
+        v = p.get("values")
+        if not isinstance(v, dict):
+            return None
+        where = ("params", i, "values")
+        name = p["name"]
+        spec = v.get("index_of")
+        if p["kind"] != "tensor" or set(v) != {"index_of"} or not isinstance(spec, dict):
+            self.err(where, f"{name}: a tensor's values: is {{index_of: {{param, dim, ignore}}}}")
+            return None
+        unknown = set(spec) - {"param", "dim", "ignore"}
+        if unknown:
+            self.err(where, f"{name}: index_of has no {', '.join(sorted(unknown))}")
+        kinds = {q.get("name"): q.get("kind") for q in raw if q is not p}
+        src, dim, ignore = spec.get("param"), spec.get("dim"), spec.get("ignore")
+        ok = True
+        if kinds.get(src) != "tensor":
+            self.err(
+                (*where, "index_of", "param"),
+                f"{name}: index_of.param {src!r} is not another tensor parameter",
+            )
+            ok = False
+        if isinstance(dim, bool) or not (isinstance(dim, int) or kinds.get(dim) == "int"):
+            self.err(
+                (*where, "index_of", "dim"),
+                f"{name}: index_of.dim {dim!r} is not an int literal or an int parameter",
+            )
+            ok = False
+        if ignore is not None and kinds.get(ignore) != "int":
+            self.err(
+                (*where, "index_of", "ignore"),
+                f"{name}: index_of.ignore {ignore!r} is not an int parameter",
+            )
+            ok = False
+        return IndexOf(src, dim, ignore) if ok else None
+
     def param_values(
         self, i: int, p: dict[str, Any]
     ) -> tuple[Any, tuple[Any, ...], tuple[float, float] | None]:
         """A parameter's default, values and range, each of its kind's type: an int's are
         integers, a float's numbers (made floats), an array's default a list of its items."""
         name, kind = p["name"], p["kind"]
-        default, values, rng = p.get("default"), tuple(p.get("values", [])), p.get("range")
+        default, rng = p.get("default"), p.get("range")
+        values = () if isinstance(p.get("values"), dict) else tuple(p.get("values", []))
         where = ("params", i)
         if kind not in NUMBER_KINDS and rng is not None:
             self.err((*where, "range"), f"{name}: only an int or a float has a range")

@@ -37,6 +37,18 @@ TERM_PROMOTE = re.compile(r"^promote\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\
 
 
 @dataclass(frozen=True)
+class IndexOf:
+    """An integer tensor's values are indices into another tensor (`values: {index_of: {param:
+    self, dim: 1, ignore: ignore_index}}`): drawn in [0, size of `param` along `dim`), plus the
+    value of the int parameter `ignore` (the ignore index) at some positions where given. `dim`
+    is an int literal (negative wraps) or an int parameter's name."""
+
+    param: str
+    dim: int | str
+    ignore: str | None = None
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     kind: str  # one of PARAM_KINDS
@@ -55,6 +67,8 @@ class Param:
     # An output the op neither reads nor writes (`unused: true`; the doc's "reserved, not used"
     # buffer): no formula computes it and the judge requires its storage unchanged.
     unused: bool = False
+    # an integer tensor whose values index another tensor along a dim (`values: {index_of:}`)
+    index_of: IndexOf | None = None
     # A tensor's shape rule (`shape:`, conformance.spec.shapes.ShapeRule); None: an output is
     # the broadcast of the tensor inputs, an input is free.
     shape: Any = None

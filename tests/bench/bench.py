@@ -169,7 +169,29 @@ def per_op(quick: bool, only: list[str] | None = None) -> list[dict]:
         row = json.loads(proc.stdout.strip().splitlines()[-1])
         if row.get("supported"):
             rows.append(row)
+    if not only or "cross_entropy" in only:
+        rows.append(cross_entropy_row(*((256, 32000) if quick else CROSS_ENTROPY)))
     return rows
+
+
+CROSS_ENTROPY = (4096, 32000)  # the cross_entropy row's self: [rows, classes] FLOAT
+
+
+def cross_entropy_row(rows: int, classes: int) -> dict:
+    """The reference's cross entropy per row (gather under a logsumexp over the class dim)
+    against torch's, in a fresh process (bench_ops.py --cross-entropy)."""
+    print(f"op: cross_entropy FLOAT [{rows}, {classes}]", file=sys.stderr, flush=True)
+    args = [sys.executable, str(ROOT / "tests/bench/bench_ops.py"), "--cross-entropy", "FLOAT",
+            str(rows), str(classes)]  # fmt: skip
+    base = {"op": "cross_entropy (none, fixture)", "dtype": "FLOAT", "log2n": None,
+            "shape": [rows, classes]}  # fmt: skip
+    try:
+        proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return {**base, "error": "over 600 s"}
+    if proc.returncode:
+        return {**base, "error": proc.stderr[-300:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # -- 4. run --cases on one 2^28-element case, and the large profile ----------------------------
@@ -256,13 +278,16 @@ def op_table(rows: list[dict]) -> str:
            "peak RSS / tensor bytes |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         if "error" in r:
-            out.append(f"| {r['op']} | {r['dtype']} | 2^{r['log2n']} | {r['error'][:40]} | | | | |")
+            where = r.get("shape") or f"2^{r['log2n']}"
+            out.append(f"| {r['op']} | {r['dtype']} | {where} | {r['error'][:40]} | | | | |")
             continue
-        n = 1 << r["log2n"]
+        shape = r.get("shape")
+        n = int(np.prod(shape)) if shape else 1 << r["log2n"]
+        size = f"[{', '.join(map(str, shape))}]" if shape else f"2^{r['log2n']}"
         torch_s = r.get("torch_s")
         ratio = f"{r['ref_s'] / torch_s:.1f}x" if torch_s else "-"
         op = f"{r['op']} ({r['measured']})" if r.get("measured") else r["op"]
-        out.append(f"| {op} | {r['dtype']} | 2^{r['log2n']} | {r['ref_s'] * 1e3:.0f} ms | "
+        out.append(f"| {op} | {r['dtype']} | {size} | {r['ref_s'] * 1e3:.0f} ms | "
                    f"{n / r['ref_s'] / 1e6:.0f} M | {f'{torch_s * 1e3:.0f} ms' if torch_s else '-'} | "
                    f"{ratio} | {r['peak_rss'] / r['tensor_bytes']:.2f}x |")  # fmt: skip
     return "\n".join(out)

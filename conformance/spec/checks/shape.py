@@ -69,6 +69,17 @@ class MinRank(CheckKind):
         return ranks_within(call, check, lambda r: r < check.min, f"at least {check.min} required")  # type: ignore[operator]
 
     @classmethod
+    def fit(cls, spec: OpSpec, check: Check, base: Args) -> Args:
+        """The base call made to pass: a tensor named with fewer than `min` dims gets trailing
+        dims of 2 (NLLLoss2d's 4-D self: the 3x5 base becomes 3x5x2x2)."""
+        shapes = {}
+        for name in check.params:
+            shape = tuple(getattr(base.get(name), "shape", ()) or ())
+            if base.get(name) is not None and len(shape) < check.min:  # type: ignore[operator]
+                shapes[name] = shape + (2,) * (check.min - len(shape))  # type: ignore[operator]
+        return with_shapes(base, shapes) if shapes else base
+
+    @classmethod
     def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
         low = (1,) * (check.min - 1)  # type: ignore[operator]
         tensors = [p.name for p in spec.params if p.is_tensor]

@@ -99,6 +99,16 @@ class Reduce:
     param: str | None = None
 
 
+@dataclass(frozen=True)
+class Gather(Reduce):
+    """`gather(x, target, dim)`: x's element at position `index` along `dim` (a literal dim or an
+    int parameter). A row operation like a reduction (fn "gather", the row being `dim`): the
+    value at an element is `x` at the element of its row whose position along the row is the
+    index's value there; an index that is not an integer in [0, row length) gives NaN."""
+
+    index: Node | None = None
+
+
 Node = Num | Const | Var | Text | Unary | Binary | Compare | Logic | Where | Call | Reduce
 
 
@@ -116,6 +126,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.cond, node.a, node.b)
     if isinstance(node, Call):
         return node.args
+    if isinstance(node, Gather):
+        return (node.x, node.index)  # type: ignore[return-value]
     if isinstance(node, Reduce):
         return (node.x,)
     return ()
@@ -135,6 +147,11 @@ def walk(node: Node) -> list[Node]:
 def reductions(node: Node) -> list[Reduce]:
     """The reductions in `node` (outermost first, each once)."""
     return [n for n in walk(node) if isinstance(n, Reduce)]
+
+
+def gathers(node: Node) -> list[Gather]:
+    """The gathers in `node`."""
+    return [n for n in walk(node) if isinstance(n, Gather)]
 
 
 def names_read(node: Node) -> frozenset[str]:

@@ -11,6 +11,7 @@ below. Grammar (Python syntax, this subset only):
     calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs sign minimum maximum conj,
     reductions sum mean amax amin prod logsumexp any all, as fn(x, dim) where dim is an int
     literal, a tuple of them, an int/int_array parameter's name or `all` (every dim),
+    gather(x, target, dim): x at index target along dim (dim an int literal or int parameter)
     numel(x): the element count of tensor x's own shape (unbroadcast)
 """
 
@@ -24,7 +25,21 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Binary, Call, Compare, Const, Logic, Node, Num, Reduce, Text, Unary, Var, Where
+from .ir import (
+    Binary,
+    Call,
+    Compare,
+    Const,
+    Gather,
+    Logic,
+    Node,
+    Num,
+    Reduce,
+    Text,
+    Unary,
+    Var,
+    Where,
+)
 from .numpy_arith import NUMPY
 from .walk import Expression
 
@@ -76,6 +91,9 @@ REDUCTIONS: dict[str, str] = {
     "all": "1 where every value is nonzero (true), else 0",
 }
 FUNCTIONS.update({name: 2 for name in REDUCTIONS})
+# gather(x, target, dim): x's element at index `target` along dim (ir.Gather); each arithmetic
+# implements it as r_gather (walk.py: Arithmetic.gather)
+FUNCTIONS["gather"] = 3
 #: numel(x) reads this name, which the environment binds to x's element count
 NUMEL = "numel({})"
 MAX_DIMS = 8  # a reduction's literal dims: each in [-8, 7]
@@ -256,6 +274,8 @@ class _Compiler:
         self.funcs.add(fname)
         if fname in REDUCTIONS:
             return self._reduce(fname, node, depth)
+        if fname == "gather":
+            return self._gather(node, depth)
         args = tuple(self.compile(a, depth) for a in node.args)
         if fname == "where":
             return Where(*args)
@@ -288,6 +308,18 @@ class _Compiler:
         if not dims:
             raise _fail(dim, f"{fname}(): an empty tuple of dims (write `all` for every dim)")
         return Reduce(fname, x, dims=dims)
+
+    def _gather(self, node: ast.Call, depth: int) -> Node:
+        """gather(x, target, dim): dim is one int literal or an int parameter's name."""
+        x = self.compile(node.args[0], depth)
+        index = self.compile(node.args[1], depth)
+        dim = node.args[2]
+        if isinstance(dim, ast.Name):
+            if dim.id not in self.known:
+                raise _fail(dim, f"gather(): dim {dim.id!r} is not a parameter")
+            self.names.add(dim.id)
+            return Gather("gather", x, param=dim.id, index=index)
+        return Gather("gather", x, dims=(_literal_dim("gather", dim),), index=index)
 
 
 def _literal_dim(fname: str, node: ast.AST) -> int:

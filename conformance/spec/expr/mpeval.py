@@ -130,6 +130,13 @@ class MpArithmetic(ScalarOperators, Arithmetic):
         total = self.r_sum([m.exp(v - shift) for v in xs])
         return shift + (m.log(total) if total > 0 else (-m.inf if total == 0 else m.nan))
 
+    def r_gather(self, at: Any, index: Any, length: int) -> Any:
+        """The row's value at position `index` (`at(j)` evaluates it at element j); NaN where the
+        index is not an integer in [0, length)."""
+        if index != index or index < 0 or index >= length or self.m.floor(index) != index:
+            return self.m.nan
+        return at(int(index))
+
     @staticmethod
     def r_any(xs: list[Any]) -> bool:
         return any(bool(v) for v in xs)

@@ -117,6 +117,31 @@ class NumpyArithmetic(Arithmetic):
     def r_all(x: Any) -> Any:
         return np.all(x, axis=-1, keepdims=True)
 
+    def r_gather(self, x: Any, index: Any, stride: int = 1, size: int | None = None) -> Any:
+        """x's value at position `index` along the gather's dim in each row (walk.py:
+        Arithmetic.gather; the dim has `stride` and `size` inside a row, by default the row
+        itself); NaN where the index is not an integer in [0, size). An index constant over
+        its rows (broadcast along them) gives one value per row, kept for broadcasting."""
+        x, index = np.asarray(x), np.asarray(index)
+        if np.iscomplexobj(index):
+            index = index.real
+        length = x.shape[-1] if x.ndim else 1
+        whole = size is None or (stride == 1 and size == length)
+        if whole and index.ndim and index.shape[-1] > 1 and index.strides[-1] == 0:
+            index = index[..., :1]
+        size = length if size is None else size
+        if length == 0:  # a row of nothing (an empty reduced dim): nothing to pick
+            return np.full(
+                np.broadcast_shapes(index.shape[:-1] + (1,), x.shape[:-1] + (1,)), np.nan
+            )
+        valid = (index >= 0) & (index < size) & (np.floor(index) == index)
+        at = np.where(valid, index, 0).astype(np.intp)
+        if not whole:  # the element of each one's row along dim, at position `index`
+            p = np.arange(length, dtype=np.intp)
+            at = p + (at - (p // stride) % size) * stride
+        picked = np.take_along_axis(np.broadcast_to(x, at.shape[:-1] + x.shape[-1:]), at, axis=-1)
+        return np.where(valid, picked, np.array(np.nan, dtype=picked.dtype))
+
     def function(self, fn: str) -> Callable[..., Any]:
         """The ufunc of the language function `fn` (the error-bound tier reuses it)."""
         return getattr(self, "f_" + fn)

@@ -20,7 +20,8 @@ the operators (division by zero, NaN in comparisons: IEEE in every float arithme
 minimum/maximum (propagated), and each function of the language as a method `f_<name>`. An
 arithmetic that lacks a function the spec uses is found by `missing` (at lint time).
 
-Reductions (`sum(x, dim)`, ...; ir.Reduce) are the arithmetic's `reduce`: an array arithmetic
+Reductions (`sum(x, dim)`, ...; ir.Reduce) are the arithmetic's `reduce`, and a gather
+(`gather(x, target, dim)`, ir.Gather: a row operation along dim) its `gather`: an array arithmetic
 reduces the last axis of its values (the evaluator lays each chunk out as rows: the reduced
 dims last, `ROW` in the environment holds the rows' shape), keeping it so the value broadcasts
 back over the row; a scalar arithmetic (mpmath) evaluates the argument at every element of the
@@ -42,6 +43,7 @@ from .ir import (
     Call,
     Compare,
     Const,
+    Gather,
     Logic,
     Node,
     Num,
@@ -56,6 +58,10 @@ from .ir import (
 Env = dict[str, Any]
 Fn = Callable[[Env], Any]
 ROW = "\x00row"  # the environment's key for a reduction's row (no spec name can be this)
+# the environment's key for where each gather's dim lies in the rows: {Gather node: (stride,
+# size)}, the dim's stride and size inside a row (absent: the row is that dim alone)
+GATHER = "\x00gather"
+POS = "\x00pos"  # a scalar arithmetic's element environment: the element's position in its row
 
 
 @dataclass
@@ -170,6 +176,37 @@ class Arithmetic:
             raise ValueError(f"{node.fn}() needs rows: the formula is evaluated by rows")
         return f(self.rows_of(x(env), rows))
 
+    def gather(self, node: Gather, x: Fn, index: Fn, env: Env) -> Any:
+        """The value of `gather(x, index, dim)` (node) at the elements of `env`: `x` at the
+        element of each element's row whose position along the row is the index's value there.
+        Array arithmetics: `r_gather(x rows, index rows)` (both as rows, env[ROW]), or
+        `r_gather(x rows, index rows, stride, size)` where the rows span more dims than the
+        gather's (env[GATHER]); scalar ones: `r_gather(at, index, size)`, `at(k)` the argument's
+        value at the element whose position along dim is k (evaluated there only), `index` this
+        element's index value (env[POS]: the element's position in its row)."""
+        f = getattr(self, "r_gather", None)
+        if f is None:
+            raise self.lacks("gather")
+        rows = env.get(ROW)
+        if isinstance(rows, Row):
+            names = names_read(node.x)
+            n = len(rows.envs)
+            stride, size = env.get(GATHER, {}).get(node, (1, n))
+            p = env[POS]
+            base = p - (p // stride) % size * stride  # this element's row along dim, at 0
+
+            def at(k: int) -> Any:
+                e = rows.envs[base + k * stride]
+                rows.bind(e, names)
+                return x(e)
+
+            return f(at, index(env), size)
+        if rows is None:
+            raise ValueError("gather() needs rows: the formula is evaluated by rows")
+        geometry = env.get(GATHER, {}).get(node)
+        xr, tr = self.rows_of(x(env), rows), self.rows_of(index(env), rows)
+        return f(xr, tr) if geometry is None else f(xr, tr, *geometry)
+
     def rows_of(self, value: Any, rows: Any) -> Any:
         """An argument's value as rows of the shape `rows` (array arithmetics broadcast)."""
         return value
@@ -236,6 +273,9 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
         return lambda env: logic(op, [p(env) for p in parts])
     if isinstance(node, Where):
         return _stage_where(node, ar)
+    if isinstance(node, Gather):
+        x, t, gather = stage(node.x, ar), stage(node.index, ar), ar.gather  # type: ignore[arg-type]
+        return lambda env: gather(node, x, t, env)
     if isinstance(node, Reduce):
         x, reduce = stage(node.x, ar), ar.reduce
         return lambda env: reduce(node, x, env)

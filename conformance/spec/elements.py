@@ -1,0 +1,110 @@
+"""The elements a formula is walked over, for a formula that gathers by an integer target.
+
+A formula is walked over the broadcast shape of its tensor inputs (its *elements*). An input
+that a `gather(x, target, dim)` reads as its index (a bare tensor name) has x's shape without
+dim: it is placed with a size-1 dim inserted at dim, so that it is constant along the rows the
+gather picks in. The output either has the elements' shape (every elementwise formula, softmax)
+or the elements' shape with the formula's reduced / gathered dims removed or kept as 1 (NLL's
+`reduction: none`, one value per row): then each output element is its row's value. A 1-D
+tensor a gather picks from (a per-class weight) lies along the gather's dim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..acl.call import Call, CallError, TensorArg
+from .expr import ir
+from .expr.walk import Formula, tensors_read
+from .model import OpSpec
+
+
+def gathers(spec: OpSpec) -> list[ir.Gather]:
+    """The gathers of spec's formula."""
+    return [g for e in Formula.of(spec.formula).expressions() for g in ir.gathers(e.ir)]
+
+
+def index_dims(spec: OpSpec, env: dict[str, Any]) -> dict[str, int | str]:
+    """Tensor input name -> the dim (a literal, possibly negative, or the value of its int
+    parameter in `env`) of each gather reading that input as its index."""
+    tensors = {p.name for p in spec.tensor_inputs}
+    out: dict[str, int | str] = {}
+    for g in gathers(spec):
+        if isinstance(g.index, ir.Var) and g.index.name in tensors:
+            d = g.dims[0] if g.dims else env.get(g.param)  # type: ignore[index]
+            out[g.index.name] = int(d)  # type: ignore[arg-type]
+    return out
+
+
+def vector_dims(spec: OpSpec, env: dict[str, Any]) -> dict[str, int]:
+    """Tensor input name -> the gather's dim, for each input a gather reads as its `x` (a bare
+    tensor name): a 1-D one lies along that dim (a per-class weight)."""
+    tensors = {p.name for p in spec.tensor_inputs}
+    out: dict[str, int] = {}
+    for g in gathers(spec):
+        if isinstance(g.x, ir.Var) and g.x.name in tensors:
+            d = g.dims[0] if g.dims else env.get(g.param)  # type: ignore[index]
+            out[g.x.name] = int(d)  # type: ignore[arg-type]
+    return out
+
+
+def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg]:
+    """Each tensor input of the call the formula reads, as it reads it: a gather's index with
+    a size-1 dim inserted at the gather's dim (wrapped against the rank of the other inputs),
+    a 1-D tensor a gather picks from laid along the gather's dim (NLLLoss2d's weight (C) of a
+    (N, C, H, W) self: (1, C, 1, 1))."""
+    read = tensors_read(spec)
+    args = {n: call.tensor(n) for n in read if call.args.get(n) is not None}
+    dims = index_dims(spec, env)
+    others = [len(t.shape) for n, t in args.items() if n not in dims]
+    for name, d in dims.items():
+        t = args.get(name)
+        if t is None:
+            continue
+        rank = max(others, default=len(t.shape) + 1)
+        if len(t.shape) != rank - 1:
+            continue  # already the rank of the elements (a keepdim index) or a user's error
+        if not -rank <= d < rank:
+            raise CallError(f"gather(): dim {d} is out of range for rank {rank}")
+        k = d % rank
+        args[name] = replace(
+            t, shape=t.shape[:k] + (1,) + t.shape[k:], strides=t.strides[:k] + (0,) + t.strides[k:]
+        )
+    rank = max(others, default=0)
+    for name, d in vector_dims(spec, env).items():
+        t = args.get(name)
+        if t is None or len(t.shape) != 1 or rank <= 1 or name in dims or not -rank <= d < rank:
+            continue
+        k = d % rank
+        args[name] = replace(
+            t,
+            shape=(1,) * k + tuple(t.shape) + (1,) * (rank - 1 - k),
+            strides=(0,) * k + tuple(t.strides) + (0,) * (rank - 1 - k),
+        )
+    return args
+
+
+def element_shape(
+    spec: OpSpec, call: Call, env: dict[str, Any]
+) -> tuple[tuple[int, ...], dict[str, TensorArg]]:
+    """(the elements' shape, the inputs as placed): the broadcast of the output's shape with
+    the placed inputs where the output holds it (every elementwise formula), else the broadcast
+    of the placed inputs alone (an output with the reduced dims removed). Raises CallError for
+    shapes that do not broadcast."""
+    args = placed(spec, call, env)
+    out = tuple(call.tensor(spec.formula.output).shape)
+    shapes = [tuple(t.shape) for t in args.values()]
+    try:
+        if np.broadcast_shapes(out, *shapes) == out:
+            return out, args
+    except ValueError:
+        pass
+    try:
+        return tuple(np.broadcast_shapes(*shapes)), args
+    except ValueError:
+        raise CallError(
+            f"{spec.name}: the inputs' shapes {shapes} do not broadcast (gathered index placed)"
+        ) from None
