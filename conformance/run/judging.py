@@ -438,13 +438,26 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
         t = case.call.args.get(p.name)
         if not isinstance(t, TensorArg) or t.is_empty or p.unused:
             continue
-        inputs = {
-            q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
-            for q in spec.tensor_inputs
-            if case.call.args.get(q.name) is not None  # an absent optional tensor
-        }
+        inputs = _inputs_at(spec, case.call, t.shape)
         policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance_of(p.name))
         out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
+    return out
+
+
+def _inputs_at(spec: OpSpec, call: Call, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The input tensors broadcast to an output's shape, for the worst elements' report; an
+    absent optional tensor, and one that does not broadcast (a tensor the formula splits in
+    halves has twice the output's size along the dim), are left out."""
+    out = {}
+    for q in spec.tensor_inputs:
+        if call.args.get(q.name) is None:
+            continue
+        view = call.tensor(q.name).view()
+        own, want = tuple(view.shape), tuple(shape)
+        if len(own) <= len(want) and all(
+            a in (1, b) for a, b in zip(own[::-1], want[::-1], strict=False)
+        ):
+            out[q.name] = np.broadcast_to(view, want)
     return out
 
 
@@ -517,11 +530,7 @@ def _judge_outputs(
             if why:
                 reasons.append(f"{p.name}: {why}")
             continue
-        inputs = {
-            q.name: np.broadcast_to(case.call.tensor(q.name).view(), t.shape)
-            for q in spec.tensor_inputs
-            if case.call.args.get(q.name) is not None  # an absent optional tensor
-        }
+        inputs = _inputs_at(spec, case.call, t.shape)
         if policies is not None and p.name in policies:
             tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])
         else:

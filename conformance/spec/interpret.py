@@ -16,8 +16,9 @@ from ..acl.views import FlatView, numel, ranges
 from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
 from .checks.kinds import kind_of
 from .expr.numpy_arith import NUMPY
-from .expr.walk import Formula
+from .expr.walk import Formula, tensors_read
 from .model import Check, OpSpec
+from .split import split_call
 from .tables import status_name
 
 
@@ -71,16 +72,18 @@ def formula_env(
     spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
 ) -> dict[str, Any]:
     """Attributes plus every input tensor as float64, broadcast to the output view's shape
-    (flat elements [start, stop) of it: large cases are walked a chunk at a time)."""
+    (flat elements [start, stop) of it: large cases are walked a chunk at a time); a formula
+    splitting tensors in halves sees the views split_call makes (split.py)."""
     env = attribute_env(spec, call)
+    call = split_call(spec, call)
     shape = call.tensor(spec.formula.output).shape
-    for p in spec.tensor_inputs:
-        if call.args.get(p.name) is None:  # an absent optional tensor: the formula reads none
+    for name in tensors_read(spec):
+        if call.args.get(name) is None:  # an absent optional tensor: the formula reads none
             continue
-        flat = FlatView(call.tensor(p.name), shape)
+        flat = FlatView(call.tensor(name), shape)
         with np.errstate(all="ignore"):
             v = flat.get(start, flat.size if stop is None else stop)
-            env[p.name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+            env[name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
     return env
 
 

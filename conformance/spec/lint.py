@@ -109,6 +109,19 @@ class Linter:
                     f"{name} is a {self.kinds.get(name, 'name')}: a reduction's dim must be an "
                     f"int or int_array parameter, an int literal or `all` (expression {text!r})",
                 )
+        for node in ir.splits(e.ir):
+            if node.param is not None and self.kinds.get(node.param) != "int":
+                self.err(
+                    path,
+                    f"{node.param} is a {self.kinds.get(node.param, 'name')}: the dim of "
+                    f"{node.key} must be an int parameter or an int literal (expression {text!r})",
+                )
+            if isinstance(node, ir.Half) and self.kinds.get(node.x) != "tensor":
+                self.err(
+                    path,
+                    f"{node.x} is a {self.kinds.get(node.x, 'let')}: half() splits a tensor "
+                    f"input (expression {text!r})",
+                )
         read = {n.name for n in ir.walk(e.ir) if isinstance(n, ir.Var)}
         for name in sorted(read & set(self.unreadable)):
             self.err(
@@ -530,6 +543,10 @@ class Linter:
             branches.append(
                 Branch(b["id"], cond, val, b["source"], b.get("summary", ""), self.doc.line(path))
             )  # type: ignore[arg-type]
+        exprs = [x.value for x in lets] + [e for b in branches for e in (b.when, b.value)]
+        irs = [e.ir for e in exprs if e is not None]
+        if any(ir.splits(x) for x in irs) and any(ir.reductions(x) for x in irs):
+            self.err(base, "a formula cannot both split tensors in halves and reduce over dims")
         relations = []
         outputs = [p.name for p in by_name.values() if p.is_output and not p.unused]
         for i, r in enumerate(raw.get("relation", [])):
