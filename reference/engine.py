@@ -34,6 +34,7 @@ from ..conformance.spec.expr.walk import tensors_read
 from ..conformance.spec.interpret import attribute_env, validate, with_defaults
 from ..conformance.spec.model import OpSpec
 from ..conformance.spec.registry import Registry, UnknownOp, default_registry
+from ..conformance.spec.shapes import ShapeError, shape_of
 from ..conformance.spec.split import split_call
 from . import kernel, precise, rows, settle
 from .evaluate_compiled import CompiledEvaluator
@@ -89,6 +90,7 @@ def evaluate(
         clause = spec.clause(verdict.check.id) if verdict.check and verdict.status else None
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
         return Outcome(verdict.status, outputs, verdict.message, clause, verdict.empty)
+    _check_ruled_shapes(spec, call)
     computed = [s for s in spec.computed if isinstance(call.args.get(s.formula.output), TensorArg)]
     if all(call.tensor(s.formula.output).is_empty for s in computed):
         outputs = {} if lazy else {n: call.tensor(n).storage.copy() for n in names}
@@ -252,6 +254,25 @@ def _deadline_check(deadline: float | None) -> Callable[[], None] | None:
             raise OracleTimeout("the reference did not finish within --timeout")
 
     return check
+
+
+def _check_ruled_shapes(spec: OpSpec, call: Call) -> None:
+    """A valid call's outputs have the shapes their rules (`shape:`) give: where no shape_is
+    check said so, a call that disagrees (a hand-written case file) is malformed."""
+    shapes = {n: tuple(v.shape) for n, v in call.args.items() if isinstance(v, TensorArg)}
+    env = attribute_env(spec, call)
+    for p in spec.outputs:
+        if p.shape is None or p.name not in shapes:
+            continue
+        try:
+            want = shape_of(p.shape, shapes, env)
+        except ShapeError as exc:
+            raise CallError(f"{p.name}: {exc}") from None
+        if shapes[p.name] != want:
+            raise CallError(
+                f"{p.name} has shape {list(shapes[p.name])} but its shape rule ({p.shape}) "
+                f"gives {list(want)}: fix the case's output shape"
+            )
 
 
 def _check_call_shape(spec: OpSpec, call: Call) -> None:

@@ -31,9 +31,9 @@ from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
-from ..conformance.spec.expr.numpy_arith import numpy_arithmetic
+from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
 from ..conformance.spec.expr.walk import ROW, Formula, Row
-from ..conformance.spec.interpret import attribute_env
+from ..conformance.spec.interpret import attribute_env, formula_domain
 from ..conformance.spec.model import OpSpec
 from . import errbound, precise
 from .plan import Plan, plan
@@ -129,7 +129,7 @@ def chunks(
 ) -> Iterator[tuple[int, int, np.ndarray | None, np.ndarray]]:
     """engine.chunks for a formula with reductions: (start, stop, rounded result, float64
     values) per run of whole blocks of the output (see the module docstring)."""
-    shape = tuple(call.tensor(spec.formula.output).shape)
+    shape, collapse = formula_domain(spec, call)
     env: dict[str, Any] = attribute_env(spec, call)
     lay = layout(spec, env, shape)
     route = plan(spec, call, exact)
@@ -137,20 +137,53 @@ def chunks(
     flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
     size = max(1, lay.block_size)
     per = max(1, (chunk or CHUNK) // size)
+    # a collapsed output's rows per block: it holds outer x kept elements, one per row
+    kept = numel(call.tensor(spec.formula.output).shape) // max(lay.outer, 1)
     for o0 in range(0, lay.outer, per):
         o1 = min(lay.outer, o0 + per)
         start, stop = o0 * size, o1 * size
+        if collapse and lay.length == 0:  # reductions over nothing: one value per row
+            flat = _empty_rows(spec, env, list(flats), (o1 - o0) * kept)
+            start, stop = o0 * kept, o1 * kept
+            result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
+            yield start, stop, result, flat  # type: ignore[misc]
+            continue
         raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
         y, mask = tier1(spec, env, raw, rows_shape, route)
+        if collapse:  # the output holds one element per row: its first column
+            mask[:, 1:] = False
         flagged = np.flatnonzero(mask.reshape(-1))
         if flagged.size:
             refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check)
-        flat = lay.from_rows(y, o1 - o0)
+        if collapse:
+            flat = np.ascontiguousarray(y[:, 0])
+            start, stop = o0 * kept, o1 * kept
+        else:
+            flat = lay.from_rows(y, o1 - o0)
         result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
+
+
+def _empty_rows(spec: OpSpec, env: dict[str, Any], names: list[str], rows: int) -> np.ndarray:
+    """The value of each of `rows` rows whose reductions reduce no element (a sum 0, a mean
+    NaN): the formula walked once in float64 on rows of one element standing for nothing."""
+    chunk_env = dict(env)
+    chunk_env[ROW] = (rows, 0)
+    with np.errstate(all="ignore"):
+        for nm in names:
+            chunk_env[nm] = np.zeros((rows, 0))
+        y = np.asarray(Formula.of(spec.formula).evaluate(chunk_env, NUMPY, (rows, 1)), np.float64)
+    if y.ndim == 2 and y.shape[1] == 1:
+        return np.ascontiguousarray(y[:, 0])
+    if y.ndim == 0:
+        return np.full(rows, float(y))
+    raise CallError(
+        f"{spec.name}: the output reduces over nothing but its formula reads an input outside "
+        "a reduction"
+    )
 
 
 def tier1(
@@ -221,7 +254,7 @@ def refine(
     again in mpmath over their rows: nearest float64 for DOUBLE, else rounded to odd for the
     final rounding. A row with a non-finite input keeps float64's IEEE values."""
     length = y.shape[1]
-    attrs = {p.name: env[p.name] for p in spec.attributes}
+    attrs = {k: v for k, v in env.items() if k != ROW and k not in raw}
     walk = Formula.of(spec.formula)
     convert = float if out_dtype == "DOUBLE" else precise.round_to_odd
     m = mpmath.mp

@@ -23,6 +23,7 @@ import numpy as np
 from ..acl.call import ArrayArg
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
+from ..spec.checks.shape import rule_variants
 from ..spec.expr import ir
 from ..spec.expr.walk import Formula
 from ..spec.interpret import Validation
@@ -100,6 +101,21 @@ def _variants(spec: OpSpec) -> list[dict[str, Any]]:
             conv = float if p.kind == "float" else int
             axes.append([(p.name, v) for v in dict.fromkeys([base, *map(conv, p.values)])])
     return [dict(c) for c in itertools.product(*axes)] if axes else [{}]
+
+
+def _rule_variants(spec: OpSpec, base: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """`base`, then `base` with each other documented value of every parameter a shape rule's
+    `when` reads (the shape axis runs on every branch of a conditional rule)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    seen: set[str] = set()
+    for p in spec.params:
+        if p.shape is None:
+            continue
+        for tag, args in rule_variants(spec, p.shape, base):
+            if tag not in seen:
+                seen.add(tag)
+                out.append((tag, args))
+    return out or [("", base)]
 
 
 def _ids(spec: OpSpec, axis: str, param: str | None = None) -> list[str]:
@@ -200,9 +216,12 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                     )
                 )
             for tag, shapes, clauses in _shape_cases(spec):
-                plans.append(
-                    make_plan(spec, product, "positive", with_shapes(base, shapes), tag, clauses)
-                )
+                for _, args in _rule_variants(spec, base):  # each branch of a conditional rule
+                    plans.append(
+                        make_plan(
+                            spec, product, "positive", with_shapes(args, shapes), tag, clauses
+                        )
+                    )
             for lay in ("transposed", "gaps", "offset", "zero-stride"):
                 args = {
                     k: replace(v, layout=lay)
@@ -254,7 +273,23 @@ def dim_params(spec: OpSpec) -> list[str]:
     names = [c.dim for c in spec.checks if c.kind == "dim_in_range" and c.dim]
     for e in Formula.of(spec.formula).expressions():
         names += [r.param for r in ir.reductions(e.ir) if r.param]
+    for p in spec.params:  # a shape rule's reduce / split dims
+        for t in p.shape.terms() if p.shape is not None else ():
+            if t.form in ("reduce", "split") and isinstance(t.dims, str) and t.dims != "all":
+                names.append(t.dims)
     return [n for n in dict.fromkeys(names) if spec.param(n).kind in ("int", "int_array")]
+
+
+def _keepdims(spec: OpSpec) -> list[str]:
+    """The bool parameters a shape rule's reduce reads as keepdim (dim cases run both ways)."""
+    names = [
+        t.keepdim
+        for p in spec.params
+        if p.shape is not None
+        for t in p.shape.terms()
+        if t.form == "reduce" and isinstance(t.keepdim, str)
+    ]
+    return list(dict.fromkeys(names))
 
 
 def _dim_arg(spec: OpSpec, name: str, dims: tuple[int, ...]) -> Any:
@@ -273,14 +308,17 @@ def _dim_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePla
         cases.append(((2, 0, 3), (1,)))
         if spec.param(name).kind == "int_array":
             cases += [((2, 3, 4), (0, 2)), ((2, 3, 4), (-1, 0))]
+        keeps = _keepdims(spec)
         for shp, dims in cases:
-            args = {
-                **with_shapes(base, dict.fromkeys(tensors, shp)),
-                name: _dim_arg(spec, name, dims),
-            }
-            tag = f"dim={name}:{','.join(map(str, dims))}@{'x'.join(map(str, shp))}"
-            clauses = credited + (_ids(spec, "empty") if 0 in shp else [])
-            out.append(make_plan(spec, product, "positive", args, tag, clauses))
+            for keep in [{}] if not keeps else [dict.fromkeys(keeps, v) for v in (False, True)]:
+                args = {
+                    **with_shapes(base, dict.fromkeys(tensors, shp)),
+                    name: _dim_arg(spec, name, dims),
+                    **keep,
+                }
+                tag = f"dim={name}:{','.join(map(str, dims))}@{'x'.join(map(str, shp))}"
+                clauses = credited + (_ids(spec, "empty") if 0 in shp else [])
+                out.append(make_plan(spec, product, "positive", args, tag, clauses))
     return out
 
 

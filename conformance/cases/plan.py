@@ -17,6 +17,7 @@ from ..acl import dtypes as dt
 from ..acl.call import ArrayArg
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan
 from ..spec.checks.kinds import kind_of
+from ..spec.checks.shape import derive_shapes
 from ..spec.model import OpSpec, Param
 
 BASE_SHAPE = (3, 5)
@@ -65,7 +66,7 @@ def base_args(
             args[p.name] = p.default if p.default is not None else (p.values[0] if p.values else "")
     for check in spec.checks:  # a check a 3x5 base breaks (a split dim) fits it
         args = kind_of(check).fit(spec, check, args)
-    return args
+    return derive_shapes(spec, args)
 
 
 def number_default(p: Param) -> int | float:
@@ -109,6 +110,8 @@ def make_plan(
     Ids are part of the public interface (replay, expectations, results), so they are made here
     and nowhere else.
     """
+    if kind == "positive":  # every ruled tensor (`shape:`) takes the shape its rule gives
+        args = derive_shapes(spec, args)
     ident = f"{spec.name}/{product}/{_dtag(spec, args)}/{_variant_tag(spec, args)}/{tail}"
     if kind == "negative":
         ident = f"{spec.name}/{product}/neg/{tail}"

@@ -438,26 +438,9 @@ def _outputs(spec: OpSpec, case: Case, got: Outcome) -> list[_Failed]:
         t = case.call.args.get(p.name)
         if not isinstance(t, TensorArg) or t.is_empty or p.unused:
             continue
-        inputs = _inputs_at(spec, case.call, t.shape)
+        inputs = _inputs_shown(spec, case.call, t.shape)
         policy = policy_for(tolerance_dtype(spec, case.call, t.dtype), spec.tolerance_of(p.name))
         out.append(_Failed(p.name, t, got.outputs[p.name], policy, inputs, None))
-    return out
-
-
-def _inputs_at(spec: OpSpec, call: Call, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """The input tensors broadcast to an output's shape, for the worst elements' report; an
-    absent optional tensor, and one that does not broadcast (a tensor the formula splits in
-    halves has twice the output's size along the dim), are left out."""
-    out = {}
-    for q in spec.tensor_inputs:
-        if call.args.get(q.name) is None:
-            continue
-        view = call.tensor(q.name).view()
-        own, want = tuple(view.shape), tuple(shape)
-        if len(own) <= len(want) and all(
-            a in (1, b) for a, b in zip(own[::-1], want[::-1], strict=False)
-        ):
-            out[q.name] = np.broadcast_to(view, want)
     return out
 
 
@@ -530,7 +513,7 @@ def _judge_outputs(
             if why:
                 reasons.append(f"{p.name}: {why}")
             continue
-        inputs = _inputs_at(spec, case.call, t.shape)
+        inputs = _inputs_shown(spec, case.call, t.shape)
         if policies is not None and p.name in policies:
             tol, policy = policies[p.name]["dtype"], policy_from(policies[p.name])
         else:
@@ -551,6 +534,21 @@ def _judge_outputs(
             reasons.append(f"{p.name}: " + "; ".join(cmp.reasons))
             failed.append(_Failed(p.name, t, out, policy, inputs, cmp, want))
     return (("fail", " | ".join(reasons)) if reasons else ("pass", "")), failed
+
+
+def _inputs_shown(spec: OpSpec, call: Call, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The inputs broadcast to an output's shape, to show beside its worst elements; an input
+    that does not broadcast to it (an output a shape rule reduces: a mean's scalar) is left
+    out, as is an absent optional tensor."""
+    out = {}
+    for q in spec.tensor_inputs:
+        if call.args.get(q.name) is None:
+            continue
+        try:
+            out[q.name] = np.broadcast_to(call.tensor(q.name).view(), shape)
+        except ValueError:
+            continue
+    return out
 
 
 def _random_formula(spec: OpSpec, call: Call, output: str) -> Any:

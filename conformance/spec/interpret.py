@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from ..acl.call import Call
+from ..acl.call import Call, CallError
 from ..acl.views import FlatView, numel, ranges
 from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
 from .checks.kinds import kind_of
 from .expr.numpy_arith import NUMPY
 from .expr.walk import Formula, tensors_read
 from .model import Check, OpSpec
-from .split import split_call
+from .split import split_call, splits
 from .tables import status_name
 
 
@@ -68,6 +68,24 @@ def validate(spec: OpSpec, call: Call) -> Validation:
     return Validation(0)
 
 
+def formula_domain(spec: OpSpec, call: Call) -> tuple[tuple[int, ...], bool]:
+    """The shape a formula is evaluated over, and whether its output collapses it. An output
+    without a shape rule, or whose rule gives as many elements as the broadcast of the tensor
+    inputs, is the domain itself (as before shape rules); an output with fewer (a reduction to
+    a scalar, or over dims without keepdim) holds one element per row of the formula's
+    reductions, over the broadcast of the inputs (reference/rows.py)."""
+    out = tuple(call.tensor(spec.formula.output).shape)
+    if spec.param(spec.formula.output).shape is None or splits(spec):
+        return out, False  # (a formula with halves: elementwise over the output, split.py)
+    ins = [tuple(call.tensor(p.name).shape) for p in spec.tensor_inputs
+           if call.args.get(p.name) is not None]  # fmt: skip
+    try:
+        full = tuple(int(n) for n in np.broadcast_shapes(*ins)) if ins else out
+    except ValueError:
+        raise CallError(f"{spec.name}: the inputs' shapes do not broadcast") from None
+    return full, numel(full) != numel(out)
+
+
 def formula_env(
     spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
 ) -> dict[str, Any]:
@@ -76,7 +94,7 @@ def formula_env(
     splitting tensors in halves sees the views split_call makes (split.py)."""
     env = attribute_env(spec, call)
     call = split_call(spec, call)
-    shape = call.tensor(spec.formula.output).shape
+    shape = formula_domain(spec, call)[0]
     for name in tensors_read(spec):
         if call.args.get(name) is None:  # an absent optional tensor: the formula reads none
             continue
@@ -95,7 +113,7 @@ def branch_hits(spec: OpSpec, call: Call) -> list[str]:
         out = call.args.get(sub.formula.output)
         if out is None:
             continue
-        total = numel(call.tensor(sub.formula.output).shape)
+        total = numel(formula_domain(sub, call)[0])
         walk = Formula.of(sub.formula)
         hit: set[int] = set()
         for start, stop in ranges(total, 1 << 20):

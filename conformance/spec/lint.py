@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from .model import (
     Relation,
     SpecialPoint,
 )
+from .shapes import ShapeRule, ShapeSyntaxError, parse_rule
 from .tables import planned_products, products, status_codes
 from .tolerances import field_problem, policy_for, table_problems, tolerance_table
 from .yamlpos import Located, YamlError
@@ -324,11 +325,58 @@ class Linter:
                     bool(p.get("unused", False)),
                 )
             )
+            if "shape" in p:
+                out[-1] = replace(out[-1], shape=self.shape_rule(i, p, out))
             if p.get("unused") and (kind != "tensor" or p.get("role", "input") != "output"):
                 self.err(("params", i, "unused"), f"{name}: only an output tensor can be unused")
         if not any(p.is_output for p in out):
             self.err(("params",), "a spec needs at least one output tensor (role: output)")
         return out
+
+    def shape_rule(self, i: int, p: dict[str, Any], earlier: list[Param]) -> ShapeRule | None:
+        """A tensor's `shape:` (conformance.spec.shapes): it parses, reads tensors that come
+        earlier, dims from int / int_array parameters, keepdim from bool ones."""
+        where = ("params", i, "shape")
+        name = p["name"]
+        if p["kind"] != "tensor":
+            self.err(where, f"{name}: only a tensor has a shape rule")
+            return None
+        by_name = {q.name: q for q in earlier[:-1]}
+        later = [q.get("name") for q in self.doc.data.get("params", [])[i + 1 :]]
+        attrs = [q for q in self.doc.data.get("params", []) if q.get("kind") != "tensor"]
+        known = [q["name"] for q in attrs if q.get("kind") in ("int", "bool", "string", "float")]
+        strings = [q["name"] for q in attrs if q.get("kind") == "string"]
+        try:
+            rule = parse_rule(p["shape"], known, strings)
+        except ShapeSyntaxError as exc:
+            self.err(where, f"{name}: shape rule: {exc}")
+            return None
+        kinds = {q["name"]: q.get("kind") for q in self.doc.data.get("params", [])}
+        for t in rule.tensors:
+            if t == name:
+                self.err(where, f"{name}: its shape rule reads its own shape")
+            elif t in later:
+                self.err(
+                    where,
+                    f"{name}: shape rule reads {t}, which comes later (rules read earlier tensors)",
+                )
+            elif t not in by_name:
+                self.err(where, f"{name}: shape rule reads {t!r}, not a tensor parameter")
+            elif not by_name[t].is_tensor:
+                self.err(where, f"{name}: shape rule reads {t}, a {by_name[t].kind} (not a tensor)")
+        for term in rule.terms():
+            for n, want in ((term.dims, ("int", "int_array")), (term.keepdim, ("bool",))):
+                if not isinstance(n, str) or n == "all":
+                    continue
+                if term.form == "split" and want != ("bool",):
+                    want = ("int",)
+                if kinds.get(n) not in want:
+                    self.err(
+                        where,
+                        f"{name}: shape rule {term.text!r}: {n} is a "
+                        f"{kinds.get(n, 'unknown name')}, not {' or '.join(want)}",
+                    )
+        return rule
 
     def outputs_computed(
         self, params: list[Param], formulas: list[Formula], paths: list[tuple[Any, ...]]

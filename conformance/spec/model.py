@@ -55,6 +55,9 @@ class Param:
     # An output the op neither reads nor writes (`unused: true`; the doc's "reserved, not used"
     # buffer): no formula computes it and the judge requires its storage unchanged.
     unused: bool = False
+    # A tensor's shape rule (`shape:`, conformance.spec.shapes.ShapeRule); None: an output is
+    # the broadcast of the tensor inputs, an input is free.
+    shape: Any = None
 
     @property
     def is_tensor(self) -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...acl import dtypes as dt
 from ...acl.call import ArrayArg, Call, CallError, ScalarArg
+from ..expr.language import NUMEL
 from ..model import Check, DtypeTerm, OpSpec, Param
 
 if TYPE_CHECKING:
@@ -70,6 +71,10 @@ def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
         elif isinstance(v, ArrayArg):
             v = v.values()
         env[p.name] = v
+    for p in spec.params:  # numel(x): a tensor's own element count
+        t = call.args.get(p.name)
+        if p.is_tensor and hasattr(t, "shape"):
+            env[NUMEL.format(p.name)] = int(np.prod(t.shape, dtype=np.int64))
     return env
 
 

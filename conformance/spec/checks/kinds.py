@@ -38,6 +38,7 @@ from .shape import (
     MinRank,
     SameFormat,
     SameShape,
+    ShapeIs,
     ShapeIsBroadcast,
 )
 
@@ -219,6 +220,7 @@ CHECK_KINDS: dict[str, type[CheckKind]] = {
         Broadcastable,
         SameShape,
         ShapeIsBroadcast,
+        ShapeIs,
         DimInRange,
         DimsUnique,
         DimDivisible,

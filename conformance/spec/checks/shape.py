@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...acl.call import Call
-from ...acl.planned import with_shapes
+from ...acl.call import ArrayArg, Call
+from ...acl.planned import TensorPlan, with_shapes
 from ..model import Check, OpSpec
-from .base import NAME, Args, CheckKind, Mutations, Violation, arg, broadcast
+from ..shapes import ShapeError, shape_of
+from .base import NAME, Args, CheckKind, Mutations, Violation, arg, attribute_env, broadcast
 
 if TYPE_CHECKING:
     pass
@@ -178,3 +179,105 @@ class ShapeIsBroadcast(CheckKind):
         for n in check.params:
             yield f"{n}:3x4", with_shapes(base, {n: (3, 4)})
             yield f"{n}:3x1-of-3x1.1x5", with_shapes(base, {a: (3, 1), b: (1, 5), n: (3, 1)})
+
+
+def call_shapes(call: Call) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor argument of a call (a null one has none)."""
+    return {n: tuple(v.shape) for n, v in call.args.items() if hasattr(v, "shape")}
+
+
+def planned_shapes(args: Args) -> tuple[dict[str, tuple[int, ...]], dict[str, Any]]:
+    """A planned call's tensor shapes and the values its other parameters hold (what a shape
+    rule reads)."""
+    shapes, attrs = {}, {}
+    for n, v in args.items():
+        if isinstance(v, TensorPlan):
+            shapes[n] = tuple(v.shape)
+        elif isinstance(v, ArrayArg):
+            attrs[n] = v.values()
+        else:
+            attrs[n] = getattr(v, "value", v)
+    return shapes, attrs
+
+
+def derive_shapes(spec: OpSpec, args: Args) -> Args:
+    """`args` with every tensor that has a `shape:` rule given the shape its rule computes, in
+    parameter order (a rule reads earlier tensors); a rule the call cannot meet (an odd split)
+    leaves the tensor as it is, for the check that rejects it."""
+    out = dict(args)
+    for p in spec.params:
+        if p.shape is None or not isinstance(out.get(p.name), TensorPlan):
+            continue
+        shapes, attrs = planned_shapes(out)
+        try:
+            out[p.name] = replace(out[p.name], shape=shape_of(p.shape, shapes, attrs))
+        except ShapeError:
+            continue
+    return out
+
+
+def rule_variants(spec: OpSpec, rule: Any, base: Args) -> list[tuple[str, Args]]:
+    """`base` as it is (tag ""), then once per other documented value of each int, string or
+    bool parameter a rule's `when` reads (tag "@name=value"): every branch of a conditional
+    rule gets its cases."""
+    out: list[tuple[str, Args]] = [("", base)]
+    if rule is None:
+        return out
+    for name in rule.params:
+        p = spec.param(name)
+        if p.kind == "bool":
+            choices: tuple[Any, ...] = (False, True)
+        elif p.kind in ("int", "string", "float") and p.values:
+            choices = p.values
+        else:
+            continue
+        for v in choices:
+            if v != base.get(name):
+                out.append((f"@{name}={v}", {**base, name: v}))
+    return out
+
+
+class ShapeIs(CheckKind):
+    """The tensors named have the shape their `shape:` rule gives (conformance.spec.shapes)."""
+
+    name = "shape_is"
+    param_kind = "tensor"
+    credit = frozenset({"shape", "dim"})
+
+    @classmethod
+    def parse(cls, lint, i, c, by_name, sets):  # type: ignore[no-untyped-def]
+        check = super().parse(lint, i, c, by_name, sets)
+        for j, n in enumerate(check.params):
+            if n in by_name and by_name[n].shape is None:
+                lint.err(
+                    ("checks", i, "params", j),
+                    f"shape_is: {n} has no `shape:` rule to check (add one to its parameter)",
+                )
+        return check
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        shapes, attrs = call_shapes(call), attribute_env(spec, call)
+        for name in check.params:
+            got = arg(call, check, name).shape
+            rule = spec.param(name).shape
+            try:
+                want = shape_of(rule, shapes, attrs)
+            except ShapeError as exc:
+                raise Violation(check, f"{name}: {exc}") from None
+            if tuple(got) != want:
+                raise Violation(check, f"{name} shape {list(got)} != {list(want)} ({rule})")
+        return False
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        for n in check.params:
+            for tag, args in rule_variants(spec, spec.param(n).shape, base):
+                shapes, attrs = planned_shapes(args)
+                try:
+                    want = shape_of(spec.param(n).shape, shapes, attrs)
+                except ShapeError:
+                    continue
+                yield f"{n}:extra-dim{tag}", with_shapes(args, {n: (*want, 2)})
+                if want:
+                    yield f"{n}:dim0+1{tag}", with_shapes(args, {n: (want[0] + 1, *want[1:])})

@@ -13,7 +13,8 @@ below. Grammar (Python syntax, this subset only):
     literal, a tuple of them, an int/int_array parameter's name or `all` (every dim),
     half(x, dim, k) (the first, k = 0, or second, k = 1, half of tensor x along dim) and
     concat(a, b, dim) (a as the first half along dim, b as the second), dim an int literal or
-    an int parameter's name
+    an int parameter's name,
+    numel(x): the element count of tensor x's own shape (unbroadcast)
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ SPLITS: dict[str, str] = {
     "concat": "concat(a, b, dim): a as the first half along dim, b as the second",
 }
 FUNCTIONS.update({name: 3 for name in SPLITS})
+#: numel(x) reads this name, which the environment binds to x's element count
+NUMEL = "numel({})"
 MAX_DIMS = 8  # a reduction's literal dims: each in [-8, 7]
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
@@ -266,6 +269,8 @@ class _Compiler:
                 node, f"only the built-in functions can be called, not {_describe(node.func)}"
             )
         fname = node.func.id
+        if fname == "numel":
+            return self._numel(node)
         if fname not in FUNCTIONS:
             raise _fail(node, f"unknown function {fname!r} (allowed: {', '.join(FUNCTIONS)})")
         if node.keywords:
@@ -288,6 +293,17 @@ class _Compiler:
         if fname == "where":
             return Where(*args)
         return Call(fname, args)
+
+    def _numel(self, node: ast.Call) -> Node:
+        """numel(x): the element count of tensor x's own shape (not broadcast), an integer;
+        bound in the environment as the name NUMEL.format(x) (checks.base.attribute_env)."""
+        if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
+            raise _fail(node, "numel() takes one tensor parameter's name")
+        name = node.args[0].id
+        if name not in self.known:
+            raise _fail(node.args[0], f"numel(): {name!r} is not a parameter")
+        self.names.add(name)
+        return Var(NUMEL.format(name))
 
     def _reduce(self, fname: str, node: ast.Call, depth: int) -> Node:
         """fn(x, dim): dim is an int literal, a tuple of them, a parameter's name or `all`."""
