@@ -317,8 +317,25 @@ def _dim_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePla
                     **keep,
                 }
                 tag = f"dim={name}:{','.join(map(str, dims))}@{'x'.join(map(str, shp))}"
+                out += _odd_split(spec, product, args, tag)
+                for check in spec.checks:  # a split dim: the size along it made even (fit)
+                    args = kind_of(check).fit(spec, check, args)
                 clauses = credited + (_ids(spec, "empty") if 0 in shp else [])
                 out.append(make_plan(spec, product, "positive", args, tag, clauses))
+    return out
+
+
+def _odd_split(spec: OpSpec, product: str, args: dict[str, Any], tag: str) -> list[CasePlan]:
+    """The dim case before a dim_divisible check fits it (a size along the dim that is not a
+    multiple of `by`): that check's negative, where it is the first rule the call breaks."""
+    out = []
+    for check in spec.checks:
+        if check.kind != "dim_divisible" or not check.applies_on(product):
+            continue
+        v = verdict(spec, product, args)
+        if v.check is not None and v.check.id == check.id and v.status:
+            tail = f"{check.id}/{tag}"
+            out.append(make_plan(spec, product, "negative", args, tail, [check.id], check.status))
     return out
 
 
