@@ -47,7 +47,7 @@ from .model import (
     Relation,
     SpecialPoint,
 )
-from .shapes import ShapeRule, ShapeSyntaxError, parse_rule
+from .shapes import ShapeRule, ShapeSyntaxError, parse_rule, rule_order
 from .tables import planned_products, products, status_codes
 from .tolerances import field_problem, policy_for, table_problems, tolerance_table
 from .yamlpos import Located, YamlError
@@ -331,6 +331,10 @@ class Linter:
                 self.err(("params", i, "unused"), f"{name}: only an output tensor can be unused")
         if not any(p.is_output for p in out):
             self.err(("params",), "a spec needs at least one output tensor (role: output)")
+        try:
+            rule_order(out)
+        except ValueError as exc:
+            self.err(("params",), str(exc))
         return out
 
     def shape_rule(self, i: int, p: dict[str, Any], earlier: list[Param]) -> ShapeRule | None:
@@ -355,11 +359,11 @@ class Linter:
         for t in rule.tensors:
             if t == name:
                 self.err(where, f"{name}: its shape rule reads its own shape")
-            elif t in later:
-                self.err(
-                    where,
-                    f"{name}: shape rule reads {t}, which comes later (rules read earlier tensors)",
-                )
+            elif t in later:  # a later tensor (a gradient before the input it halves, in C
+                if kinds.get(t) != "tensor":  # order): derived after it; no cycle (params)
+                    self.err(
+                        where, f"{name}: shape rule reads {t}, a {kinds.get(t)} (not a tensor)"
+                    )
             elif t not in by_name:
                 self.err(where, f"{name}: shape rule reads {t!r}, not a tensor parameter")
             elif not by_name[t].is_tensor:
