@@ -294,58 +294,77 @@ def _oracle_params():
     reg = default_registry()
     out = []
     for name, mod in oracles.of(reg.names(), "halves").items():
-        for product in mod.PRODUCTS:
-            for d in ("FLOAT", "FLOAT16", "BF16", "DOUBLE"):
-                if d in mod.allowed(mod.OUT, product) and d in mod.allowed(mod.SPLIT, product):
-                    out.append(pytest.param(name, product, d, id=f"{name}-{product}-{d}"))
+        for d in ("FLOAT", "FLOAT16", "BF16", "DOUBLE"):  # each dtype on the first product
+            product = next(  # listing it (the formula is the same on every product)
+                (
+                    p
+                    for p in mod.PRODUCTS
+                    if d in mod.allowed(mod.OUT, p) & mod.allowed(mod.SPLIT, p)
+                ),
+                None,
+            )
+            if product is not None:
+                out.append(pytest.param(name, product, d, id=f"{name}-{product}-{d}"))
     return out
 
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 20.0, -20.0, 100.0, -100.0, 1e-30, -1e-30]
 
 
+def _exact_outputs(mod, a, b, gv, s: dict, dim: int) -> dict:
+    """{output: exact values} of an oracle of KIND halves (mpmath, 60 digits)."""
+    settings = getattr(mod, "SETTINGS", None)
+    call = (lambda p, q, r: mod.value(p, q, r, s)) if settings else mod.value
+    exact = np.vectorize(call, otypes=[object])(_mp(a), _mp(b), _mp(gv))
+    first = exact.reshape(-1)[0] if exact.size else None
+    if isinstance(first, dict):
+        return {k: np.vectorize(lambda t, k=k: t[k], otypes=[object])(exact) for k in first}
+    if mod.FULL_OUT:
+        parts = [np.vectorize(lambda t, i=i: t[i], otypes=[object])(exact) for i in (0, 1)]
+        return {mod.OUT: np.concatenate(parts, axis=dim)}
+    return {mod.OUT: exact}
+
+
 @pytest.mark.parametrize("name, product, dtype", _oracle_params())
 def test_shipped_halves_are_the_correctly_rounded_oracle(name, product, dtype):
-    """Each spec with an oracle of KIND "halves": the reference's result on every dim of ranks
-    1-3 (random values, and the oracle's special values paired across the halves) is the
-    oracle's exact value rounded once; the output of the full size has the first half's values
-    first along dim."""
+    """Each spec with an oracle of KIND "halves", in each of its settings: the reference's
+    result on every dim of ranks 1-3 (random values, and the oracle's special values paired
+    across the halves) is the oracle's exact value rounded once, for every output; an output of
+    the full size has the first half's values first along dim."""
     from aclnn_conformance.conformance.spec.registry import default_registry
 
     from tests import oracles
 
     reg, mod = default_registry(), oracles.load(name)
+    spec = reg.get(name)
     rng = np.random.default_rng(len(name) + len(product))
     cases = [((2 * len(SPECIAL),), 0, True)] + [
         (shape, dim, False)
         for shape, dims in (((4, 6), (0, 1, -1)), ((2, 4, 2), (0, 1, 2, -2)))
         for dim in dims
     ]
-    for shape, dim, special in cases:
-        # special: a = each special value, b = each too (the reverse order)
-        x = np.array(SPECIAL + SPECIAL[::-1]) if special else rng.normal(size=shape) * 5
-        tx = TensorArg.from_array(x, dtype)
-        half = list(shape)
-        half[dim] //= 2
-        args = {mod.SPLIT: tx, mod.DIM: dim, **mod.base_scalars()}
-        xs = tx.view().astype(np.float64)
-        a, b = _halves(xs, dim)
-        if mod.GRAD:
-            g = TensorArg.from_array(rng.normal(size=half), dtype)
-            args[mod.GRAD] = g
-            gv = g.view().astype(np.float64)
-        else:
+    for s in getattr(mod, "SETTINGS", [{}]):
+        for shape, dim, special in cases:
+            # special: a = each special value, b = each too (the reverse order)
+            x = np.array(SPECIAL + SPECIAL[::-1]) if special else rng.normal(size=shape) * 5
+            tx = TensorArg.from_array(x, dtype)
+            half = list(shape)
+            half[dim] //= 2
+            args = {mod.SPLIT: tx, mod.DIM: dim, **mod.base_scalars(), **s}
+            a, b = _halves(tx.view().astype(np.float64), dim)
             gv = np.zeros(half)
-        out_shape = tuple(shape) if mod.FULL_OUT else tuple(half)
-        args[mod.OUT] = TensorArg.empty_like_shape(out_shape, dtype, 7.0)
-        got = evaluate_both(Call(name, product, args), registry=reg)
-        assert got.status == 0, got.message
-        with mpmath.workdps(60):
-            vals = np.vectorize(lambda p, q, r: mod.value(p, q, r), otypes=[object])
-            exact = vals(_mp(a), _mp(b), _mp(gv))
-            if mod.FULL_OUT:
-                first = np.vectorize(lambda t: t[0], otypes=[object])(exact)
-                second = np.vectorize(lambda t: t[1], otypes=[object])(exact)
-                exact = np.concatenate([first, second], axis=dim)
-            want = _round_all(exact, dtype)
-        assert _same(got.outputs[mod.OUT].reshape(out_shape), want), (name, shape, dim, dtype)
+            if mod.GRAD:
+                g = TensorArg.from_array(rng.normal(size=half), dtype)
+                args[mod.GRAD] = g
+                gv = g.view().astype(np.float64)
+            out_shape = tuple(shape) if mod.FULL_OUT else tuple(half)
+            for p in spec.outputs:
+                args[p.name] = TensorArg.empty_like_shape(out_shape, dtype, 7.0)
+            got = evaluate_both(Call(name, product, args), registry=reg)
+            assert got.status == 0, got.message
+            with mpmath.workdps(60):
+                exact = _exact_outputs(mod, a, b, gv, s, dim)
+                for out, values in exact.items():
+                    want = _round_all(values, dtype)
+                    ok = _same(got.outputs[out].reshape(out_shape), want)
+                    assert ok, (name, out, s, shape, dim, dtype)
