@@ -23,7 +23,7 @@ import numpy as np
 from ..acl.call import ArrayArg
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
-from ..spec.checks.shape import rule_variants
+from ..spec.checks.shape import derive_shapes, rule_variants
 from ..spec.expr import ir
 from ..spec.expr.walk import Formula
 from ..spec.interpret import Validation
@@ -31,7 +31,7 @@ from ..spec.model import OpSpec
 from . import values as vals
 from .build import Case, build, verdict
 from .negatives import negative_plans
-from .plan import CasePlan, base_args, make_plan, number_default, point_arg
+from .plan import CasePlan, base_args, fit_split_rules, make_plan, number_default, point_arg
 
 if TYPE_CHECKING:
     from ..spec.registry import Registry
@@ -320,23 +320,26 @@ def _dim_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePla
                 out += _odd_split(spec, product, args, tag)
                 for check in spec.checks:  # a split dim: the size along it made even (fit)
                     args = kind_of(check).fit(spec, check, args)
+                args = fit_split_rules(spec, args)
                 clauses = credited + (_ids(spec, "empty") if 0 in shp else [])
                 out.append(make_plan(spec, product, "positive", args, tag, clauses))
     return out
 
 
 def _odd_split(spec: OpSpec, product: str, args: dict[str, Any], tag: str) -> list[CasePlan]:
-    """The dim case before a dim_divisible check fits it (a size along the dim that is not a
-    multiple of `by`): that check's negative, where it is the first rule the call breaks."""
-    out = []
+    """The dim case before it is fitted (a size along a split dim that is not a multiple of the
+    divisor): the negative of the check that rejects it (dim_divisible, or shape_is on a tensor
+    whose rule splits), where that is the first rule the call breaks."""
+    fitted = fit_split_rules(spec, args)
     for check in spec.checks:
-        if check.kind != "dim_divisible" or not check.applies_on(product):
-            continue
-        v = verdict(spec, product, args)
-        if v.check is not None and v.check.id == check.id and v.status:
-            tail = f"{check.id}/{tag}"
-            out.append(make_plan(spec, product, "negative", args, tail, [check.id], check.status))
-    return out
+        fitted = kind_of(check).fit(spec, check, fitted)
+    if fitted == args:  # nothing to split along this dim
+        return []
+    v = verdict(spec, product, derive_shapes(spec, args))
+    if v.check is None or not v.status or v.check.kind not in ("dim_divisible", "shape_is"):
+        return []
+    tail = f"{v.check.id}/{tag}"
+    return [make_plan(spec, product, "negative", args, tail, [v.check.id], v.check.status)]
 
 
 def _scalar_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
