@@ -368,3 +368,49 @@ def test_shipped_halves_are_the_correctly_rounded_oracle(name, product, dtype):
                     want = _round_all(values, dtype)
                     ok = _same(got.outputs[out].reshape(out_shape), want)
                     assert ok, (name, out, s, shape, dim, dtype)
+
+
+# -- case generation -------------------------------------------------------------------------------
+
+
+HALF, WHOLE = "half", "whole"
+
+
+@pytest.mark.parametrize(
+    "name, split, odd_check, ruled",
+    [
+        ("glu", "self", "dim-even", {"out": HALF}),
+        ("ge_glu_backward", "self", "grad-shape",
+         {"gradOutput": HALF, "gelu": HALF, "gradInput": WHOLE}),
+    ],
+)  # fmt: skip
+def test_every_dim_of_every_rank_is_a_positive_and_odd_sizes_are_negatives(
+    name, split, odd_check, ruled
+):
+    """The dim cases of a spec with halves: for every dim of ranks 1-4 (negative ones too) a
+    positive case whose split tensor is even along the dim and whose ruled tensors have the
+    half's (or the whole) shape; where the plain dim case has an odd size along the dim, a
+    negative case of the check that rejects it (dim_divisible, or shape_is of a split rule)."""
+    from aclnn_conformance.conformance.cases.generate import DIM_SHAPES, plan_op
+    from aclnn_conformance.conformance.spec.registry import default_registry
+
+    spec = default_registry().get(name)
+    plans = plan_op(spec, ["atlas-a2"])
+    positive = {p.id.split("/-/")[-1]: dict(p.args) for p in plans if p.kind == "positive"}
+    negative = {p.id.rsplit("/", 1)[-1]: p for p in plans if p.kind == "negative"}
+    for shp in DIM_SHAPES:
+        for d in range(-len(shp), len(shp)):
+            tag = f"dim=dim:{d}@{'x'.join(map(str, shp))}"
+            hits = [a for t, a in positive.items() if t.endswith(tag)]
+            assert hits, (name, tag)
+            args = hits[0]
+            x = tuple(args[split].shape)
+            assert x[d] % 2 == 0 and x[d] in (shp[d], 2 * shp[d]), (tag, x)
+            half = list(x)
+            half[d] //= 2
+            for t, size in ruled.items():
+                want = tuple(half) if size == HALF else x
+                assert tuple(args[t].shape) == want, (tag, t, args[t].shape, want)
+            if shp[d] % 2:
+                neg = negative.get(tag)
+                assert neg is not None and neg.clauses == (odd_check,), (tag, neg)
