@@ -218,8 +218,13 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
             for tag, shapes, clauses in _shape_cases(spec):
                 for _, args in _rule_variants(spec, base):  # each branch of a conditional rule
                     plans.append(
-                        make_plan(
-                            spec, product, "positive", with_shapes(args, shapes), tag, clauses
+                        make_plan(  # a tensor a split rule halves: made divisible
+                            spec,
+                            product,
+                            "positive",
+                            fit_split_rules(spec, with_shapes(args, shapes)),
+                            tag,
+                            clauses,
                         )
                     )
             for lay in ("transposed", "gaps", "offset", "zero-stride"):
