@@ -37,6 +37,7 @@ from ..conformance.spec.interpret import attribute_env, validate, with_defaults
 from ..conformance.spec.model import OpSpec
 from ..conformance.spec.registry import Registry, UnknownOp, default_registry
 from ..conformance.spec.shapes import ShapeError, shape_of
+from ..conformance.spec.split import split_call
 from . import kernel, precise, rows, settle
 from .evaluate_compiled import CompiledEvaluator
 from .evaluate_numpy import NumpyEvaluator
@@ -101,12 +102,13 @@ def evaluate(
     outputs = {}
     for sub in computed:  # each output by its own formula (one for most ops)
         name = sub.formula.output
-        out_arg = call.tensor(name)
+        sub_call = split_call(sub, call)  # a formula with halves: its views (split.py)
+        out_arg = sub_call.tensor(name)
         info = out_arg.dtype_info
         if lazy and info.is_float and not info.opaque and info.category != "complex":
-            golden[name] = GoldenStream(sub, call, exact, deadline)
+            golden[name] = GoldenStream(sub, sub_call, exact, deadline)
             continue
-        outputs[name] = call.tensor(name).storage if in_place else call.tensor(name).storage.copy()
+        outputs[name] = out_arg.storage if in_place else out_arg.storage.copy()
         if out_arg.is_empty:
             continue
         target = FlatView(
@@ -114,7 +116,7 @@ def evaluate(
             out_arg.shape,
         )
         for start, stop, result, _ in chunks(
-            sub, call, exact=exact, deadline=deadline, into=target, values=False
+            sub, sub_call, exact=exact, deadline=deadline, into=target, values=False
         ):
             if not np.may_share_memory(result, target.storage):
                 target.set(start, stop, result)
@@ -156,7 +158,7 @@ def compute(spec: OpSpec, call: Call, exact: bool = False) -> np.ndarray:
     """The formula's value for a valid call, rounded to the output dtype, in the output's shape."""
     out = call.tensor(spec.formula.output)
     result = np.empty(numel(out.shape), dtype=out.dtype_info.np)
-    for start, stop, r, _ in chunks(spec, call, exact=exact, values=False):
+    for start, stop, r, _ in chunks(spec, split_call(spec, call), exact=exact, values=False):
         result[start:stop] = r
     return result.reshape(out.shape)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
+from aclnn_conformance.conformance.spec.expr.walk import tensors_read
 from aclnn_conformance.conformance.spec.interpret import attribute_env
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reference import codegen, ddgen, kernel, precise
@@ -40,11 +41,16 @@ def _params():
 
 
 def _inputs(spec, rng) -> dict[str, np.ndarray]:
+    """Values of each tensor the kernel reads (tensors_read: a half of a split tensor by its
+    key; a concatenation's half index 0 or 1)."""
     out = {}
-    for p in spec.tensor_inputs:
+    for name in tensors_read(spec):
+        if name.startswith("concat("):
+            out[name] = rng.integers(0, 2, N).astype(np.float64)
+            continue
         dyadic = rng.integers(-24, 25, N) * 2.0 ** rng.integers(-4, 3, N)  # exact, often
         wide = rng.standard_normal(N) * 4  # 53 significant bits: operations round
-        out[p.name] = np.where(rng.random(N) < 0.6, dyadic, wide)
+        out[name] = np.where(rng.random(N) < 0.6, dyadic, wide)
     return out
 
 

@@ -22,7 +22,7 @@ import pytest
 from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
 from aclnn_conformance.conformance.spec.interpret import attribute_env, validate
 from aclnn_conformance.conformance.spec.registry import default_registry
-from aclnn_conformance.conformance.spec.shapes import shape_of
+from aclnn_conformance.conformance.spec.shapes import rule_order, shape_of
 from aclnn_conformance.reference import codegen, kernel
 
 from tests.support.paths import HAVE_NUMBA, assert_same_bits, evaluate_both
@@ -35,20 +35,36 @@ needs_numba = pytest.mark.skipif(
 )
 
 
+def _shapes(spec, n: int) -> dict[str, tuple[int, ...]]:
+    """Every tensor (n,), but a tensor a shape rule splits (2n,) and a ruled tensor the shape
+    its rule gives (the halves of a GLU-like op) with the parameters' defaults."""
+    shapes = {p.name: (n,) for p in spec.params if p.is_tensor}
+    for p in spec.params:
+        for term in p.shape.terms() if p.shape is not None else ():
+            if term.form == "split" and term.names:
+                shapes[term.names[0]] = (term.n * n,)
+    attrs = {p.name: p.default for p in spec.params if not p.is_tensor}
+    for p in rule_order(spec.params):
+        shapes[p.name] = shape_of(p.shape, shapes, attrs)
+    return shapes
+
+
 def _call(spec, product: str, dtype: str, n: int, rng) -> Call | None:
     """A valid call with every tensor of `dtype` (None when the spec does not take it)."""
     args = {}
+    shapes = _shapes(spec, n)
     for p in spec.params:
         if p.is_tensor:
             if p.is_output and not p.is_read:
-                args[p.name] = TensorArg.empty_like_shape((n,), dtype, fill=np.nan)
+                args[p.name] = TensorArg.empty_like_shape(shapes[p.name], dtype, fill=np.nan)
                 continue
-            mags = 10.0 ** rng.uniform(-8, 3, n) * rng.choice([-1.0, 1.0], n)
-            v = np.where(rng.random(n) < 0.5, rng.normal(0, 3, n), mags)
+            m = int(np.prod(shapes[p.name]))
+            mags = 10.0 ** rng.uniform(-8, 3, m) * rng.choice([-1.0, 1.0], m)
+            v = np.where(rng.random(m) < 0.5, rng.normal(0, 3, m), mags)
             special = [0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 6.0, 20.0, np.inf, -np.inf, np.nan, 0.5]
-            v[: min(n, 12)] = special[: min(n, 12)]
+            v[: min(m, 12)] = special[: min(m, 12)]
             with np.errstate(all="ignore"):
-                args[p.name] = TensorArg.from_array(v, dtype)
+                args[p.name] = TensorArg.from_array(v.reshape(shapes[p.name]), dtype)
         elif p.kind == "scalar":
             args[p.name] = ScalarArg(p.default_dtype or "FLOAT", p.default)
         elif p.kind == "bool":

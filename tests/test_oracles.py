@@ -106,14 +106,34 @@ ELEMENTWISE = {
 }
 
 
+HALVES = {
+    "SPLIT": str,
+    "DIM": str,
+    "OUT": str,
+    "FULL_OUT": bool,
+    "PRODUCTS": tuple,
+    "value": callable,
+    "allowed": callable,
+    "base_scalars": callable,
+}
+
+
 @pytest.mark.parametrize("name", oracles.names())
 def test_oracle_interface(name):
     mod = oracles.load(name)
-    assert oracles.kind(mod) in ("gradient", "elementwise", "loss"), f"{name}: unknown KIND"
+    assert oracles.kind(mod) in ("gradient", "elementwise", "loss", "halves"), (
+        f"{name}: unknown KIND"
+    )
     if oracles.kind(mod) == "loss":
         for attr in ("OUT", "INPUTS", "PRODUCTS", "SETTINGS", "DOMAIN", "REDUCTION"):
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
         assert callable(mod.element) and callable(mod.allowed) and callable(mod.base_scalars)
+    if oracles.kind(mod) == "halves":
+        for attr, kind in HALVES.items():
+            assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
+            value = getattr(mod, attr)
+            assert callable(value) if kind is callable else isinstance(value, kind), attr
+        assert set(mod.PRODUCTS) and hasattr(mod, "GRAD")
         return
     if oracles.kind(mod) == "elementwise":
         for attr, kind in ELEMENTWISE.items():

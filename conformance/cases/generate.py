@@ -31,7 +31,7 @@ from ..spec.model import OpSpec
 from . import values as vals
 from .build import Case, build, verdict
 from .negatives import negative_plans
-from .plan import CasePlan, base_args, make_plan, number_default, point_arg
+from .plan import CasePlan, base_args, fit_split_rules, make_plan, number_default, point_arg
 
 if TYPE_CHECKING:
     from ..spec.registry import Registry
@@ -234,8 +234,13 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
             for tag, shapes, clauses in _shape_cases(spec):
                 for _, args in _rule_variants(spec, base):  # each branch of a conditional rule
                     plans.append(
-                        make_plan(
-                            spec, product, "positive", with_shapes(args, shapes), tag, clauses
+                        make_plan(  # a tensor a split rule halves: made divisible
+                            spec,
+                            product,
+                            "positive",
+                            fit_split_rules(spec, with_shapes(args, shapes)),
+                            tag,
+                            clauses,
                         )
                     )
             for lay in ("transposed", "gaps", "offset", "zero-stride"):
@@ -334,9 +339,29 @@ def _dim_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePla
                     **keep,
                 }
                 tag = f"dim={name}:{','.join(map(str, dims))}@{'x'.join(map(str, shp))}"
+                out += _odd_split(spec, product, args, tag)
+                for check in spec.checks:  # a split dim: the size along it made even (fit)
+                    args = kind_of(check).fit(spec, check, args)
+                args = fit_split_rules(spec, args)
                 clauses = credited + (_ids(spec, "empty") if 0 in shp else [])
                 out.append(make_plan(spec, product, "positive", args, tag, clauses))
     return out
+
+
+def _odd_split(spec: OpSpec, product: str, args: dict[str, Any], tag: str) -> list[CasePlan]:
+    """The dim case before it is fitted (a size along a split dim that is not a multiple of the
+    divisor): the negative of the check that rejects it (dim_divisible, or shape_is on a tensor
+    whose rule splits), where that is the first rule the call breaks."""
+    fitted = fit_split_rules(spec, args)
+    for check in spec.checks:
+        fitted = kind_of(check).fit(spec, check, fitted)
+    if fitted == args:  # nothing to split along this dim
+        return []
+    v = verdict(spec, product, derive_shapes(spec, args))
+    if v.check is None or not v.status or v.check.kind not in ("dim_divisible", "shape_is"):
+        return []
+    tail = f"{v.check.id}/{tag}"
+    return [make_plan(spec, product, "negative", args, tail, [v.check.id], v.check.status)]
 
 
 def _scalar_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:

@@ -15,9 +15,9 @@ from typing import Any
 
 from ..acl import dtypes as dt
 from ..acl.call import ArrayArg
-from ..acl.planned import ListPlan, ScalarPlan, TensorPlan
+from ..acl.planned import ListPlan, ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
-from ..spec.checks.shape import derive_shapes
+from ..spec.checks.shape import derive_shapes, planned_shapes
 from ..spec.model import OpSpec, Param
 
 BASE_SHAPE = (3, 5)
@@ -66,7 +66,7 @@ def base_args(
             args[p.name] = p.default if p.default is not None else (p.values[0] if p.values else "")
     for check in spec.checks:  # a check a 3x5 base breaks (a split dim) fits it
         args = kind_of(check).fit(spec, check, args)
-    return derive_shapes(spec, args)
+    return derive_shapes(spec, fit_split_rules(spec, args))
 
 
 def number_default(p: Param) -> int | float:
@@ -138,3 +138,23 @@ def _variant_tag(spec: OpSpec, args: dict[str, Any]) -> str:
         elif p.is_number and p.values:
             parts.append(f"{p.name}={args[p.name]!r}")
     return ",".join(parts) or "-"
+
+
+def fit_split_rules(spec: OpSpec, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` with each tensor a shape rule splits (`split(x, dim, n)`) made a multiple of n
+    along the dim (3x5 split along -1 by 2: 3x10), so the ruled tensor can take its shape."""
+    shapes, attrs = planned_shapes(args)
+    new: dict[str, tuple[int, ...]] = {}
+    for p in spec.params:
+        for term in p.shape.terms() if p.shape is not None else ():
+            if term.form != "split" or not term.names or term.names[0] not in shapes:
+                continue
+            x = term.names[0]
+            shape = list(new.get(x, shapes[x]))
+            d = attrs.get(term.dims) if isinstance(term.dims, str) else term.dims
+            if not shape or not isinstance(d, int) or not -len(shape) <= d < len(shape):
+                continue
+            if shape[d] % term.n:
+                shape[d] *= term.n
+                new[x] = tuple(shape)
+    return with_shapes(args, new) if new else args

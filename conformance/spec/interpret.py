@@ -19,6 +19,7 @@ from .elements import element_shape
 from .expr.numpy_arith import NUMPY
 from .expr.walk import Formula
 from .model import Check, OpSpec
+from .split import split_call, splits
 from .tables import status_name
 
 
@@ -72,9 +73,13 @@ def formula_domain(spec: OpSpec, call: Call) -> tuple[tuple[int, ...], bool]:
     """The shape a formula is evaluated over, and whether its output collapses it (holds one
     element per row of the formula's reductions and gathers): elements.element_shape, the
     output's shape where it broadcasts with the inputs to itself, else the inputs' broadcast
-    (a gather's index placed along its dim)."""
+    (a gather's index placed along its dim). A formula with halves is elementwise over its
+    output (split.py)."""
+    out = tuple(call.tensor(spec.formula.output).shape)
+    if splits(spec):
+        return out, False
     shape, _ = element_shape(spec, call, attribute_env(spec, call))
-    return shape, shape != tuple(call.tensor(spec.formula.output).shape)
+    return shape, shape != out
 
 
 def formula_env(
@@ -83,8 +88,10 @@ def formula_env(
     """Attributes plus every input tensor the formula reads as float64, broadcast to the
     formula's elements (elements.py: the output view's shape, or the inputs' one where the
     output drops reduced dims; flat elements [start, stop) of it: large cases are walked a
-    chunk at a time)."""
+    chunk at a time); a formula splitting tensors in halves sees the views split_call makes
+    (split.py)."""
     env = attribute_env(spec, call)
+    call = split_call(spec, call)
     shape, args = element_shape(spec, call, env)  # an absent optional tensor is not among them
     for name, t in args.items():
         flat = FlatView(t, shape)

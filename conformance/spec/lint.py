@@ -48,7 +48,7 @@ from .model import (
     Relation,
     SpecialPoint,
 )
-from .shapes import ShapeRule, ShapeSyntaxError, parse_rule
+from .shapes import ShapeRule, ShapeSyntaxError, parse_rule, rule_order
 from .tables import planned_products, products, status_codes
 from .tolerances import field_problem, policy_for, table_problems, tolerance_table
 from .yamlpos import Located, YamlError
@@ -110,6 +110,19 @@ class Linter:
                     path,
                     f"{name} is a {self.kinds.get(name, 'name')}: a reduction's dim must be an "
                     f"int or int_array parameter, an int literal or `all` (expression {text!r})",
+                )
+        for node in ir.splits(e.ir):
+            if node.param is not None and self.kinds.get(node.param) != "int":
+                self.err(
+                    path,
+                    f"{node.param} is a {self.kinds.get(node.param, 'name')}: the dim of "
+                    f"{node.key} must be an int parameter or an int literal (expression {text!r})",
+                )
+            if isinstance(node, ir.Half) and self.kinds.get(node.x) != "tensor":
+                self.err(
+                    path,
+                    f"{node.x} is a {self.kinds.get(node.x, 'let')}: half() splits a tensor "
+                    f"input (expression {text!r})",
                 )
         read = {n.name for n in ir.walk(e.ir) if isinstance(n, ir.Var)}
         for name in sorted(read & set(self.unreadable)):
@@ -333,6 +346,10 @@ class Linter:
                 self.err(("params", i, "unused"), f"{name}: only an output tensor can be unused")
         if not any(p.is_output for p in out):
             self.err(("params",), "a spec needs at least one output tensor (role: output)")
+        try:
+            rule_order(out)
+        except ValueError as exc:
+            self.err(("params",), str(exc))
         return out
 
     def shape_rule(self, i: int, p: dict[str, Any], earlier: list[Param]) -> ShapeRule | None:
@@ -357,11 +374,11 @@ class Linter:
         for t in rule.tensors:
             if t == name:
                 self.err(where, f"{name}: its shape rule reads its own shape")
-            elif t in later:
-                self.err(
-                    where,
-                    f"{name}: shape rule reads {t}, which comes later (rules read earlier tensors)",
-                )
+            elif t in later:  # a later tensor (a gradient before the input it halves, in C
+                if kinds.get(t) != "tensor":  # order): derived after it; no cycle (params)
+                    self.err(
+                        where, f"{name}: shape rule reads {t}, a {kinds.get(t)} (not a tensor)"
+                    )
             elif t not in by_name:
                 self.err(where, f"{name}: shape rule reads {t!r}, not a tensor parameter")
             elif not by_name[t].is_tensor:
@@ -632,6 +649,10 @@ class Linter:
             branches.append(
                 Branch(b["id"], cond, val, b["source"], b.get("summary", ""), self.doc.line(path))
             )  # type: ignore[arg-type]
+        exprs = [x.value for x in lets] + [e for b in branches for e in (b.when, b.value)]
+        irs = [e.ir for e in exprs if e is not None]
+        if any(ir.splits(x) for x in irs) and any(ir.reductions(x) for x in irs):
+            self.err(base, "a formula cannot both split tensors in halves and reduce over dims")
         relations = []
         outputs = [p.name for p in by_name.values() if p.is_output and not p.unused]
         for i, r in enumerate(raw.get("relation", [])):

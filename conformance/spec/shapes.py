@@ -1,7 +1,9 @@
 """Shape rules: a tensor parameter's `shape:` (docs/spec-format.md "Shape rules").
 
-A rule computes a tensor's shape from the shapes of tensors earlier in the parameter list and
-from int, int_array and bool parameters. The text is parsed by the small grammar below, never
+A rule computes a tensor's shape from the shapes of other tensors (earlier in the parameter list,
+or later: a gradient that comes before the input it is half of; `rule_order` derives them in an
+order where every tensor read comes first, and refuses a cycle) and from int, int_array and bool
+parameters. The text is parsed by the small grammar below, never
 executed; a conditional rule's `when:` goes through the expression language's whitelist.
 
     rule  := NAME                          same shape as tensor NAME
@@ -312,3 +314,20 @@ def shape_of(
         if cond is None or bool(np.all(cond.evaluate(dict(attrs)))):
             return term_shape(term, shapes, attrs)
     raise ShapeError(f"shape rule {rule}: no `when` holds")
+
+
+def rule_order(params: Iterable[Any]) -> list[Any]:
+    """The parameters with a shape rule (objects with .name and .shape) in an order where each
+    comes after the ruled tensors its rule reads (parameter order where it can); ValueError
+    naming the tensors of a cycle."""
+    ruled = {p.name: p for p in params if getattr(p, "shape", None) is not None}
+    done: list[Any] = []
+    todo = list(ruled.values())
+    while todo:
+        ready = [p for p in todo if not (set(p.shape.tensors) & {q.name for q in todo})]
+        if not ready:
+            names = ", ".join(p.name for p in todo)
+            raise ValueError(f"the shape rules of {names} read each other (a cycle)")
+        done.append(ready[0])
+        todo.remove(ready[0])
+    return done

@@ -32,6 +32,13 @@ Two interfaces, by the module's KIND:
       REDUCTION: str                 the int parameter naming the reduction
       element(t, s) -> mpf           l_n of one element of the broadcast inputs
   tests/test_loss_oracles.py runs them.
+- KIND = "halves" (the GLU family: a tensor split in halves along a dim): the exact output
+  element(s) from the halves' elements.
+      SPLIT: str (the tensor split), DIM: str (its dim parameter), GRAD: str | None (an input
+      of the half's shape), OUT: str, FULL_OUT: bool (out has SPLIT's shape, written per half,
+      else the half's shape), PRODUCTS, allowed(param, product), base_scalars()
+      value(a, b, g) -> mpf, or (first half's mpf, second half's) when FULL_OUT
+  tests/test_split.py runs them on every dim of ranks 1-4.
 - no KIND (the "gradient" interface of the five seed ops), below.
 
 The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's

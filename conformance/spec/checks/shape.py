@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ...acl.call import ArrayArg, Call
 from ...acl.planned import TensorPlan, with_shapes
 from ..model import Check, OpSpec
-from ..shapes import ShapeError, shape_of
+from ..shapes import ShapeError, rule_order, shape_of
 from .base import NAME, Args, CheckKind, Mutations, Violation, arg, attribute_env, broadcast
 
 if TYPE_CHECKING:
@@ -213,11 +213,11 @@ def planned_shapes(args: Args) -> tuple[dict[str, tuple[int, ...]], dict[str, An
 
 def derive_shapes(spec: OpSpec, args: Args) -> Args:
     """`args` with every tensor that has a `shape:` rule given the shape its rule computes, in
-    parameter order (a rule reads earlier tensors); a rule the call cannot meet (an odd split)
-    leaves the tensor as it is, for the check that rejects it."""
+    dependency order (rule_order: after the tensors it reads); a rule the call cannot meet (an
+    odd split) leaves the tensor as it is, for the check that rejects it."""
     out = dict(args)
-    for p in spec.params:
-        if p.shape is None or not isinstance(out.get(p.name), TensorPlan):
+    for p in rule_order(spec.params):  # each after the ruled tensors it reads
+        if not isinstance(out.get(p.name), TensorPlan):
             continue
         shapes, attrs = planned_shapes(out)
         try:

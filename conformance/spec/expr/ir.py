@@ -109,7 +109,54 @@ class Gather(Reduce):
     index: Node | None = None
 
 
-Node = Num | Const | Var | Text | Unary | Binary | Compare | Logic | Where | Call | Reduce
+@dataclass(frozen=True)
+class Half:
+    """`half(x, dim, k)`: the k-th (0: first, 1: second) half of the tensor input `x` along a
+    literal dim (`dim`, negative wraps) or an int parameter's (`param`). The walker reads it as
+    a name, `key`, that the evaluator binds to the half's values (conformance/spec/split.py)."""
+
+    x: str
+    k: int
+    dim: int | None = None
+    param: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"half({self.x}, {self.param if self.param is not None else self.dim}, {self.k})"
+
+
+@dataclass(frozen=True)
+class Concat:
+    """`concat(a, b, dim)`: the value whose first half along dim is `a` and second half `b` (an
+    output of the full size written per half). The walker evaluates it as
+    where(`key` == 0, a, b), `key` naming the half index each element lies in, which the
+    evaluator binds (conformance/spec/split.py)."""
+
+    a: Node
+    b: Node
+    dim: int | None = None
+    param: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"concat({self.param if self.param is not None else self.dim})"
+
+
+Node = (
+    Num
+    | Const
+    | Var
+    | Text
+    | Unary
+    | Binary
+    | Compare
+    | Logic
+    | Where
+    | Call
+    | Reduce
+    | Half
+    | Concat
+)
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -130,6 +177,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.x, node.index)  # type: ignore[return-value]
     if isinstance(node, Reduce):
         return (node.x,)
+    if isinstance(node, Concat):
+        return (node.a, node.b)
     return ()
 
 
@@ -154,7 +203,16 @@ def gathers(node: Node) -> list[Gather]:
     return [n for n in walk(node) if isinstance(n, Gather)]
 
 
+def splits(node: Node) -> list[Half | Concat]:
+    """The halves and concatenations in `node` (outermost first)."""
+    return [n for n in walk(node) if isinstance(n, Half | Concat)]
+
+
 def names_read(node: Node) -> frozenset[str]:
-    """The names `node` reads (Var nodes and dim parameters)."""
-    out = {n.name for n in walk(node) if isinstance(n, Var)}
-    return frozenset(out | {n.param for n in walk(node) if isinstance(n, Reduce) and n.param})
+    """The names `node` reads (Var nodes, dim parameters, the tensors split in halves and the
+    keys the halves and concatenations are bound under)."""
+    nodes = walk(node)
+    out = {n.name for n in nodes if isinstance(n, Var)}
+    out |= {n.param for n in nodes if isinstance(n, Reduce | Half | Concat) and n.param}
+    out |= {n.x for n in nodes if isinstance(n, Half)}
+    return frozenset(out | {n.key for n in nodes if isinstance(n, Half | Concat)})

@@ -11,7 +11,10 @@ below. Grammar (Python syntax, this subset only):
     calls of: where exp expm1 log1p log erf erfc erfinv tanh sqrt abs sign minimum maximum conj,
     reductions sum mean amax amin prod logsumexp any all, as fn(x, dim) where dim is an int
     literal, a tuple of them, an int/int_array parameter's name or `all` (every dim),
-    gather(x, target, dim): x at index target along dim (dim an int literal or int parameter)
+    gather(x, target, dim): x at index target along dim (dim an int literal or int parameter),
+    half(x, dim, k) (the first, k = 0, or second, k = 1, half of tensor x along dim) and
+    concat(a, b, dim) (a as the first half along dim, b as the second), dim an int literal or
+    an int parameter's name,
     numel(x): the element count of tensor x's own shape (unbroadcast)
 """
 
@@ -29,8 +32,10 @@ from .ir import (
     Binary,
     Call,
     Compare,
+    Concat,
     Const,
     Gather,
+    Half,
     Logic,
     Node,
     Num,
@@ -94,6 +99,13 @@ FUNCTIONS.update({name: 2 for name in REDUCTIONS})
 # gather(x, target, dim): x's element at index `target` along dim (ir.Gather); each arithmetic
 # implements it as r_gather (walk.py: Arithmetic.gather)
 FUNCTIONS["gather"] = 3
+# the split of a tensor in two halves along a dim (conformance/spec/split.py binds them): the
+# walker's own, like where
+SPLITS: dict[str, str] = {
+    "half": "half(x, dim, k): the first (k = 0) or second (k = 1) half of tensor x along dim",
+    "concat": "concat(a, b, dim): a as the first half along dim, b as the second",
+}
+FUNCTIONS.update({name: 3 for name in SPLITS})
 #: numel(x) reads this name, which the environment binds to x's element count
 NUMEL = "numel({})"
 MAX_DIMS = 8  # a reduction's literal dims: each in [-8, 7]
@@ -276,6 +288,14 @@ class _Compiler:
             return self._reduce(fname, node, depth)
         if fname == "gather":
             return self._gather(node, depth)
+        if fname == "half":
+            return self._half(node)
+        if fname == "concat":
+            a, b = (self.compile(x, depth) for x in node.args[:2])
+            dim, param = self._split_dim(fname, node.args[2])
+            c = Concat(a, b, dim, param)
+            self.names.add(c.key)
+            return c
         args = tuple(self.compile(a, depth) for a in node.args)
         if fname == "where":
             return Where(*args)
@@ -320,6 +340,31 @@ class _Compiler:
             self.names.add(dim.id)
             return Gather("gather", x, param=dim.id, index=index)
         return Gather("gather", x, dims=(_literal_dim("gather", dim),), index=index)
+
+    def _split_dim(self, fname: str, dim: ast.AST) -> tuple[int | None, str | None]:
+        """A split's dim: an int literal (-8..7) or a parameter's name (lint: an int one)."""
+        if isinstance(dim, ast.Name):
+            if dim.id not in self.known:
+                raise _fail(dim, f"{fname}(): dim {dim.id!r} is not a parameter")
+            self.names.add(dim.id)
+            return None, dim.id
+        if isinstance(dim, ast.Tuple):
+            raise _fail(
+                dim, f"{fname}(): splits along one dim (an int literal or an int parameter)"
+            )
+        return _literal_dim(fname, dim), None
+
+    def _half(self, node: ast.Call) -> Node:
+        """half(x, dim, k): x a parameter (lint: a tensor input), k the literal 0 or 1."""
+        x, dim, k = node.args
+        if not isinstance(x, ast.Name) or x.id not in self.known:
+            raise _fail(x, "half(): the first argument must be a tensor parameter's name")
+        if not (isinstance(k, ast.Constant) and type(k.value) is int and k.value in (0, 1)):
+            raise _fail(k, "half(): the third argument is 0 (the first half) or 1 (the second)")
+        d, param = self._split_dim("half", dim)
+        h = Half(x.id, k.value, d, param)
+        self.names |= {x.id, h.key}
+        return h
 
 
 def _literal_dim(fname: str, node: ast.AST) -> int:

@@ -42,8 +42,10 @@ from .ir import (
     Binary,
     Call,
     Compare,
+    Concat,
     Const,
     Gather,
+    Half,
     Logic,
     Node,
     Num,
@@ -54,6 +56,7 @@ from .ir import (
     Where,
     names_read,
 )
+from .ir import walk as walk_ir
 
 Env = dict[str, Any]
 Fn = Callable[[Env], Any]
@@ -217,9 +220,10 @@ class Arithmetic:
 
 
 def missing(arith: Arithmetic, functions: Iterable[str]) -> list[str]:
-    """The functions among `functions` (where aside: the walker's own) that `arith` cannot
-    evaluate."""
-    return sorted(f for f in functions if f != "where" and not arith.supports(f))
+    """The functions among `functions` (where, half and concat aside: the walker's own) that
+    `arith` cannot evaluate."""
+    own = ("where", "half", "concat")
+    return sorted(f for f in functions if f not in own and not arith.supports(f))
 
 
 _FORMULA_ARITHMETICS: list[Arithmetic] = []
@@ -279,6 +283,11 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
     if isinstance(node, Reduce):
         x, reduce = stage(node.x, ar), ar.reduce
         return lambda env: reduce(node, x, env)
+    if isinstance(node, Half):  # the half's values, bound under its key by the evaluator
+        key = node.key
+        return lambda env: env[key]
+    if isinstance(node, Concat):  # where(index of the half == 0, a, b)
+        return _stage_where(Where(Compare(("eq",), (Var(node.key), Num(0))), node.a, node.b), ar)
     if isinstance(node, Call):
         f = getattr(ar, "f_" + node.fn, None)
         if f is None:
@@ -444,8 +453,20 @@ _WALKS: dict[int, tuple[Any, Formula]] = {}
 def tensors_read(spec: Any) -> tuple[str, ...]:
     """The tensor inputs of `spec` (an OpSpec) that its formula names, in parameter order: what
     an evaluation reads. An input only the checks read (an optional tensor whose null is
-    `absent`, say) is not among them, and may be null in a call the formula is evaluated on."""
-    names: set[str] = set()
+    `absent`, say) is not among them, and may be null in a call the formula is evaluated on.
+    A tensor read only through its halves is not among them either: the halves' keys are, after
+    the inputs (then the concatenation's half index), each a view the evaluator binds
+    (conformance/spec/split.py)."""
+    direct: set[str] = set()
+    split: list[Half | Concat] = []
     for e in Formula.of(spec.formula).expressions():
-        names |= set(e.names)
-    return tuple(p.name for p in spec.tensor_inputs if p.name in names)
+        nodes = walk_ir(e.ir)
+        direct |= {n.name for n in nodes if isinstance(n, Var)}
+        split += [n for n in nodes if isinstance(n, Half | Concat)]
+    order = {p.name: i for i, p in enumerate(spec.tensor_inputs)}
+    keys = sorted(
+        {n.key: n for n in split}.values(),
+        key=lambda n: (isinstance(n, Concat), order.get(getattr(n, "x", ""), 0), n.key),
+    )
+    inputs = tuple(p.name for p in spec.tensor_inputs if p.name in direct)
+    return inputs + tuple(n.key for n in keys)

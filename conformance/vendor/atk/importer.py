@@ -36,10 +36,11 @@ from ...cases.casedir import MAX_ELEMENTS as READER_MAX_ELEMENTS
 from ...cases.plan import number_default
 from ...files import safeio
 from ...spec import atk_forms
-from ...spec.checks.base import null_default
+from ...spec.checks.base import attribute_env, null_default
 from ...spec.interpret import branch_hits, formula_domain, lets_used, validate
 from ...spec.model import Check, DtypeTerm, OpSpec
-from ...spec.shapes import ShapeError, shape_of
+from ...spec.shapes import ShapeError, rule_order, shape_of
+from ...spec.split import splits
 from . import values as av
 from .files import NON_PARAM, AtkCase, AtkError, AtkInput, AtkMapping
 
@@ -144,23 +145,6 @@ def derive_output(spec: OpSpec, out: str, dtypes: dict[str, str]) -> str:
     if got is None:  # no promotion: the first input's dtype (the spec then says what is wrong)
         got = next(iter(dtypes.values()), "FLOAT")
     return got
-
-
-def _output_shape(
-    spec: OpSpec, p: Any, args: dict[str, Any], shapes: list[tuple[int, ...]]
-) -> tuple[int, ...]:
-    """An output the ATK case does not give: the shape its rule (`shape:`) computes from the
-    case's tensors and attributes, else the broadcast of the tensors (the broadcast where the
-    rule cannot be met: the spec's checks then reject the case)."""
-    if p.shape is not None:
-        named = {n: tuple(a.shape) for n, a in args.items() if isinstance(a, TensorArg)}
-        attrs = {n: (a.values() if isinstance(a, ArrayArg) else a) for n, a in args.items()
-                 if not isinstance(a, TensorArg)}  # fmt: skip
-        try:
-            return shape_of(p.shape, named, attrs)
-        except ShapeError:
-            pass
-    return _broadcast(shapes)
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -334,9 +318,8 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
             o = given.get(p.name)
             if o is not None:
                 args[p.name] = _light(o.dtype, o.shape or (), o.format)
-            else:
-                dtype = derive_output(spec, p.name, dtypes)
-                args[p.name] = _light(dtype, _output_shape(spec, p, args, shapes))
+            else:  # a ruled output's shape is set below, once every parameter is known
+                args[p.name] = _light(derive_output(spec, p.name, dtypes), _broadcast(shapes))
         elif p.default is not None and p.kind == "scalar":
             args[p.name] = ScalarArg(dt.get(p.default_dtype or "FLOAT").name, p.default)
             item.values[p.name] = f"{p.default} (spec default)"
@@ -354,6 +337,15 @@ def _complete(spec: OpSpec, m: AtkMapping, case: AtkCase, plan: Planned) -> None
                 f"case {case.id} gives no value for {spec.name} parameter {p.name!r}, "
                 f"which has no default; map an ATK input to it in atk.inputs"
             )
+    for p in rule_order(spec.outputs):  # an output with a shape rule: the shape it gives
+        if p.name in given or not isinstance(args.get(p.name), TensorArg):
+            continue
+        have = {n: tuple(a.shape) for n, a in args.items() if isinstance(a, TensorArg)}
+        try:
+            shape = shape_of(p.shape, have, attribute_env(spec, Call(spec.op, "", args)))
+        except ShapeError:
+            continue  # a rule the inputs cannot meet: the check rejecting them decides
+        args[p.name] = _light(args[p.name].dtype, shape)
     ordered = {p.name: args[p.name] for p in spec.params}
     args.clear()
     args.update(ordered)
@@ -409,6 +401,8 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
     storage of the output's shape is read a chunk at a time from its file (never mapped: a
     mapped file's pages count in the importer's memory as they are read, 6 GB for one vendor
     case); a broadcast one, smaller, is mapped."""
+    if any(splits(spec.for_output(f.output)) for f in spec.formulas):
+        return _credited_whole(spec, plan, files)
     # every output's formula walks the domain of the first: its shape, or where a shape rule
     # reduces it (a loss's mean), the broadcast of the inputs
     oshape = formula_domain(spec, Call(spec.name, "", dict(plan.args)))[0]
@@ -436,6 +430,20 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
         for f in spec.formulas:
             args[f.output] = _light(plan.args[f.output].dtype, (b - a,))
         hits.update(branch_hits(spec, Call(spec.name, "", args)))
+    ordered = [br.id for f in spec.formulas for br in f.branches if br.id in hits]
+    return lets_used(spec, ordered) + ordered
+
+
+def _credited_whole(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
+    """`credited` for a formula splitting tensors in halves (conformance/spec/split.py): the
+    inputs are not of the output's shape, so the census reads them whole, in their own shapes
+    (an ATK case the importer accepts is within --max-elements)."""
+    args = dict(plan.args)
+    for k, f in files.items():
+        t = plan.args[k]
+        vals = np.ascontiguousarray(av.read_npy(f, dt.get(t.dtype)))
+        args[k] = TensorArg(t.dtype, tuple(t.shape), contiguous_strides(tuple(t.shape)), 0, vals)
+    hits = set(branch_hits(spec, Call(spec.name, "", args)))
     ordered = [br.id for f in spec.formulas for br in f.branches if br.id in hits]
     return lets_used(spec, ordered) + ordered
 
