@@ -35,7 +35,8 @@ from ..conformance.spec.expr.numpy_arith import numpy_arithmetic
 from ..conformance.spec.expr.walk import ROW, Formula, Row
 from ..conformance.spec.interpret import attribute_env
 from ..conformance.spec.model import OpSpec
-from . import errbound, precise
+from ..conformance.compiled import mode as compiled_mode
+from . import codegen, errbound, precise
 from .plan import Plan, plan
 
 CHUNK = 1 << 16  # elements of a chunk at least (whole blocks; one block may be larger)
@@ -136,13 +137,24 @@ def chunks(
     out_dtype = route.out_dtype
     flats = {p.name: FlatView(call.tensor(p.name), shape) for p in spec.tensor_inputs}
     size = max(1, lay.block_size)
-    per = max(1, (chunk or CHUNK) // size)
+    fast = Compiled.make(spec, env, route, numel(shape), lay.length)
+    per = max(1, (chunk or (COMPILED_CHUNK if fast else CHUNK)) // size)
     for o0 in range(0, lay.outer, per):
         o1 = min(lay.outer, o0 + per)
         start, stop = o0 * size, o1 * size
         raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
-        y, mask = tier1(spec, env, raw, rows_shape, route)
+        got = fast.tier1(raw, rows_shape) if fast is not None else None
+        if got is None:
+            fast = None
+            y, mask = tier1(spec, env, raw, rows_shape, route)
+        else:
+            y, mask, bad = got
+            if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values
+                y[bad], mask[bad] = tier1(
+                    spec, env, {nm: a[bad] for nm, a in raw.items()}, (bad.size, lay.length), route
+                )
+            fast.settle(raw, y, mask)
         flagged = np.flatnonzero(mask.reshape(-1))
         if flagged.size:
             refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check)
@@ -151,6 +163,94 @@ def chunks(
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
+
+
+COMPILED_CHUNK = 1 << 20  # elements of a chunk at least, on the compiled path
+
+
+@dataclass
+class Compiled:
+    """The compiled row tiers of one call (rowgen.py): tier 1 in float64 with its bound, and
+    the double-double rows that settle what tier 1 flags; what the pair cannot decide stays
+    flagged for mpmath. FLOAT, FLOAT16 and BF16 outputs, where the one switch of
+    conformance/compiled/mode.py wants the compiled path."""
+
+    spec: OpSpec
+    env: dict[str, Any]
+    route: Plan
+    f64: Any
+    dd: Any
+
+    @classmethod
+    def make(
+        cls, spec: OpSpec, env: dict[str, Any], route: Plan, total: int, length: int
+    ) -> Compiled | None:
+        if route.fmt is None or route.refine_all or route.complex_out or route.wide:
+            return None
+        if length == 0 or not compiled_mode.wanted(total):
+            return None
+        from . import kernel, rowgen  # numba is imported only where the compiled path runs
+
+        half = frozenset(n for n, d in route.in_dtypes.items() if d == "FLOAT16")
+        try:
+            f64 = kernel._compiled(rowgen.generate(spec, env, False, half))
+        except codegen.Unsupported:
+            return None
+        if f64 is None:
+            return None
+        try:
+            dd = kernel._compiled(rowgen.generate(spec, env, True))
+        except codegen.Unsupported:
+            dd = None
+        return cls(spec, env, route, f64, dd)
+
+    def _format(self) -> tuple[int, int, int]:
+        fmt = self.route.fmt
+        drop = 53 - fmt.p  # type: ignore[union-attr]
+        return drop, int(precise.GUARD * 2**drop), fmt.emin + 1023  # type: ignore[union-attr]
+
+    def tier1(
+        self, raw: dict[str, np.ndarray], shape: tuple[int, int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(values, flags, rows for numpy) of a chunk of rows, or None where numba cannot
+        type the arguments (numpy from then on)."""
+        y = np.empty(shape)
+        flags = np.empty(shape, np.uint8)
+        bad = np.empty(shape[0], np.bool_)
+        drop, guard, emin = self._format()
+        try:
+            self.f64.fn(*self.f64._args(raw, self.env), y, flags, bad, drop, guard, emin)
+        except Exception as exc:  # numba cannot type these arguments
+            self.f64.fail(exc)
+            return None
+        return y, flags != 0, np.flatnonzero(bad)
+
+    def settle(self, raw: dict[str, np.ndarray], y: np.ndarray, mask: np.ndarray) -> None:
+        """The flagged elements' rows again in double-double: where the pair decides, y takes
+        it (rounded to odd) and the flag is cleared."""
+        if self.dd is None or not mask.any():
+            return
+        rows = np.flatnonzero(mask.any(axis=1))
+        drop, guard, emin = self._format()
+        for i in range(0, rows.size, DD_ROWS):
+            at = rows[i : i + DD_ROWS]
+            sub = {nm: np.ascontiguousarray(a[at]).astype(np.float64) for nm, a in raw.items()}
+            yd = np.empty((at.size, y.shape[1]))
+            undecided = np.empty((at.size, y.shape[1]), np.uint8)
+            bad = np.empty(at.size, np.bool_)
+            try:
+                self.dd.fn(*self.dd._args(sub, self.env), yd, undecided, bad, drop, guard, emin)
+            except Exception as exc:  # numba cannot type these arguments: mpmath settles
+                self.dd.fail(exc)
+                self.dd = None
+                return
+            undecided[bad] = 1
+            ok = mask[at] & (undecided == 0)
+            y[at] = np.where(ok, yd, y[at])
+            mask[at] &= ~ok
+
+
+DD_ROWS = 64  # rows of one double-double call (its buffers: this many rows of float64)
 
 
 def tier1(

@@ -1,0 +1,103 @@
+"""The compiled building blocks of the row kernels (reference/rowgen.py): error terms of float64
+operations and the decisions of a bounded value against an output format's rounding midpoints.
+
+A row kernel carries each value with a bound on its absolute error (first order, as
+reference/errbound.py). `flag_f64` tells whether a float64 value y, within `err` of the exact
+value, rounds to a FLOAT, FLOAT16 or BF16 output (precision p = 53 - drop) as the exact value
+does; `decide_dd` does the same for a double-double pair and gives the pair rounded to odd (a
+float64 whose rounding to the output is the pair's).
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from .intrinsics import as_bits as _bits
+from .intrinsics import as_double as _double
+from .intrinsics import fma as _fma
+
+SAFETY = 4.0  # the bound must be this many times below the distance to a midpoint
+_MANT = (1 << 52) - 1
+_ABS = 0x7FFFFFFFFFFFFFFF
+
+
+@njit(inline="always")
+def sum_err(a, b, s):  # pragma: no cover - compiled
+    """|a + b - s| for s = fl(a + b) (Knuth's TwoSum); 0 where s is not finite (IEEE)."""
+    bb = s - a
+    e = abs((a - (s - bb)) + (b - bb))
+    return e if abs(s) < math.inf else 0.0
+
+
+@njit(inline="always")
+def prod_err(a, b, p):  # pragma: no cover - compiled
+    """|a * b - p| for p = fl(a * b) (fma), plus the smallest subnormal (an error term below it
+    is lost); 0 where p is not finite."""
+    e = abs(_fma(a, b, -p)) + 5e-324
+    return e if abs(p) < math.inf else 0.0
+
+
+@njit(inline="always")
+def div_err(a, ea, b, eb, q):  # pragma: no cover - compiled
+    """The bound of q = fl(a / b) from its operands' bounds: (ea + |q| eb) / (|b| - eb) plus q's
+    own rounding; infinite where eb reaches |b|."""
+    den = abs(b) - eb
+    prop = ea + abs(q) * eb
+    own = abs(q) * 2.0**-53 + 5e-324
+    if prop == 0.0:
+        return own if abs(q) < math.inf else 0.0
+    return prop / den + own if den > 0.0 else math.inf
+
+
+@njit(inline="always")
+def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
+    """0: y within err of the exact value rounds to the output as the exact value does (or y is
+    not finite: IEEE); 1: not certain (near a midpoint, err reaching one, a comparison q left
+    undecided, an error bound that is NaN); 2: in the output's subnormal range (the numpy test
+    decides)."""
+    b = _bits(y) & _ABS
+    e = b >> 52
+    if e == 2047:
+        return 0
+    if not err <= 1e300 or q:
+        return 1
+    if e < emin:
+        return 2 if (b != 0 or err > 0.0) else 0
+    half = 1 << (drop - 1)
+    low = (b & ((1 << drop) - 1)) - half
+    dist = abs(low)
+    if dist < guard:
+        return 1
+    r = SAFETY * err
+    ulp = _double((e - 52) << 52)
+    # the nearest midpoint in y's binade, or the one below its bottom (a quarter gap lower)
+    if r >= dist * ulp or r >= ((b & _MANT) + (half >> 1)) * ulp:
+        return 1
+    return 0
+
+
+@njit(inline="always")
+def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
+    """(y, ok): ok where the pair hi + lo, within err of the exact value, rounds to the output
+    as the exact value does; y the pair rounded to odd (truncated toward zero, its last bit set
+    where inexact), whose rounding to the output is the pair's."""
+    toward_zero = (lo != 0.0) & ((lo < 0.0) != (hi < 0.0))
+    t = hi
+    if toward_zero:
+        t = _double(_bits(hi) - 1) if hi != 0.0 else hi
+    y = _double(_bits(t) | 1) if lo != 0.0 else hi
+    b = _bits(hi) & _ABS
+    e = b >> 52
+    if e == 2047 or e < emin or lo != lo or not err <= 1e300:
+        return y, False
+    half = 1 << (drop - 1)
+    ulp = _double((e - 52) << 52)
+    mid = _double((_bits(hi) & ~((1 << drop) - 1)) | half)  # the midpoint in hi's segment
+    d = abs((hi - mid) + lo)  # hi - mid is exact (same binade)
+    r = SAFETY * err + abs(hi) * 2.0**-100
+    mag = abs(hi)
+    bottom = ((b & _MANT) + (half >> 1)) * ulp  # to the midpoint below the binade, about
+    ok = (r < d) & (r < (half >> 1) * ulp) & (r < bottom - abs(lo)) & (mag > 0.0)
+    return y, ok
