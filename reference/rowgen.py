@@ -89,12 +89,14 @@ def _maximum(a, b):
     return a if (a > b or a != a) else b
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel={parallel}, cache=True, error_model="numpy")
 def kernel({args}, y, flags, bad, drop, guard, emin):
-    for r in prange(y.shape[0]):
+    for r in {loop}(y.shape[0]):
         n = y.shape[1]
         qr = False
         badr = False
+        tb = np.empty(n)
+        te = np.empty(n)
 {body}
         bad[r] = badr
 """
@@ -110,7 +112,9 @@ class Val:
     cond: bool = False
 
 
-def generate(spec: OpSpec, env: dict[str, Any], dd: bool = False, half: frozenset = frozenset()) -> Source:
+def generate(
+    spec: OpSpec, env: dict[str, Any], dd: bool = False, half: frozenset = frozenset()
+) -> Source:
     """The row kernel's source for `spec`, the string parameters of `env` decided; dd: the
     double-double tier's; half: the FLOAT16 tensors (read from their bits)."""
     tensors = tensors_read(spec)
@@ -120,7 +124,9 @@ def generate(spec: OpSpec, env: dict[str, Any], dd: bool = False, half: frozense
     half = frozenset(half) & frozenset(tensors) if not dd else frozenset()
     body = Bounded(dd).body(spec, tensors, attrs, bools, strings, half)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    text = HEADER.format(digest=_DIGEST, args=", ".join(args), body="\n".join(body))
+    # the double-double tier runs on a few rows at a time: one thread, no fork and join
+    text = HEADER.format(digest=_DIGEST, args=", ".join(args), body="\n".join(body),
+                         parallel=not dd, loop="range" if dd else "prange")  # fmt: skip
     return Source(text, tensors, attrs, half)
 
 
@@ -153,7 +159,7 @@ class Bounded(Arithmetic):
         self.dd = dd
         self.name = "numba rows " + ("double-double" if dd else "float64")
         self.state = threading.local()
-        for fn in (DD if dd else F64):
+        for fn in DD if dd else F64:
             setattr(self, "f_" + fn, self._function(fn))
 
     # -- the kernel's body
@@ -202,9 +208,10 @@ class Bounded(Arithmetic):
         lines = [*st.lines, f"rv = {res.v}", f"re = {res.e}"]
         for c, v in reversed(chain[:-1]):
             lines += [f"rv = {self._select(c, v.v, 'rv')}", f"re = _sel({c}, {v.e}, re)"]
-        loop = ["for j in range(n):", "    q = False", *("    " + s for s in reads)]
-        loop += ["    " + s for s in lines]
-        loop += ["    " + s for s in self._store()]
+        inner = ["q = False", *reads, *lines, *self._store()]
+        if self.dd:  # only the elements asked for (flags nonzero on entry)
+            inner = ["if flags[r, j] != 0:", *("    " + s for s in inner)]
+        loop = ["for j in range(n):", *("    " + s for s in inner)]
         return out + [pad + line for line in loop]
 
     def _store(self) -> list[str]:
@@ -249,8 +256,15 @@ class Bounded(Arithmetic):
             st.reduced[node] = Val(rv, "0.0", True)
             return lines
         x = _n(val)
+        if not self.dd and fn not in ("amax", "amin"):  # the terms first, in a loop that
+            # vectorizes, then their reduction (a maximum is as cheap as the copy)
+            lines = ["for j in range(n):", *body, f"    tb[j] = {x.v}", f"    te[j] = {x.e}"]
+            x = Val("tb[j]", "te[j]")
+            body = []
+        else:
+            lines = []
         if fn in ("amax", "amin", "logsumexp"):
-            lines = self._extreme("amin" if fn == "amin" else "amax", x, rv, re, body)
+            lines += self._extreme("amin" if fn == "amin" else "amax", x, rv, re, body)
             if fn != "logsumexp":
                 st.reduced[node] = Val(rv, re)
                 return lines
@@ -260,6 +274,10 @@ class Bounded(Arithmetic):
             m = Val(rv, "0.0")
             term = self.f_exp(self.sub(x, m))
             body2 = ["    " + s for s in (*reads, *again, *st.lines)]
+            if not self.dd:
+                lines += ["for j in range(n):", *body2, f"    tb[j] = {term.v}",
+                          f"    te[j] = {term.e}"]  # fmt: skip
+                term, body2 = Val("tb[j]", "te[j]"), []
             lines += self._sum(term, f"S{k}v", f"S{k}e", body2)
             st.lines = []
             out = self.add(m, self.f_log(Val(f"S{k}v", f"S{k}e")))
@@ -267,7 +285,7 @@ class Bounded(Arithmetic):
             st.reduced[node] = out
             return lines
         if fn in ("sum", "mean"):
-            lines = self._sum(x, rv, re, body)
+            lines += self._sum(x, rv, re, body)
             if fn == "mean":
                 st.lines = []
                 out = self.div(Val(rv, re), Val(self._lift("float(n)")))
@@ -277,7 +295,7 @@ class Bounded(Arithmetic):
             st.reduced[node] = Val(rv, re)
             return lines
         if fn == "prod":
-            return self._prod(node, x, rv, re, body)
+            return lines + self._prod(node, x, rv, re, body)
         raise Unsupported(f"no row-kernel form for {fn}()")
 
     def _extreme(self, fn: str, x: Val, rv: str, re: str, body: list[str]) -> list[str]:
@@ -300,10 +318,10 @@ class Bounded(Arithmetic):
                     f"badr = badr or not (abs({rv}a) < _INF) or ({rv}[1] != {rv}[1])"]  # fmt: skip
         g = "(n * 2.0**-53 / (1.0 - n * 2.0**-53))"
         return [f"{rv}s = 0.0", f"{rv}c = 0.0", f"{rv}a = 0.0", f"{re} = 0.0",
-                "for j in range(n):", *body, f"    {rv}t = {rv}s + {x.v}",
+                "for j in range(n):", *body, f"    {rv}x = {x.v}", f"    {rv}t = {rv}s + {rv}x",
                 f"    {rv}b = {rv}t - {rv}s",
-                f"    {rv}c += ({rv}s - ({rv}t - {rv}b)) + ({x.v} - {rv}b)",
-                f"    {rv}s = {rv}t", f"    {rv}a += abs({x.v})", f"    {re} += {x.e}",
+                f"    {rv}c += ({rv}s - ({rv}t - {rv}b)) + ({rv}x - {rv}b)",
+                f"    {rv}s = {rv}t", f"    {rv}a += abs({rv}x)", f"    {re} += {x.e}",
                 f"{rv} = {rv}s + {rv}c",
                 f"{re} = {re} * (1.0 + 2.0**-40) + 2.0**-52 * abs({rv}) + {g} * {g} * {rv}a",
                 f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
@@ -403,9 +421,9 @@ class Bounded(Arithmetic):
         a, b = _n(a), _n(b)
         k = self.state.count
         if self.dd:
-            err = f"div_err({a.v}[0], {a.e}, {b.v}[0], {b.e}, w{k}[0]) + {UD!r} * abs(w{k}[0])"
+            err = f"div_err({a.v}[0], {a.e}, {b.v}[0], {b.e}, w{k}[0], {UD!r})"
             return self._tmp(f"ddiv({a.v}, {b.v})", err)
-        return self._tmp(f"{a.v} / {b.v}", f"div_err({a.v}, {a.e}, {b.v}, {b.e}, w{k})")
+        return self._tmp(f"{a.v} / {b.v}", f"div_err({a.v}, {a.e}, {b.v}, {b.e}, w{k}, {U!r})")
 
     def pow(self, a: Any, b: Any) -> Val:
         if self.dd:
@@ -417,7 +435,9 @@ class Bounded(Arithmetic):
         if a.e != "0.0" or b.e != "0.0":
             prop = (f"abs({v}) * (abs({b.v} / {a.v}) * {a.e} + "
                     f"abs(math.log(abs({a.v}))) * {b.e})")  # fmt: skip
-        return self._tmp(f"float({a.v}) ** float({b.v})", self._err(prop, f"4 * 2.0**-53 * abs({v})"))
+        return self._tmp(
+            f"float({a.v}) ** float({b.v})", self._err(prop, f"4 * 2.0**-53 * abs({v})")
+        )
 
     def _function(self, fn: str) -> Callable[[Any], Val]:
         def call(x: Any) -> Val:
@@ -467,14 +487,14 @@ class Bounded(Arithmetic):
             f = {"<": "dlt({a}, {b})", "<=": "dle({a}, {b})", ">": "dlt({b}, {a})",
                  ">=": "dle({b}, {a})", "==": "deq({a}, {b})", "!=": "(not deq({a}, {b}))"}[op]  # fmt: skip
             text = f.format(a=a.v, b=b.v)
-            st.lines.append(f"{st.q} = {st.q} or ({a.v}[1] != {a.v}[1]) or ({b.v}[1] != {b.v}[1])")
+            st.lines.append(f"{st.q} = {st.q} | ({a.v}[1] != {a.v}[1]) | ({b.v}[1] != {b.v}[1])")
             diff = f"abs(dsub({a.v}, {b.v})[0])"
         else:
             text = f"({a.v} {op} {b.v})"
             diff = f"abs({a.v} - {b.v})"
         if a.e != "0.0" or b.e != "0.0":
             tol = self._err(a.e, b.e)
-            st.lines.append(f"{st.q} = {st.q} or ({diff} <= {tol})")
+            st.lines.append(f"{st.q} = {st.q} | ({diff} <= {tol})")
         return self._tmp(text, "0.0", cond=True)
 
     def lt(self, a: Any, b: Any) -> Val:
@@ -498,7 +518,8 @@ class Bounded(Arithmetic):
     def _logic(self, op: str, a: Any, b: Any) -> Any:
         if isinstance(a, bool) and isinstance(b, bool):
             return (a and b) if op == "and" else (a or b)
-        return self._tmp(f"({_b(a)} {op} {_b(b)})", "0.0", cond=True)
+        sym = "&" if op == "and" else "|"
+        return self._tmp(f"({_b(a)} {sym} {_b(b)})", "0.0", cond=True)
 
     def and_(self, a: Any, b: Any) -> Any:
         return self._logic("and", a, b)

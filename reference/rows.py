@@ -29,14 +29,14 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
+from ..conformance.compiled import mode as compiled_mode
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import numpy_arithmetic
 from ..conformance.spec.expr.walk import ROW, Formula, Row
 from ..conformance.spec.interpret import attribute_env
 from ..conformance.spec.model import OpSpec
-from ..conformance.compiled import mode as compiled_mode
-from . import codegen, errbound, precise
+from . import codegen, errbound, precise, settle
 from .plan import Plan, plan
 
 CHUNK = 1 << 16  # elements of a chunk at least (whole blocks; one block may be larger)
@@ -148,14 +148,15 @@ def chunks(
         if got is None:
             fast = None
             y, mask = tier1(spec, env, raw, rows_shape, route)
+            flagged = np.flatnonzero(mask.reshape(-1))
         else:
-            y, mask, bad = got
+            y, flags, bad = got
             if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values
-                y[bad], mask[bad] = tier1(
+                y[bad], again = tier1(
                     spec, env, {nm: a[bad] for nm, a in raw.items()}, (bad.size, lay.length), route
                 )
-            fast.settle(raw, y, mask)
-        flagged = np.flatnonzero(mask.reshape(-1))
+                flags[bad] = again
+            flagged = fast.settle(raw, y, settle.flagged(flags.reshape(-1)))
         if flagged.size:
             refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check)
         flat = lay.from_rows(y, o1 - o0)
@@ -212,8 +213,8 @@ class Compiled:
     def tier1(
         self, raw: dict[str, np.ndarray], shape: tuple[int, int]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(values, flags, rows for numpy) of a chunk of rows, or None where numba cannot
-        type the arguments (numpy from then on)."""
+        """(values, flags (uint8, nonzero: not decided), rows for numpy) of a chunk of rows, or
+        None where numba cannot type the arguments (numpy from then on)."""
         y = np.empty(shape)
         flags = np.empty(shape, np.uint8)
         bad = np.empty(shape[0], np.bool_)
@@ -223,31 +224,36 @@ class Compiled:
         except Exception as exc:  # numba cannot type these arguments
             self.f64.fail(exc)
             return None
-        return y, flags != 0, np.flatnonzero(bad)
+        return y, flags, np.flatnonzero(bad)
 
-    def settle(self, raw: dict[str, np.ndarray], y: np.ndarray, mask: np.ndarray) -> None:
-        """The flagged elements' rows again in double-double: where the pair decides, y takes
-        it (rounded to odd) and the flag is cleared."""
-        if self.dd is None or not mask.any():
-            return
-        rows = np.flatnonzero(mask.any(axis=1))
+    def settle(self, raw: dict[str, np.ndarray], y: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The rows of the flagged elements `idx` (flat) again in double-double: where the
+        pair decides, y takes it (rounded to odd). Returns the elements still undecided."""
+        if self.dd is None or idx.size == 0:
+            return idx
+        length = y.shape[1]
+        rows, first = np.unique(idx // length, return_inverse=True)
         drop, guard, emin = self._format()
+        left = []
         for i in range(0, rows.size, DD_ROWS):
             at = rows[i : i + DD_ROWS]
+            mine = idx[(first >= i) & (first < i + DD_ROWS)]
+            r, c = first[(first >= i) & (first < i + DD_ROWS)] - i, mine % length
             sub = {nm: np.ascontiguousarray(a[at]).astype(np.float64) for nm, a in raw.items()}
-            yd = np.empty((at.size, y.shape[1]))
-            undecided = np.empty((at.size, y.shape[1]), np.uint8)
+            yd = np.empty((at.size, length))
+            undecided = np.zeros((at.size, length), np.uint8)
+            undecided[r, c] = 1  # in: the elements asked for
             bad = np.empty(at.size, np.bool_)
             try:
                 self.dd.fn(*self.dd._args(sub, self.env), yd, undecided, bad, drop, guard, emin)
             except Exception as exc:  # numba cannot type these arguments: mpmath settles
                 self.dd.fail(exc)
                 self.dd = None
-                return
-            undecided[bad] = 1
-            ok = mask[at] & (undecided == 0)
-            y[at] = np.where(ok, yd, y[at])
-            mask[at] &= ~ok
+                return idx
+            ok = (undecided[r, c] == 0) & ~bad[r]
+            y.reshape(-1)[mine[ok]] = yd[r[ok], c[ok]]
+            left.append(mine[~ok])
+        return np.sort(np.concatenate(left))
 
 
 DD_ROWS = 64  # rows of one double-double call (its buffers: this many rows of float64)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from .intrinsics import as_bits as _bits
 from .intrinsics import as_double as _double
 from .intrinsics import fma as _fma
+from .intrinsics import select as _sel
 
 SAFETY = 4.0  # the bound must be this many times below the distance to a midpoint
 _MANT = (1 << 52) - 1
@@ -27,55 +29,45 @@ _ABS = 0x7FFFFFFFFFFFFFFF
 def sum_err(a, b, s):  # pragma: no cover - compiled
     """|a + b - s| for s = fl(a + b) (Knuth's TwoSum); 0 where s is not finite (IEEE)."""
     bb = s - a
-    e = abs((a - (s - bb)) + (b - bb))
-    return e if abs(s) < math.inf else 0.0
+    return _sel(abs(s) < math.inf, abs((a - (s - bb)) + (b - bb)), 0.0)
 
 
 @njit(inline="always")
 def prod_err(a, b, p):  # pragma: no cover - compiled
     """|a * b - p| for p = fl(a * b) (fma), plus the smallest subnormal (an error term below it
     is lost); 0 where p is not finite."""
-    e = abs(_fma(a, b, -p)) + 5e-324
-    return e if abs(p) < math.inf else 0.0
+    return _sel(abs(p) < math.inf, abs(_fma(a, b, -p)) + 5e-324, 0.0)
 
 
 @njit(inline="always")
-def div_err(a, ea, b, eb, q):  # pragma: no cover - compiled
-    """The bound of q = fl(a / b) from its operands' bounds: (ea + |q| eb) / (|b| - eb) plus q's
-    own rounding; infinite where eb reaches |b|."""
+def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
+    """The bound of q, a / b rounded with unit roundoff u, from its operands' bounds:
+    (ea + |q| eb) / (|b| - eb) plus q's own rounding; infinite where eb reaches |b|, 0 where q
+    is not finite (IEEE)."""
     den = abs(b) - eb
-    prop = ea + abs(q) * eb
-    own = abs(q) * 2.0**-53 + 5e-324
-    if prop == 0.0:
-        return own if abs(q) < math.inf else 0.0
-    return prop / den + own if den > 0.0 else math.inf
+    prop = (ea + abs(q) * eb) / _sel(den > 0.0, den, 1.0)
+    e = _sel(den > 0.0, prop, math.inf) + abs(q) * u + 5e-324
+    return _sel(abs(q) < math.inf, e, 0.0)
 
 
 @njit(inline="always")
 def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
     """0: y within err of the exact value rounds to the output as the exact value does (or y is
     not finite: IEEE); 1: not certain (near a midpoint, err reaching one, a comparison q left
-    undecided, an error bound that is NaN); 2: in the output's subnormal range (the numpy test
-    decides)."""
+    undecided, an error bound that is NaN); 2: in the output's subnormal range (not decided
+    here). Branch-free, so that the loop around it vectorizes."""
     b = _bits(y) & _ABS
     e = b >> 52
-    if e == 2047:
-        return 0
-    if not err <= 1e300 or q:
-        return 1
-    if e < emin:
-        return 2 if (b != 0 or err > 0.0) else 0
     half = 1 << (drop - 1)
-    low = (b & ((1 << drop) - 1)) - half
-    dist = abs(low)
-    if dist < guard:
-        return 1
+    dist = abs((b & ((1 << drop) - 1)) - half)
     r = SAFETY * err
-    ulp = _double((e - 52) << 52)
+    ulp = _double(max(e - 52, 1) << 52)
     # the nearest midpoint in y's binade, or the one below its bottom (a quarter gap lower)
-    if r >= dist * ulp or r >= ((b & _MANT) + (half >> 1)) * ulp:
-        return 1
-    return 0
+    reach = (r >= dist * ulp) | (r >= ((b & _MANT) + (half >> 1)) * ulp) | (dist < guard)
+    normal = (e >= emin) & (e < 2047)
+    unsure = normal & (reach | q | ~(err <= 1e300))
+    sub = (e < emin) & ((b != 0) | (err > 0.0))
+    return np.uint8(unsure) | (np.uint8(sub) << np.uint8(1))
 
 
 @njit(inline="always")
