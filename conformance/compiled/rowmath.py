@@ -53,21 +53,23 @@ def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
 @njit(inline="always")
 def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
     """0: y within err of the exact value rounds to the output as the exact value does (or y is
-    not finite: IEEE); 1: not certain (near a midpoint, err reaching one, a comparison q left
-    undecided, an error bound that is NaN); 2: in the output's subnormal range (not decided
-    here). Branch-free, so that the loop around it vectorizes."""
+    not finite: IEEE); 1: not certain (within `guard` float64 ulps of a midpoint, err reaching
+    one, a comparison q left undecided, an error bound that is NaN). The output drops `drop`
+    of float64's bits at its normal exponents (biased `emin` and up) and more below, where
+    its spacing is fixed. Branch-free, so that the loop around it vectorizes."""
     b = _bits(y) & _ABS
     e = b >> 52
-    half = 1 << (drop - 1)
-    dist = abs((b & ((1 << drop) - 1)) - half)
+    shift = max(emin - e, 0)  # the output's subnormal range: more bits dropped
+    d = min(drop + shift, 52)
+    half = 1 << (d - 1)
+    dist = abs((b & ((1 << d) - 1)) - half)
     r = SAFETY * err
     ulp = _double(max(e - 52, 1) << 52)
     # the nearest midpoint in y's binade, or the one below its bottom (a quarter gap lower)
-    reach = (r >= dist * ulp) | (r >= ((b & _MANT) + (half >> 1)) * ulp) | (dist < guard)
-    normal = (e >= emin) & (e < 2047)
-    unsure = normal & (reach | q | ~(err <= 1e300))
-    sub = (e < emin) & ((b != 0) | (err > 0.0))
-    return np.uint8(unsure) | (np.uint8(sub) << np.uint8(1))
+    reach = (r >= dist * ulp) | (r >= ((b & _MANT) + (half >> 1)) * ulp)
+    reach = reach | (dist < (guard << min(shift, 52 - drop))) | (drop + shift > 52)
+    unsure = (e < 2047) & (reach | q | ~(err <= 1e300)) & ((b != 0) | (err > 0.0) | q)
+    return np.uint8(unsure)
 
 
 @njit(inline="always")
@@ -82,14 +84,14 @@ def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
     y = _double(_bits(t) | 1) if lo != 0.0 else hi
     b = _bits(hi) & _ABS
     e = b >> 52
-    if e == 2047 or e < emin or lo != lo or not err <= 1e300:
+    d = drop + max(emin - e, 0)  # the output's subnormal range: more bits dropped
+    if e == 2047 or d > 52 or lo != lo or not err <= 1e300:
         return y, False
-    half = 1 << (drop - 1)
+    half = 1 << (d - 1)
     ulp = _double((e - 52) << 52)
-    mid = _double((_bits(hi) & ~((1 << drop) - 1)) | half)  # the midpoint in hi's segment
-    d = abs((hi - mid) + lo)  # hi - mid is exact (same binade)
+    mid = _double((_bits(hi) & ~((1 << d) - 1)) | half)  # the midpoint in hi's segment
+    dist = abs((hi - mid) + lo)  # hi - mid is exact (same binade)
     r = SAFETY * err + abs(hi) * 2.0**-100
-    mag = abs(hi)
     bottom = ((b & _MANT) + (half >> 1)) * ulp  # to the midpoint below the binade, about
-    ok = (r < d) & (r < (half >> 1) * ulp) & (r < bottom - abs(lo)) & (mag > 0.0)
+    ok = (r < dist) & (r < (half >> 1) * ulp) & (r < bottom - abs(lo)) & (hi != 0.0)
     return y, ok
