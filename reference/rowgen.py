@@ -174,7 +174,7 @@ class Bounded(Arithmetic):
         half: frozenset[str],
     ) -> list[str]:
         st = self.state
-        st.count, st.reduced, st.q = 0, {}, "q"
+        st.count, st.reduced, st.q, st.kept = 0, {}, "q", {}
         names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
         walk = Formula.of(spec.formula)
         pad = " " * 8
@@ -201,7 +201,10 @@ class Bounded(Arithmetic):
             walk.bind(e, ir.names_read(node.x), self)
             out += [pad + line for line in self._reduction(node, e, walk, reads)]
         st.lines, st.q = [], "q"
-        chain = walk.evaluate(env(), self)
+        final = env()
+        for let, k in st.kept.items():  # a let a sum's terms kept: read, not computed again
+            final[let] = Val(f"tb{k}[j]", f"te{k}[j]")
+        chain = walk.evaluate(final, self)
         if not isinstance(chain, list):
             chain = [(None, chain)]
         res = _n(chain[-1][1])
@@ -218,7 +221,7 @@ class Bounded(Arithmetic):
         if self.dd:
             return ["yv, ok = decide_dd(rv[0], rv[1], re, drop, emin)",
                     "y[r, j] = yv", "flags[r, j] = not (ok and not q and not qr)"]  # fmt: skip
-        return ["y[r, j] = rv", "flags[r, j] = flag_f64(rv, re, q or qr, drop, guard, emin)"]
+        return ["y[r, j] = rv", "flags[r, j] = flag_f64(rv, re, q | qr, drop, guard, emin)"]
 
     def _lift(self, x: str) -> str:
         return f"({x}, 0.0)" if self.dd else x
@@ -258,8 +261,15 @@ class Bounded(Arithmetic):
         x = _n(val)
         if not self.dd and fn not in ("amax", "amin"):  # the terms first, in a loop that
             # vectorizes, then their reduction (a maximum is as cheap as the copy)
-            lines = ["for j in range(n):", *body, f"    tb[j] = {x.v}", f"    te[j] = {x.e}"]
-            x = Val("tb[j]", "te[j]")
+            buf = "tb", "te"
+            if isinstance(node.x, ir.Var) and node.x.name in walk.lets and fn != "logsumexp":
+                # the terms are a let's values: kept for the elements' loop (softmax's ex)
+                st.kept[node.x.name] = k
+                buf = f"tb{k}", f"te{k}"
+            lines = [f"{buf[0]} = np.empty(n)", f"{buf[1]} = np.empty(n)"] if buf[0] != "tb" else []
+            lines += ["for j in range(n):", *body, f"    {buf[0]}[j] = {x.v}",
+                      f"    {buf[1]}[j] = {x.e}"]  # fmt: skip
+            x = Val(f"{buf[0]}[j]", f"{buf[1]}[j]")
             body = []
         else:
             lines = []

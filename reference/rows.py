@@ -139,6 +139,7 @@ def chunks(
     size = max(1, lay.block_size)
     fast = Compiled.make(spec, env, route, numel(shape), lay.length)
     per = max(1, (chunk or (COMPILED_CHUNK if fast else CHUNK)) // size)
+    pairs = None  # the double-double rows after numpy's tier 1, made when first wanted
     for o0 in range(0, lay.outer, per):
         o1 = min(lay.outer, o0 + per)
         start, stop = o0 * size, o1 * size
@@ -149,6 +150,10 @@ def chunks(
             fast = None
             y, mask = tier1(spec, env, raw, rows_shape, route)
             flagged = np.flatnonzero(mask.reshape(-1))
+            if flagged.size and pairs_wanted(route, flagged, lay.length):
+                pairs = pairs or Compiled.make_pairs(spec, env, route)
+                if pairs is not None:
+                    flagged = pairs.settle(raw, y, flagged)
         else:
             y, flags, bad = got
             if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values
@@ -167,6 +172,21 @@ def chunks(
 
 
 COMPILED_CHUNK = 1 << 20  # elements of a chunk at least, on the compiled path
+# mpmath element evaluations (flagged rows times their length) from which the double-double
+# rows are worth compiling after numpy's tier 1 (mpmath: about 30 us an element, twice)
+PAIRS_MIN = 1 << 14
+
+
+def pairs_wanted(route: Plan, flagged: np.ndarray, length: int) -> bool:
+    """Whether numpy's flagged elements go through the double-double rows before mpmath: where
+    the one switch allows numba and their rows would cost mpmath PAIRS_MIN evaluations (every
+    time where the switch says numba)."""
+    if route.refine_all or route.complex_out or route.wide or not (route.fmt or route.faithful):
+        return False
+    m = compiled_mode.mode()
+    if m == "numpy" or compiled_mode.numba_version() is None:
+        return False
+    return m == "numba" or np.unique(flagged // length).size * length >= PAIRS_MIN
 
 
 @dataclass
@@ -205,8 +225,23 @@ class Compiled:
             dd = None
         return cls(spec, env, route, f64, dd)
 
+    @classmethod
+    def make_pairs(cls, spec: OpSpec, env: dict[str, Any], route: Plan) -> Compiled | None:
+        """The double-double rows alone (after numpy's tier 1), or None where the formula has
+        no double-double form."""
+        from . import kernel, rowgen
+
+        try:
+            dd = kernel._compiled(rowgen.generate(spec, env, True))
+        except codegen.Unsupported:
+            return None
+        return None if dd is None else cls(spec, env, route, None, dd)
+
     def _format(self) -> tuple[int, int, int]:
+        """(bits dropped, guard, biased emin) of the output; (0, 0, 0) for DOUBLE (faithful)."""
         fmt = self.route.fmt
+        if fmt is None:
+            return 0, 0, 0
         drop = 53 - fmt.p  # type: ignore[union-attr]
         return drop, int(precise.GUARD * 2**drop), fmt.emin + 1023  # type: ignore[union-attr]
 

@@ -194,6 +194,36 @@ def test_rows_with_specials_follow_ieee_as_numpy(tmp_path, numba_path):
     assert got[2, 0] == 0 and got[2, 2] == np.float32(1 / (1 + np.exp(-1)))
 
 
+@pytest.mark.parametrize("which", ["softmax", "log_softmax"])
+def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, which):
+    """DOUBLE: numpy's tier 1 (long double) flags what its bound does not trust (here: rows
+    with a wide range, where x - max loses bits); the double-double rows settle them, and every
+    element is within an ulp of the exact value (mpmath at 60 digits)."""
+    value, let = SOFTMAX if which == "softmax" else LOG_SOFTMAX
+    oracle = _softmax_mp if which == "softmax" else _log_softmax_mp
+    reg = _spec(tmp_path, value, let)
+    rng = np.random.default_rng(9)
+    x = np.concatenate([rng.normal(size=(3, 200)) * 300, _hard_softmax_rows(rng, 200)])
+    calls = []
+    real = rows.Compiled.settle
+
+    def spy(self, raw, y, idx):
+        calls.append(idx.size)
+        return real(self, raw, y, idx)
+
+    rows.Compiled.settle = spy
+    try:
+        got = _run(reg, x, "DOUBLE")
+    finally:
+        rows.Compiled.settle = real
+    assert sum(calls) > 0  # the pairs were asked
+    with mp.workdps(60):
+        for i, r in enumerate(x):
+            want = oracle([mp.mpf(float(a)) for a in r])
+            for j, w in enumerate(want):
+                assert abs(mp.mpf(float(got[i, j])) - w) < mp.mpf(np.spacing(abs(float(w)))), (i, j)
+
+
 # -- the compiled tiers give the numpy tiers' bits on every spec with a reduction ---------------
 
 

@@ -76,7 +76,12 @@ def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
 def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
     """(y, ok): ok where the pair hi + lo, within err of the exact value, rounds to the output
     as the exact value does; y the pair rounded to odd (truncated toward zero, its last bit set
-    where inexact), whose rounding to the output is the pair's."""
+    where inexact), whose rounding to the output is the pair's. drop 0: a DOUBLE output, ok
+    where hi is within an ulp of the exact value (faithful), y = hi."""
+    if drop == 0:  # DOUBLE, faithful: hi (the pair's nearest) within an ulp of the exact value
+        gap = abs(hi) - _double(_bits(abs(hi)) - 1)  # the smaller gap, toward zero
+        ok = (abs(hi) < math.inf) & (lo == lo) & (abs(lo) + SAFETY * err < gap) & (hi != 0.0)
+        return hi, ok & (abs(hi) > 2.0**-969)
     toward_zero = (lo != 0.0) & ((lo < 0.0) != (hi < 0.0))
     t = hi
     if toward_zero:
