@@ -14,6 +14,12 @@ one 1 + 1e-33), or, for DOUBLE, where the bound shows too much amplification for
 (AMPLIFICATION). A flagged element is evaluated again in mpmath over its whole row (the
 reductions exact sums rounded at the working precision, each reduction once per row), at 128
 bits, doubling until two evaluations round alike.
+
+Compiled (`Compiled`, rowgen.py): for FLOAT, FLOAT16 and BF16 outputs where the one switch wants
+the compiled path, tier 1 is one generated numba kernel per block of rows (float64, each value
+with its error bound), and the rows of what it flags are evaluated again in double-double
+before mpmath; after numpy's tier 1 (smaller outputs, DOUBLE) the double-double rows settle the
+flagged elements where their mpmath rows would be costly (PAIRS_MIN).
 """
 
 from __future__ import annotations
