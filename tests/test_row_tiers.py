@@ -320,3 +320,31 @@ def test_flag_is_sound_against_numpy_rounding():
     assert (lo[decided] == hi[decided]).all()
     exact_mid = (y == base + ulp * 0.5) & (err == 0)
     assert (out[exact_mid] == 1).all()  # a float64 value on a midpoint is never decided
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 64])
+def test_short_rows_sum_like_fsum(n):
+    """rowsum.row_sum_exact on many short rows (the vectorized paths: IEEE addition for one or
+    two elements, Sum2 in numpy up to SHORT): math.fsum's value on finite rows, cancellation
+    and overflow included, and IEEE's NaN and infinities where a row holds them."""
+    import math
+
+    from aclnn_conformance.conformance.compiled import rowsum
+
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(4000, n)) * np.exp2(rng.integers(-40, 40, size=(4000, n)))
+    h = n // 2  # cancellation: a half and its negation, slightly off
+    x[1::5, h : 2 * h] = -x[1::5, :h] * (1 + 2.0**-40)
+    x[2] = 1.7e308
+    x[3, 0] = np.nan
+    x[4, 0], x[4, -1] = np.inf, (-np.inf if n > 1 else np.inf)
+    x[5, 0] = -np.inf
+    got = rowsum.row_sum_exact(x)
+    for i, row in enumerate(x):
+        if np.isfinite(row).all():
+            exact = sum((Fraction(float(v)) for v in row), Fraction(0))
+            want = float(round_exact(exact, "DOUBLE")) if abs(exact) < 2**1024 else math.inf
+        else:
+            with np.errstate(invalid="ignore"):
+                want = float(np.sum(row))
+        assert got[i] == want or (math.isnan(got[i]) and math.isnan(want)), (i, got[i], want)

@@ -35,8 +35,10 @@ def _fsum(row: np.ndarray) -> float:
             return float(np.sum(row))  # NaN, inf, or inf - inf = NaN, as IEEE addition gives
     try:
         return math.fsum(row.tolist())
-    except OverflowError:  # the exact sum is past float64: the infinity of its sign
-        return math.fsum((row * 0.5).tolist()) * 2.0
+    except OverflowError:  # a partial sum past float64: scaled by a power of two (exact but
+        # for subnormal terms, negligible next to such a sum); past float64, the infinity
+        k = len(row).bit_length() + 1
+        return math.fsum((row * 2.0**-k).tolist()) * 2.0**k
 
 
 def row_sum_exact(x: np.ndarray) -> np.ndarray:
