@@ -130,6 +130,15 @@ def generate(
     return Source(text, tensors, attrs, half)
 
 
+LANES = 4  # independent chains of a reduction over buffered terms
+LOOP = "for j in range(0, n - n % 4, 4):"
+
+
+def _lane(src: str, k: int) -> str:
+    """A buffered term's source (tb[j]) at lane k (tb[j + k])."""
+    return src.replace("[j]", f"[j + {k}]") if k else src
+
+
 class _Env(dict):
     def __missing__(self, name: str) -> Any:
         raise Unsupported(f"no row-kernel form for the name {name}")
@@ -259,8 +268,7 @@ class Bounded(Arithmetic):
             st.reduced[node] = Val(rv, "0.0", True)
             return lines
         x = _n(val)
-        if not self.dd and fn not in ("amax", "amin"):  # the terms first, in a loop that
-            # vectorizes, then their reduction (a maximum is as cheap as the copy)
+        if not self.dd:  # the terms first, in a loop that vectorizes, then their reduction
             buf = "tb", "te"
             if isinstance(node.x, ir.Var) and node.x.name in walk.lets and fn != "logsumexp":
                 # the terms are a let's values: kept for the elements' loop (softmax's ex)
@@ -315,6 +323,15 @@ class Bounded(Arithmetic):
         else:
             f, init = ("_maximum", "-_INF") if fn == "amax" else ("_minimum", "_INF")
             fin = rv
+            if not body:  # over buffered terms: four independent chains, then the tail
+                lines = [f"{rv}{k} = {init}" for k in range(LANES)] + [f"{re} = 0.0", LOOP]
+                for k in range(LANES):
+                    xv, xe = _lane(x.v, k), _lane(x.e, k)
+                    lines += [f"    {rv}{k} = {f}({rv}{k}, {xv})", f"    {re} = max({re}, {xe})"]
+                lines += [f"{rv} = {rv}0"] + [f"{rv} = {f}({rv}, {rv}{k})" for k in range(1, LANES)]
+                lines += ["for j in range(n - n % 4, n):", f"    {rv} = {f}({rv}, {x.v})",
+                          f"    {re} = max({re}, {x.e})", f"badr = badr or not (abs({fin}) < _INF)"]  # fmt: skip
+                return lines
         return [f"{rv} = {init}", f"{re} = 0.0", "for j in range(n):", *body,
                 f"    {rv} = {f}({rv}, {x.v})", f"    {re} = max({re}, {x.e})",
                 f"badr = badr or not (abs({fin}) < _INF)"]  # fmt: skip
@@ -324,16 +341,44 @@ class Bounded(Arithmetic):
             return [f"{rv} = (0.0, 0.0)", f"{re} = 0.0", f"{rv}a = 0.0", "for j in range(n):",
                     *body, f"    {rv} = dadd({rv}, {x.v})", f"    {rv}a += abs({x.v}[0])",
                     f"    {re} += {x.e}",
-                    f"{re} = {re} * (1.0 + 2.0**-40) + n * {UD!r} * {rv}a + {UD!r} * abs({rv}[0])",
+                    f"{re} = {re} * (1.0 + n * 2.0**-52) + n * {UD!r} * {rv}a + {UD!r} * abs({rv}[0])",
                     f"badr = badr or not (abs({rv}a) < _INF) or ({rv}[1] != {rv}[1])"]  # fmt: skip
         g = "(n * 2.0**-53 / (1.0 - n * 2.0**-53))"
+        if not body:  # over buffered terms: four TwoSum cascades, their sums joined by TwoSums
+            # (every addition error-free, the errors summed in float64: Sum2's bound holds)
+            lines = []
+            for k in range(LANES):
+                lines += [f"{rv}s{k} = 0.0", f"{rv}c{k} = 0.0", f"{rv}a{k} = 0.0", f"{re}{k} = 0.0"]
+            lines.append(LOOP)
+            for k in range(LANES):
+                xv, xe = _lane(x.v, k), _lane(x.e, k)
+                lines += [f"    {rv}x{k} = {xv}", f"    {rv}t{k} = {rv}s{k} + {rv}x{k}",
+                          f"    {rv}b{k} = {rv}t{k} - {rv}s{k}",
+                          f"    {rv}c{k} += ({rv}s{k} - ({rv}t{k} - {rv}b{k})) + ({rv}x{k} - {rv}b{k})",
+                          f"    {rv}s{k} = {rv}t{k}", f"    {rv}a{k} += abs({rv}x{k})",
+                          f"    {re}{k} += {xe}"]  # fmt: skip
+            lines += ["for j in range(n - n % 4, n):", f"    {rv}x0 = {x.v}",
+                      f"    {rv}t0 = {rv}s0 + {rv}x0", f"    {rv}b0 = {rv}t0 - {rv}s0",
+                      f"    {rv}c0 += ({rv}s0 - ({rv}t0 - {rv}b0)) + ({rv}x0 - {rv}b0)",
+                      f"    {rv}s0 = {rv}t0", f"    {rv}a0 += abs({rv}x0)", f"    {re}0 += {x.e}"]  # fmt: skip
+            lines += [f"{rv}s = {rv}s0", f"{rv}c = {' + '.join(f'{rv}c{k}' for k in range(LANES))}"]
+            for k in range(1, LANES):
+                lines += [f"{rv}t = {rv}s + {rv}s{k}", f"{rv}b = {rv}t - {rv}s",
+                          f"{rv}c += ({rv}s - ({rv}t - {rv}b)) + ({rv}s{k} - {rv}b)",
+                          f"{rv}s = {rv}t"]  # fmt: skip
+            lines += [f"{rv}a = {' + '.join(f'{rv}a{k}' for k in range(LANES))}",
+                      f"{re} = {' + '.join(f'{re}{k}' for k in range(LANES))}",
+                      f"{rv} = {rv}s + {rv}c",
+                      f"{re} = {re} * (1.0 + n * 2.0**-52) + 2.0**-52 * abs({rv}) + {g} * {g} * {rv}a",
+                      f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
+            return lines
         return [f"{rv}s = 0.0", f"{rv}c = 0.0", f"{rv}a = 0.0", f"{re} = 0.0",
                 "for j in range(n):", *body, f"    {rv}x = {x.v}", f"    {rv}t = {rv}s + {rv}x",
                 f"    {rv}b = {rv}t - {rv}s",
                 f"    {rv}c += ({rv}s - ({rv}t - {rv}b)) + ({rv}x - {rv}b)",
                 f"    {rv}s = {rv}t", f"    {rv}a += abs({rv}x)", f"    {re} += {x.e}",
                 f"{rv} = {rv}s + {rv}c",
-                f"{re} = {re} * (1.0 + 2.0**-40) + 2.0**-52 * abs({rv}) + {g} * {g} * {rv}a",
+                f"{re} = {re} * (1.0 + n * 2.0**-52) + 2.0**-52 * abs({rv}) + {g} * {g} * {rv}a",
                 f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
 
     def _prod(self, node: ir.Reduce, x: Val, rv: str, re: str, body: list[str]) -> list[str]:
@@ -347,7 +392,7 @@ class Bounded(Arithmetic):
             lines = [f"{rv} = 1.0", f"{re}r = 0.0", "for j in range(n):", *body,
                      f"    {rv} = {rv} * {x.v}",
                      f"    {re}r += ({x.e}) / abs({x.v}) if ({x.e}) > 0.0 else 0.0",
-                     f"{re} = abs({rv}) * ({re}r * (1.0 + 2.0**-40) + n * 2.0**-53)",
+                     f"{re} = abs({rv}) * ({re}r * (1.0 + n * 2.0**-52) + n * 2.0**-53)",
                      f"badr = badr or not (abs({rv}) < _INF)"]  # fmt: skip
         self.state.reduced[node] = Val(rv, re)
         return lines

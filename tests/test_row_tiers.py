@@ -79,6 +79,7 @@ def test_compiled_softmax_rows_correctly_rounded(tmp_path, numba_path, dtype, wh
     assert not bad.size, (bad[:5], got.ravel()[bad[:5]], want.ravel()[bad[:5]])
 
 
+@pytest.mark.slow  # a kernel pair compiled per formula
 @pytest.mark.parametrize(
     "value",
     [
@@ -244,6 +245,7 @@ def _call(spec, dtype: str, shape, rng) -> Call:
     return Call(spec.op, spec.products[0], args)
 
 
+@pytest.mark.slow  # a kernel pair compiled per spec and input type
 @pytest.mark.parametrize("name", _reduction_specs())
 @pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16"])
 def test_compiled_rows_equal_numpy_rows(name, dtype):
