@@ -34,6 +34,7 @@ from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.walk import Arithmetic, Formula, stage, tensors_read
 from ..conformance.spec.model import OpSpec
 from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number
+from .errbound import EXACT_AT
 
 U = 2.0**-53
 UD = 2.0**-102  # a double-double operation's relative error, generously
@@ -341,7 +342,7 @@ class Bounded(Arithmetic):
             return [f"{rv} = (0.0, 0.0)", f"{re} = 0.0", f"{rv}a = 0.0", "for j in range(n):",
                     *body, f"    {rv} = dadd({rv}, {x.v})", f"    {rv}a += abs({x.v}[0])",
                     f"    {re} += {x.e}",
-                    f"{re} = {re} * (1.0 + n * 2.0**-52) + n * {UD!r} * {rv}a + {UD!r} * abs({rv}[0])",
+                    f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (n * {UD!r} * {rv}a + {UD!r} * abs({rv}[0]))",
                     f"badr = badr or not (abs({rv}a) < _INF) or ({rv}[1] != {rv}[1])"]  # fmt: skip
         g = "(n * 2.0**-53 / (1.0 - n * 2.0**-53))"
         if not body:  # over buffered terms: four TwoSum cascades, their sums joined by TwoSums
@@ -369,7 +370,7 @@ class Bounded(Arithmetic):
             lines += [f"{rv}a = {' + '.join(f'{rv}a{k}' for k in range(LANES))}",
                       f"{re} = {' + '.join(f'{re}{k}' for k in range(LANES))}",
                       f"{rv} = {rv}s + {rv}c",
-                      f"{re} = {re} * (1.0 + n * 2.0**-52) + 2.0**-52 * abs({rv}) + {g} * {g} * {rv}a",
+                      f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (2.0**-52 * abs({rv}) + {g} * {g} * {rv}a)",
                       f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
             return lines
         return [f"{rv}s = 0.0", f"{rv}c = 0.0", f"{rv}a = 0.0", f"{re} = 0.0",
@@ -378,7 +379,7 @@ class Bounded(Arithmetic):
                 f"    {rv}c += ({rv}s - ({rv}t - {rv}b)) + ({rv}x - {rv}b)",
                 f"    {rv}s = {rv}t", f"    {rv}a += abs({rv}x)", f"    {re} += {x.e}",
                 f"{rv} = {rv}s + {rv}c",
-                f"{re} = {re} * (1.0 + n * 2.0**-52) + 2.0**-52 * abs({rv}) + {g} * {g} * {rv}a",
+                f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (2.0**-52 * abs({rv}) + {g} * {g} * {rv}a)",
                 f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
 
     def _prod(self, node: ir.Reduce, x: Val, rv: str, re: str, body: list[str]) -> list[str]:
@@ -506,6 +507,9 @@ class Bounded(Arithmetic):
                 target, ulps = F64[fn]
                 v, xh = f"w{k}", x.v
                 own = f"{ulps * 2 * U!r} * abs({v})"
+            point = None if self.dd else EXACT_AT.get(fn)
+            if point is not None:  # exp(0) is 1, log(1) is 0: no error of the function's own
+                own = f"_sel({xh} == {point!r}, 0.0, {own})"
             prop = "0.0"
             if x.e != "0.0":
                 prop = f"{SLOPE[fn].format(a=xh, v=v)} * {x.e}"
