@@ -15,6 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .ddmath import dexp
 from .intrinsics import as_bits as _bits
 from .intrinsics import as_double as _double
 from .intrinsics import fma as _fma
@@ -100,3 +101,12 @@ def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
     bottom = ((b & _MANT) + (half >> 1)) * ulp  # to the midpoint below the binade, about
     ok = (r < dist) & (r < (half >> 1) * ulp) & (r < bottom - abs(lo)) & (hi != 0.0)
     return y, ok
+
+
+@njit(inline="always")
+def dexp_low(a):  # pragma: no cover - compiled
+    """ddmath.dexp, but 0 (not a poisoned pair) below -700, where e^a is under 2^-1009: the
+    row kernels add that to the bound (a softmax row over [1, 1000] has terms of e^-999)."""
+    r = dexp(a)
+    low = a[0] < -700.0
+    return _sel(low, 0.0, r[0]), _sel(low, 0.0, r[1])
