@@ -14,6 +14,12 @@ one 1 + 1e-33), or, for DOUBLE, where the bound shows too much amplification for
 (AMPLIFICATION). A flagged element is evaluated again in mpmath over its whole row (the
 reductions exact sums rounded at the working precision, each reduction once per row), at 128
 bits, doubling until two evaluations round alike.
+
+Compiled (`Compiled`, rowgen.py): for FLOAT, FLOAT16 and BF16 outputs where the one switch wants
+the compiled path, tier 1 is one generated numba kernel per block of rows (float64, each value
+with its error bound), and the rows of what it flags are evaluated again in double-double
+before mpmath; after numpy's tier 1 (smaller outputs, DOUBLE) the double-double rows settle the
+flagged elements where their mpmath rows would be costly (PAIRS_MIN).
 """
 
 from __future__ import annotations
@@ -29,14 +35,15 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
-from ..conformance.spec.elements import element_shape, index_dims
+from ..conformance.compiled import mode as compiled_mode
+from ..conformance.spec.elements import element_shape, gathers, index_dims
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
 from ..conformance.spec.expr.walk import GATHER, POS, ROW, Formula, Row
 from ..conformance.spec.interpret import attribute_env
 from ..conformance.spec.model import OpSpec
-from . import errbound, precise
+from . import codegen, errbound, precise, settle
 from .plan import Plan, plan
 
 CHUNK = 1 << 16  # elements of a chunk at least (whole blocks; one block may be larger)
@@ -210,7 +217,12 @@ def chunks(
     out_dtype = route.out_dtype
     flats = {nm: FlatView(t, shape) for nm, t in args.items()}
     size = max(1, lay.block_size)
-    per = max(1, (chunk or CHUNK) // size)
+    # the compiled row tiers: a formula whose output has the elements' shape and reads no
+    # gather (rowgen.py has no form for either); the numpy tiers otherwise
+    simple = not per_row and not index_dims(spec, env) and not gathers(spec)
+    fast = Compiled.make(spec, env, route, numel(shape), lay.length) if simple else None
+    per = max(1, (chunk or (COMPILED_CHUNK if fast else CHUNK)) // size)
+    pairs = None  # the double-double rows after numpy's tier 1, made when first wanted
     # a per-row output's elements per block: it holds outer x kept elements, one per row
     rows_per_block = numel(out_shape) // max(lay.outer, 1)
     for o0 in range(0, lay.outer, per):
@@ -229,8 +241,23 @@ def chunks(
             continue
         raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
-        y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
-        flagged = np.flatnonzero(mask.reshape(-1))
+        got = fast.tier1(raw, rows_shape) if fast is not None else None
+        if got is None:
+            fast = None
+            y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
+            flagged = np.flatnonzero(mask.reshape(-1))
+            if flagged.size and simple and pairs_wanted(route, flagged, lay.length):
+                pairs = pairs or Compiled.make_pairs(spec, env, route)
+                if pairs is not None:
+                    flagged = pairs.settle(raw, y, flagged)
+        else:
+            y, flags, bad = got
+            if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values
+                y[bad], again = tier1(
+                    spec, env, {nm: a[bad] for nm, a in raw.items()}, (bad.size, lay.length), route
+                )
+                flags[bad] = again
+            flagged = fast.settle(raw, y, settle.flagged(flags.reshape(-1)))
         if flagged.size:
             refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check, per_row)
         if per_row:
@@ -270,6 +297,129 @@ def _empty_rows(
         f"{spec.name}: the output reduces over nothing but its formula reads an input outside "
         "a reduction"
     )
+
+
+COMPILED_CHUNK = 1 << 20  # elements of a chunk at least, on the compiled path
+# mpmath element evaluations (flagged rows times their length) from which the double-double
+# rows are worth compiling after numpy's tier 1 (mpmath: about 30 us an element, twice)
+PAIRS_MIN = 1 << 14
+
+
+def pairs_wanted(route: Plan, flagged: np.ndarray, length: int) -> bool:
+    """Whether numpy's flagged elements go through the double-double rows before mpmath: where
+    the one switch allows numba and their rows would cost mpmath PAIRS_MIN evaluations (every
+    time where the switch says numba)."""
+    if route.refine_all or route.complex_out or route.wide or not (route.fmt or route.faithful):
+        return False
+    m = compiled_mode.mode()
+    if m == "numpy" or compiled_mode.numba_version() is None:
+        return False
+    return m == "numba" or np.unique(flagged // length).size * length >= PAIRS_MIN
+
+
+@dataclass
+class Compiled:
+    """The compiled row tiers of one call (rowgen.py): tier 1 in float64 with its bound, and
+    the double-double rows that settle what tier 1 flags; what the pair cannot decide stays
+    flagged for mpmath. FLOAT, FLOAT16 and BF16 outputs, where the one switch of
+    conformance/compiled/mode.py wants the compiled path."""
+
+    spec: OpSpec
+    env: dict[str, Any]
+    route: Plan
+    f64: Any
+    dd: Any
+
+    @classmethod
+    def make(
+        cls, spec: OpSpec, env: dict[str, Any], route: Plan, total: int, length: int
+    ) -> Compiled | None:
+        if route.fmt is None or route.refine_all or route.complex_out or route.wide:
+            return None
+        if length == 0 or not compiled_mode.wanted(total):
+            return None
+        from . import kernel, rowgen  # numba is imported only where the compiled path runs
+
+        half = frozenset(n for n, d in route.in_dtypes.items() if d == "FLOAT16")
+        try:
+            f64 = kernel._compiled(rowgen.generate(spec, env, False, half))
+        except codegen.Unsupported:
+            return None
+        if f64 is None:
+            return None
+        try:
+            dd = kernel._compiled(rowgen.generate(spec, env, True))
+        except codegen.Unsupported:
+            dd = None
+        return cls(spec, env, route, f64, dd)
+
+    @classmethod
+    def make_pairs(cls, spec: OpSpec, env: dict[str, Any], route: Plan) -> Compiled | None:
+        """The double-double rows alone (after numpy's tier 1), or None where the formula has
+        no double-double form."""
+        from . import kernel, rowgen
+
+        try:
+            dd = kernel._compiled(rowgen.generate(spec, env, True))
+        except codegen.Unsupported:
+            return None
+        return None if dd is None else cls(spec, env, route, None, dd)
+
+    def _format(self) -> tuple[int, int, int]:
+        """(bits dropped, guard, biased emin) of the output; (0, 0, 0) for DOUBLE (faithful)."""
+        fmt = self.route.fmt
+        if fmt is None:
+            return 0, 0, 0
+        drop = 53 - fmt.p  # type: ignore[union-attr]
+        return drop, int(precise.GUARD * 2**drop), fmt.emin + 1023  # type: ignore[union-attr]
+
+    def tier1(
+        self, raw: dict[str, np.ndarray], shape: tuple[int, int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(values, flags (uint8, nonzero: not decided), rows for numpy) of a chunk of rows, or
+        None where numba cannot type the arguments (numpy from then on)."""
+        y = np.empty(shape)
+        flags = np.empty(shape, np.uint8)
+        bad = np.empty(shape[0], np.bool_)
+        drop, guard, emin = self._format()
+        try:
+            self.f64.fn(*self.f64._args(raw, self.env), y, flags, bad, drop, guard, emin)
+        except Exception as exc:  # numba cannot type these arguments
+            self.f64.fail(exc)
+            return None
+        return y, flags, np.flatnonzero(bad)
+
+    def settle(self, raw: dict[str, np.ndarray], y: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The rows of the flagged elements `idx` (flat) again in double-double: where the
+        pair decides, y takes it (rounded to odd). Returns the elements still undecided."""
+        if self.dd is None or idx.size == 0:
+            return idx
+        length = y.shape[1]
+        rows, first = np.unique(idx // length, return_inverse=True)
+        drop, guard, emin = self._format()
+        left = []
+        for i in range(0, rows.size, DD_ROWS):
+            at = rows[i : i + DD_ROWS]
+            mine = idx[(first >= i) & (first < i + DD_ROWS)]
+            r, c = first[(first >= i) & (first < i + DD_ROWS)] - i, mine % length
+            sub = {nm: np.ascontiguousarray(a[at]).astype(np.float64) for nm, a in raw.items()}
+            yd = np.empty((at.size, length))
+            undecided = np.zeros((at.size, length), np.uint8)
+            undecided[r, c] = 1  # in: the elements asked for
+            bad = np.empty(at.size, np.bool_)
+            try:
+                self.dd.fn(*self.dd._args(sub, self.env), yd, undecided, bad, drop, guard, emin)
+            except Exception as exc:  # numba cannot type these arguments: mpmath settles
+                self.dd.fail(exc)
+                self.dd = None
+                return idx
+            ok = (undecided[r, c] == 0) & ~bad[r]
+            y.reshape(-1)[mine[ok]] = yd[r[ok], c[ok]]
+            left.append(mine[~ok])
+        return np.sort(np.concatenate(left))
+
+
+DD_ROWS = 64  # rows of one double-double call (its buffers: this many rows of float64)
 
 
 def tier1(

@@ -314,3 +314,15 @@ def dlog1p(a):  # pragma: no cover - compiled
     small = dadd(dmul(w, dexpm1((-y0, 0.0))), a)  # x < 1: (1 + x) expm1(-y0) + x
     big = dsub(dmul(w, dexp((-y0, 0.0))), (1.0, 0.0))  # x >= 1: y >= log 2, no small terms
     return dadd((y0, 0.0), dsel(a[0] < 1.0, small, big))
+
+
+@njit(inline="always")
+def dlog(a):  # pragma: no cover - compiled
+    """log(hi + lo) within 2^-56 relative: log1p of the pair minus 1 (exact in pairs) for hi in
+    [0.5, 2], else a Newton step from float64's y0 = log(hi), y0 + (a e^-y0 - 1) (|y| >= log 2,
+    no cancellation); poisoned where e^-y0 leaves its range or hi <= 0."""
+    near = dlog1p(dsub(a, (1.0, 0.0)))
+    y0 = math.log(max(a[0], 2.0**-1000))
+    far = dadd((y0, 0.0), dsub(dmul(a, dexp((-y0, 0.0))), (1.0, 0.0)))
+    r = dsel((a[0] >= 0.5) & (a[0] <= 2.0), near, far)
+    return r[0], _poison(r[1], a[0] > 0.0)

@@ -144,14 +144,17 @@ SEED_OPS = ("leaky_relu_backward", "hardshrink_backward", "softplus_backward", "
             "gelu_backward_v2")  # fmt: skip
 
 
-def per_op(quick: bool, only: list[str] | None = None) -> list[dict]:
+def per_op(
+    quick: bool, only: list[str] | None = None, dtypes: list[str] | None = None
+) -> list[dict]:
     from aclnn_conformance.conformance.spec.registry import default_registry
 
     reg = default_registry()
     ops = SEED_OPS if quick else [n for n in reg.names() if not reg.get(n).inplace_of]
     ops = [o for o in ops if o in only] if only else ops
     todo = [(op, dtype, min(log2n, 22) if quick else log2n)
-            for op in ops for dtype, log2n in SIZES.items()]  # fmt: skip
+            for op in ops for dtype, log2n in SIZES.items()
+            if not dtypes or dtype in dtypes]  # fmt: skip
     rows = []
     for op, dtype, log2n in todo:
         print(f"op: {op} {dtype} 2^{log2n}", file=sys.stderr, flush=True)
@@ -387,6 +390,7 @@ def main() -> None:
         help="comma-separated sections to skip: ops,compare,case,profile,suite",
     )
     ap.add_argument("--ops", default="", help="comma-separated ops: measure only their rows")
+    ap.add_argument("--dtypes", default="", help="comma-separated dtypes: only their op rows")
     ap.add_argument("--base", type=Path, help="an earlier --out JSON: what this run skips comes "
                     "from it, marked with its date")  # fmt: skip
     a = ap.parse_args()
@@ -405,7 +409,8 @@ def main() -> None:
         res = {"env": env}
         skip = set(a.skip.split(","))
         if "ops" not in skip:
-            res["ops"] = per_op(a.quick, [o for o in a.ops.split(",") if o])
+            res["ops"] = per_op(a.quick, [o for o in a.ops.split(",") if o],
+                                [d for d in a.dtypes.split(",") if d])  # fmt: skip
         if "compare" not in skip:
             print("compare: 2^26", file=sys.stderr, flush=True)
             res["compare"] = comparison(26)

@@ -1,0 +1,112 @@
+"""The compiled building blocks of the row kernels (reference/rowgen.py): error terms of float64
+operations and the decisions of a bounded value against an output format's rounding midpoints.
+
+A row kernel carries each value with a bound on its absolute error (first order, as
+reference/errbound.py). `flag_f64` tells whether a float64 value y, within `err` of the exact
+value, rounds to a FLOAT, FLOAT16 or BF16 output (precision p = 53 - drop) as the exact value
+does; `decide_dd` does the same for a double-double pair and gives the pair rounded to odd (a
+float64 whose rounding to the output is the pair's).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .ddmath import dexp
+from .intrinsics import as_bits as _bits
+from .intrinsics import as_double as _double
+from .intrinsics import fma as _fma
+from .intrinsics import select as _sel
+
+SAFETY = 4.0  # the bound must be this many times below the distance to a midpoint
+_MANT = (1 << 52) - 1
+_ABS = 0x7FFFFFFFFFFFFFFF
+
+
+@njit(inline="always")
+def sum_err(a, b, s):  # pragma: no cover - compiled
+    """|a + b - s| for s = fl(a + b) (Knuth's TwoSum); 0 where s is not finite (IEEE)."""
+    bb = s - a
+    return _sel(abs(s) < math.inf, abs((a - (s - bb)) + (b - bb)), 0.0)
+
+
+@njit(inline="always")
+def prod_err(a, b, p):  # pragma: no cover - compiled
+    """|a * b - p| for p = fl(a * b) (fma), plus the smallest subnormal (an error term below it
+    is lost); 0 where p is not finite."""
+    return _sel(abs(p) < math.inf, abs(_fma(a, b, -p)) + 5e-324, 0.0)
+
+
+@njit(inline="always")
+def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
+    """The bound of q, a / b rounded with unit roundoff u, from its operands' bounds:
+    (ea + |q| eb) / (|b| - eb) plus q's own rounding; infinite where eb reaches |b|, 0 where q
+    is not finite (IEEE)."""
+    den = abs(b) - eb
+    prop = (ea + abs(q) * eb) / _sel(den > 0.0, den, 1.0)
+    e = _sel(den > 0.0, prop, math.inf) + abs(q) * u + 5e-324
+    return _sel(abs(q) < math.inf, e, 0.0)
+
+
+@njit(inline="always")
+def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
+    """0: y within err of the exact value rounds to the output as the exact value does (or y is
+    not finite: IEEE); 1: not certain (within `guard` float64 ulps of a midpoint, err reaching
+    one, a comparison q left undecided, an error bound that is NaN). The output drops `drop`
+    of float64's bits at its normal exponents (biased `emin` and up) and more below, where
+    its spacing is fixed. Branch-free, so that the loop around it vectorizes."""
+    b = _bits(y) & _ABS
+    e = b >> 52
+    shift = max(emin - e, 0)  # the output's subnormal range: more bits dropped
+    d = min(drop + shift, 52)
+    half = 1 << (d - 1)
+    dist = abs((b & ((1 << d) - 1)) - half)
+    r = SAFETY * err
+    ulp = _double(max(e - 52, 1) << 52)
+    # the nearest midpoint in y's binade, or the one below its bottom (a quarter gap lower)
+    reach = (r >= dist * ulp) | (r >= ((b & _MANT) + (half >> 1)) * ulp)
+    reach = reach | (dist < (guard << min(shift, 52 - drop))) | (drop + shift > 52)
+    unsure = (e < 2047) & (reach | q | ~(err <= 1e300)) & ((b != 0) | (err > 0.0) | q)
+    return np.uint8(unsure)
+
+
+@njit(inline="always")
+def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
+    """(y, ok): ok where the pair hi + lo, within err of the exact value, rounds to the output
+    as the exact value does; y the pair rounded to odd (truncated toward zero, its last bit set
+    where inexact), whose rounding to the output is the pair's. drop 0: a DOUBLE output, ok
+    where hi is within an ulp of the exact value (faithful), y = hi."""
+    if drop == 0:  # DOUBLE, faithful: hi (the pair's nearest) within an ulp of the exact value
+        gap = abs(hi) - _double(_bits(abs(hi)) - 1)  # the smaller gap, toward zero
+        ok = (abs(hi) < math.inf) & (lo == lo) & (abs(lo) + SAFETY * err < gap) & (hi != 0.0)
+        return hi, ok & (abs(hi) > 2.0**-969)
+    toward_zero = (lo != 0.0) & ((lo < 0.0) != (hi < 0.0))
+    t = hi
+    if toward_zero:
+        t = _double(_bits(hi) - 1) if hi != 0.0 else hi
+    y = _double(_bits(t) | 1) if lo != 0.0 else hi
+    b = _bits(hi) & _ABS
+    e = b >> 52
+    d = drop + max(emin - e, 0)  # the output's subnormal range: more bits dropped
+    if e == 2047 or d > 52 or lo != lo or not err <= 1e300:
+        return y, False
+    half = 1 << (d - 1)
+    ulp = _double((e - 52) << 52)
+    mid = _double((_bits(hi) & ~((1 << d) - 1)) | half)  # the midpoint in hi's segment
+    dist = abs((hi - mid) + lo)  # hi - mid is exact (same binade)
+    r = SAFETY * err + abs(hi) * 2.0**-100
+    bottom = ((b & _MANT) + (half >> 1)) * ulp  # to the midpoint below the binade, about
+    ok = (r < dist) & (r < (half >> 1) * ulp) & (r < bottom - abs(lo)) & (hi != 0.0)
+    return y, ok
+
+
+@njit(inline="always")
+def dexp_low(a):  # pragma: no cover - compiled
+    """ddmath.dexp, but 0 (not a poisoned pair) below -700, where e^a is under 2^-1009: the
+    row kernels add that to the bound (a softmax row over [1, 1000] has terms of e^-999)."""
+    r = dexp(a)
+    low = a[0] < -700.0
+    return _sel(low, 0.0, r[0]), _sel(low, 0.0, r[1])

@@ -1,0 +1,352 @@
+"""The compiled row tiers of a formula with reductions (reference/rowgen.py, rows.Compiled):
+tier 1 in float64 with its error bound and the double-double rows, against mpmath and exact
+sums on hard rows, and bit for bit against the numpy tiers on every registry spec with a
+reduction."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath as mp
+import numpy as np
+import pytest
+from aclnn_conformance.conformance.acl import dtypes as dt
+from aclnn_conformance.conformance.acl.call import Call, TensorArg
+from aclnn_conformance.conformance.compiled import mode as compiled_mode
+from aclnn_conformance.conformance.spec.interpret import attribute_env
+from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.reference import engine, rows
+from aclnn_conformance.reference.plan import plan
+
+from tests.support.paths import HAVE_NUMBA
+from tests.support.rounding import NP, round_exact
+from tests.test_reductions import _hard_softmax_rows, _log_softmax_mp, _run, _softmax_mp, _spec
+
+pytestmark = pytest.mark.skipif(
+    not HAVE_NUMBA, reason="numba is not installed (pip install .[fast])"
+)
+
+SOFTMAX = ("ex / sum(ex, -1)", "ex = exp(self - amax(self, -1))")
+LOG_SOFTMAX = ("self - m - log(sum(exp(self - m), -1))", "m = amax(self, -1)")
+
+
+@pytest.fixture
+def numba_path():
+    old = compiled_mode.set_mode("numba")
+    yield
+    compiled_mode.set_mode(old)
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32)
+
+
+def _compiled(reg, x: np.ndarray, dtype: str):
+    """rows.Compiled of the fixture's call on x (one row block), its raw rows and route."""
+    spec = reg.get("reduce_fixture")
+    t = TensorArg.from_array(x.astype(NP[dtype]), dtype)
+    o = TensorArg.from_array(np.zeros(x.shape, t.storage.dtype), dtype)
+    call = Call("aclnnReduceFixture", "atlas-a2", {"self": t, "out": o})
+    env = attribute_env(spec, call)
+    route = plan(spec, call, False)
+    fast = rows.Compiled.make(spec, env, route, x.size, x.shape[1])
+    assert fast is not None and fast.dd is not None
+    return fast, {"self": t.storage.reshape(x.shape)}
+
+
+# -- tier 1 and the double-double rows against mpmath ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16"])
+@pytest.mark.parametrize("which", ["softmax", "log_softmax"])
+def test_compiled_softmax_rows_correctly_rounded(tmp_path, numba_path, dtype, which):
+    """The hard rows of test_reductions (dominant element, underflow, equal values, the whole
+    exp range, a large offset) plus a long row, through the compiled tiers: bit for bit the
+    exact value rounded once (mpmath at 60 digits)."""
+    value, let = SOFTMAX if which == "softmax" else LOG_SOFTMAX
+    oracle = _softmax_mp if which == "softmax" else _log_softmax_mp
+    reg = _spec(tmp_path, value, let)
+    rng = np.random.default_rng(23)
+    x = np.concatenate([_hard_softmax_rows(rng, 300), rng.normal(size=(2, 300)) * 8])
+    x = x.astype(NP[dtype]).astype(np.float64)
+    got = _run(reg, x, dtype)
+    with mp.workdps(60):
+        want = np.array(
+            [[round_exact(v, dtype) for v in oracle([mp.mpf(float(a)) for a in r])] for r in x],
+            dtype=NP[dtype],
+        )
+    bad = np.flatnonzero(_bits(got).ravel() != _bits(want).ravel())
+    assert not bad.size, (bad[:5], got.ravel()[bad[:5]], want.ravel()[bad[:5]])
+
+
+@pytest.mark.slow  # a kernel pair compiled per formula
+@pytest.mark.parametrize(
+    "value",
+    [
+        "sum(self, -1) + 0 * self",  # cancellation: the rows below sum to tiny values
+        "mean(self, -1) - self",
+        "prod(self, -1) + self",
+        "logsumexp(self, -1) + 0 * self",
+        "amin(self, -1) * self",
+        "where(self > 0, self / sum(abs(self), -1), 0 - self)",
+    ],
+)
+def test_compiled_reductions_match_exact(tmp_path, numba_path, value):
+    """Each reduction of the language through the compiled tiers, FLOAT: the exact value
+    (math.fsum-grade exact sums as fractions, mpmath at 80 digits) rounded once."""
+    reg = _spec(tmp_path, value)
+    rng = np.random.default_rng(7)
+    half = (rng.normal(size=(3, 32)) * 1e4).astype(np.float32).astype(np.float64)
+    cancel = np.concatenate([half, -half[:, ::-1] * (1 + 2.0**-20)], axis=1)
+    spread = rng.normal(size=(3, 64)) * np.exp2(rng.integers(-30, 30, size=(3, 64)))
+    near_one = 1 + rng.normal(size=(2, 64)) * 2.0**-12  # products near 1, sums of like terms
+    x = np.concatenate([cancel, spread, near_one]).astype(np.float32).astype(np.float64)
+    got = _run(reg, x, "FLOAT")
+    with mp.workdps(80):
+        for i, row in enumerate(x):
+            exact = sum((Fraction(float(v)) for v in row), Fraction(0))
+            s = mp.mpf(exact.numerator) / exact.denominator
+            vals = [mp.mpf(float(v)) for v in row]
+            env = {
+                "sum": s,
+                "mean": s / len(row),
+                "prod": mp.fprod(vals),
+                "logsumexp": mp.log(mp.fsum(mp.exp(v) for v in vals)),
+                "amin": min(vals),
+                "abs": mp.fsum(abs(v) for v in vals),
+            }
+            for j, v in enumerate(vals):
+                want = _exact(value, v, env)
+                assert got[i, j] == round_exact(want, "FLOAT"), (i, j, value)
+
+
+def _exact(value: str, v, env: dict):
+    if value.startswith("sum"):
+        return env["sum"]
+    if value.startswith("mean"):
+        return env["mean"] - v
+    if value.startswith("prod"):
+        return env["prod"] + v
+    if value.startswith("logsumexp"):
+        return env["logsumexp"]
+    if value.startswith("amin"):
+        return env["amin"] * v
+    return v / env["abs"] if v > 0 else -v
+
+
+def test_double_double_rows_decide_what_float64_cannot(tmp_path, numba_path):
+    """Rows whose float64 sum is exactly a FLOAT midpoint: tier 1 flags them; the
+    double-double rows decide the ones off the midpoint (up and down, as exact arithmetic
+    says) and leave the true tie to mpmath."""
+    reg = _spec(tmp_path, "sum(self, -1) + 0 * self")
+    h = 2.0**-24  # half a FLOAT ulp at 1
+    x = np.array([[1.0, h, 2.0**-60, 0.0], [1.0, h, -(2.0**-60), 0.0], [1.0, h, 0.0, 0.0]])
+    fast, raw = _compiled(reg, x, "FLOAT")
+    y, flags, bad = fast.tier1(raw, x.shape)
+    assert not bad.size and (flags != 0).all()  # float64's sum is 1 + 2^-24 on every row
+    left = fast.settle(raw, y, np.flatnonzero(flags.ravel()))
+    assert sorted(left.tolist()) == [8, 9, 10, 11]  # the tie: mpmath's
+    exact = [sum((Fraction(v) for v in row), Fraction(0)) for row in x[:2]]
+    for i in range(2):
+        assert np.float32(y[i, 0]) == round_exact(exact[i], "FLOAT")
+    assert np.float32(y[0, 0]) > np.float32(y[1, 0])
+    got = _run(reg, x, "FLOAT")  # and the whole call: the tie to even
+    assert got[2, 0] == np.float32(1.0) and got[0, 0] == np.float32(1 + 2.0**-23)
+
+
+def test_double_double_decisions_agree_with_mpmath(tmp_path, numba_path):
+    """Every element the double-double rows decide (tier 1 asked for all of them) is the exact
+    value rounded once (mpmath): softmax over rows of normal values, FLOAT16 (coarse, so that
+    many elements are near a midpoint)."""
+    value, let = SOFTMAX
+    reg = _spec(tmp_path, value, let)
+    rng = np.random.default_rng(4)
+    x = (rng.normal(size=(6, 200)) * 3).astype(np.float16).astype(np.float64)
+    fast, raw = _compiled(reg, x, "FLOAT16")
+    y, _, _ = fast.tier1(raw, x.shape)
+    everything = np.arange(x.size)
+    left = fast.settle(raw, y, everything)
+    # the pairs decide nearly all of them: not those below FLOAT16's smallest subnormal (under
+    # 2^-24 the output keeps no bit of the float64 value's; mpmath rounds them)
+    assert left.size < x.size // 50
+    assert (np.abs(y.ravel()[left]) < 2.0**-23).all()
+    decided = np.setdiff1d(everything, left)
+    with mp.workdps(60):
+        want = [_softmax_mp([mp.mpf(float(a)) for a in r]) for r in x]
+    for k in decided:
+        i, j = divmod(int(k), x.shape[1])
+        got = dt.round_to(np.array([y[i, j]]), dt.get("FLOAT16"))[0]
+        assert got == round_exact(want[i][j], "FLOAT16"), (i, j)
+
+
+def test_rows_with_specials_follow_ieee_as_numpy(tmp_path, numba_path):
+    """A row whose reductions meet an infinity or NaN is evaluated by the numpy tier (IEEE):
+    the same values as the numpy path; -inf elements (masking) stay on the compiled path."""
+    value, let = SOFTMAX
+    reg = _spec(tmp_path, value, let)
+    x = np.array([[0.0, np.nan, 1.0], [0.0, np.inf, 1.0], [-np.inf, 2.0, 3.0], [-np.inf] * 3])
+    got = _run(reg, x, "FLOAT")
+    compiled_mode.set_mode("numpy")
+    try:
+        want = _run(reg, x, "FLOAT")
+    finally:
+        compiled_mode.set_mode("numba")
+    assert np.array_equal(_bits(got), _bits(want))
+    assert got[2, 0] == 0 and got[2, 2] == np.float32(1 / (1 + np.exp(-1)))
+
+
+@pytest.mark.parametrize("which", ["softmax", "log_softmax"])
+def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, which):
+    """DOUBLE: numpy's tier 1 (long double) flags what its bound does not trust (here: rows
+    with a wide range, where x - max loses bits); the double-double rows settle them, and every
+    element is within an ulp of the exact value (mpmath at 60 digits)."""
+    value, let = SOFTMAX if which == "softmax" else LOG_SOFTMAX
+    oracle = _softmax_mp if which == "softmax" else _log_softmax_mp
+    reg = _spec(tmp_path, value, let)
+    rng = np.random.default_rng(9)
+    x = np.concatenate([rng.normal(size=(3, 200)) * 300, _hard_softmax_rows(rng, 200)])
+    calls = []
+    real = rows.Compiled.settle
+
+    def spy(self, raw, y, idx):
+        calls.append(idx.size)
+        return real(self, raw, y, idx)
+
+    rows.Compiled.settle = spy
+    try:
+        got = _run(reg, x, "DOUBLE")
+    finally:
+        rows.Compiled.settle = real
+    assert sum(calls) > 0  # the pairs were asked
+    with mp.workdps(60):
+        for i, r in enumerate(x):
+            want = oracle([mp.mpf(float(a)) for a in r])
+            for j, w in enumerate(want):
+                assert abs(mp.mpf(float(got[i, j])) - w) < mp.mpf(np.spacing(abs(float(w)))), (i, j)
+
+
+# -- the compiled tiers give the numpy tiers' bits on every spec with a reduction ---------------
+
+
+def _reduction_specs() -> list[str]:
+    reg = default_registry()
+    return [n for n in reg.names() if rows.reductions(reg.get(n)) and not reg.get(n).inplace_of]
+
+
+def _call(spec, dtype: str, shape, rng) -> Call:
+    args = {}
+    for p in spec.params:
+        if p.is_tensor:
+            a = rng.normal(size=shape) * 3
+            a[0, :3] = [40.0, -40.0, 0.0]  # a dominant element, a vanishing one, a zero
+            args[p.name] = TensorArg.from_array(a.astype(NP[dtype]), dtype)
+        else:
+            args[p.name] = p.default
+    return Call(spec.op, spec.products[0], args)
+
+
+@pytest.mark.slow  # a kernel pair compiled per spec and input type
+@pytest.mark.parametrize("name", _reduction_specs())
+@pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16"])
+def test_compiled_rows_equal_numpy_rows(name, dtype):
+    """Every registry spec with a reduction, on random rows: the compiled tiers' output is the
+    numpy tiers' bit for bit (both correctly rounded, so any difference is a bug of one)."""
+    spec = default_registry().get(name)
+    call = _call(spec, dtype, (23, 57), np.random.default_rng(len(name)))
+    out = {}
+    for path in ("numpy", "numba"):
+        old = compiled_mode.set_mode(path)
+        try:
+            res = engine.evaluate(call)
+        finally:
+            compiled_mode.set_mode(old)
+        if res.status != 0:
+            pytest.skip(f"{name} refuses these defaults: {res.message}")
+        out[path] = {k: v.copy() for k, v in res.outputs.items()}
+    for k, v in out["numpy"].items():
+        assert np.array_equal(v.view(np.uint8), out["numba"][k].view(np.uint8)), k
+
+
+# -- the building blocks -----------------------------------------------------------------------
+
+
+def test_dlog_matches_mpmath():
+    """ddmath.dlog within 2^-56 relative of log(hi + lo) (mpmath at 300 bits), near 1 (the
+    log1p branch) and far from it (the Newton step)."""
+    from aclnn_conformance.conformance.compiled.ddmath import dlog
+    from numba import njit
+
+    @njit(error_model="numpy")
+    def run(hi, lo, oh, ol):
+        for i in range(hi.size):
+            oh[i], ol[i] = dlog((hi[i], lo[i]))
+
+    rng = np.random.default_rng(1)
+    hi = np.concatenate([1 + rng.normal(size=300) * 2.0 ** rng.integers(-50, -1, 300),
+                         np.exp2(rng.uniform(-900, 900, 300)), rng.uniform(0.3, 3, 300)])  # fmt: skip
+    lo = hi * rng.uniform(-1, 1, hi.size) * 2.0**-54
+    lo = (hi + lo) - hi  # a normalized pair
+    oh, ol = np.empty_like(hi), np.empty_like(hi)
+    run(hi, lo, oh, ol)
+    with mp.workprec(300):
+        for a, b, h, ll in zip(hi, lo, oh, ol, strict=True):
+            exact = mp.log(mp.mpf(float(a)) + mp.mpf(float(b)))
+            assert abs(mp.mpf(float(h)) + mp.mpf(float(ll)) - exact) <= abs(exact) * 2.0**-56
+
+
+def test_flag_is_sound_against_numpy_rounding():
+    """rowmath.flag_f64: wherever it says decided (0), y - 4 err and y + 4 err round to the
+    same FLOAT (the test rows.tier1 makes in numpy), and the guard's near-midpoint values are
+    flagged."""
+    from aclnn_conformance.conformance.compiled.rowmath import flag_f64
+    from numba import njit
+
+    @njit
+    def run(y, e, out, drop, guard, emin):
+        for i in range(y.size):
+            out[i] = flag_f64(y[i], e[i], False, drop, guard, emin)
+
+    rng = np.random.default_rng(2)
+    n = 200_000
+    base = rng.normal(size=n).astype(np.float32).astype(np.float64)
+    ulp = np.spacing(np.abs(base).astype(np.float32)).astype(np.float64)
+    y = base + ulp * rng.choice([0.5, 0.5 + 2.0**-22, 0.5 - 2.0**-30, 0.25, 0.999], n)
+    err = np.abs(y) * 2.0 ** rng.uniform(-60, -30, n)
+    err[::7] = 0.0
+    out = np.empty(n, np.uint8)
+    run(y, err, out, 29, int(2.0**-20 * 2**29), 1023 - 126)
+    f32 = dt.get("FLOAT")
+    lo = dt.round_to(y - 4 * err, f32)
+    hi = dt.round_to(y + 4 * err, f32)
+    decided = out == 0
+    assert (lo[decided] == hi[decided]).all()
+    exact_mid = (y == base + ulp * 0.5) & (err == 0)
+    assert (out[exact_mid] == 1).all()  # a float64 value on a midpoint is never decided
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 64])
+def test_short_rows_sum_like_fsum(n):
+    """rowsum.row_sum_exact on many short rows (the vectorized paths: IEEE addition for one or
+    two elements, Sum2 in numpy up to SHORT): math.fsum's value on finite rows, cancellation
+    and overflow included, and IEEE's NaN and infinities where a row holds them."""
+    import math
+
+    from aclnn_conformance.conformance.compiled import rowsum
+
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(4000, n)) * np.exp2(rng.integers(-40, 40, size=(4000, n)))
+    h = n // 2  # cancellation: a half and its negation, slightly off
+    x[1::5, h : 2 * h] = -x[1::5, :h] * (1 + 2.0**-40)
+    x[2] = 1.7e308
+    x[3, 0] = np.nan
+    x[4, 0], x[4, -1] = np.inf, (-np.inf if n > 1 else np.inf)
+    x[5, 0] = -np.inf
+    got = rowsum.row_sum_exact(x)
+    for i, row in enumerate(x):
+        if np.isfinite(row).all():
+            exact = sum((Fraction(float(v)) for v in row), Fraction(0))
+            want = float(round_exact(exact, "DOUBLE")) if abs(exact) < 2**1024 else math.inf
+        else:
+            with np.errstate(invalid="ignore"):
+                want = float(np.sum(row))
+        assert got[i] == want or (math.isnan(got[i]) and math.isnan(want)), (i, got[i], want)
