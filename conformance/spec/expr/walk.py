@@ -456,12 +456,19 @@ def tensors_read(spec: Any) -> tuple[str, ...]:
     `absent`, say) is not among them, and may be null in a call the formula is evaluated on.
     A tensor read only through its halves is not among them either: the halves' keys are, after
     the inputs (then the concatenation's half index), each a view the evaluator binds
-    (conformance/spec/split.py)."""
+    (conformance/spec/split.py). A tensor whose element count `numel(x)` the formula reads is
+    among them (its shape places the others)."""
     direct: set[str] = set()
     split: list[Half | Concat] = []
     for e in Formula.of(spec.formula).expressions():
         nodes = walk_ir(e.ir)
         direct |= {n.name for n in nodes if isinstance(n, Var)}
+        # numel(x) reads x's shape: x is placed with the rest (a gather's elements need it)
+        direct |= {
+            n.name[len("numel(") : -1]
+            for n in nodes
+            if isinstance(n, Var) and n.name.startswith("numel(") and n.name.endswith(")")
+        }
         split += [n for n in nodes if isinstance(n, Half | Concat)]
     order = {p.name: i for i, p in enumerate(spec.tensor_inputs)}
     keys = sorted(
