@@ -24,11 +24,16 @@ from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reference.engine import evaluate
 
 from tests import oracles
+from tests.support.representatives import op_params, representatives
 from tests.support.runcli import assert_clean, conform
 
 REG = default_registry()
 OPS = sorted(s.name for s in REG)
 ORACLES = oracles.of(OPS)  # {op: its module in tests/oracles/}
+# the per-op tests: every op in the registry tier, one op per combination of concepts (and each
+# op with a gradient oracle of the seeds) in the fast tier (tests/support/representatives.py)
+FAST = representatives(REG, {op for op, m in ORACLES.items() if oracles.kind(m) == "gradient"})
+EACH_OP = op_params(OPS, FAST)
 BF16 = ml_dtypes.bfloat16
 
 
@@ -50,9 +55,21 @@ def rne(value: float, dtype: str) -> float:
 # -- fixtures -------------------------------------------------------------------------------------
 
 
+class _PerOp(dict):
+    """op -> its value, made when first asked for (a worker builds only the ops of its tests)."""
+
+    def __init__(self, make) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, op: str) -> list:
+        self[op] = value = self.make(op)
+        return value
+
+
 @pytest.fixture(scope="module")
 def plans() -> dict[str, list]:
-    return {op: plan_op(REG.get(op)) for op in OPS}
+    return _PerOp(lambda op: plan_op(REG.get(op)))
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +79,8 @@ def suite() -> list:
 
 @pytest.fixture(scope="module")
 def cases(plans) -> dict[str, list]:
-    """Every generated case of every op, built with seed 0."""
-    return {op: [build(REG.get(op), p, 0) for p in plans[op]] for op in OPS}
+    """Every generated case of an op, built with seed 0."""
+    return _PerOp(lambda op: [build(REG.get(op), p, 0) for p in plans[op]])
 
 
 def _tensors(case, outputs: bool | None = None) -> dict[str, TensorArg]:
@@ -152,7 +169,7 @@ def test_case_values_depend_only_on_seed_and_id(plans):
 
 
 @pytest.mark.gates
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_every_clause_of_the_spec_is_exercised(op, cases):
     spec = REG.get(op)
     exercised = set().union(*(c.clauses for c in cases[op]))
@@ -217,7 +234,7 @@ def _shadow_proof(spec, check, product) -> str:
     pytest.fail(f"{spec.name}/{check.id}: no shadowing argument for kind {check.kind}")
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_every_error_clause_has_a_negative_case_or_is_provably_shadowed(op, plans):
     spec = REG.get(op)
     for product in spec.products:
@@ -240,7 +257,7 @@ def test_known_shadowed_clauses(op):
     assert set(unreachable(spec, plan_op(spec, ["atlas-a2"]))) == want, op
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_negative_cases_expect_the_reference_status_and_clause(op, cases):
     spec = REG.get(op)
     negatives = [c for c in cases[op] if c.kind == "negative"]
@@ -275,7 +292,7 @@ def test_dtype_matrix_is_every_valid_combination_on_every_product(op, plans):
             assert tuple((n, p.arg[n].dtype) for n in tensors) in want, p.id
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_positive_dtype_combinations_are_accepted_by_the_reference(op, cases):
     """Every op: each case of the dtype matrix is a valid call (status 0 in the reference)."""
     matrix = [c for c in _positive(cases[op]) if c.id.endswith("/dtypes")]
@@ -302,7 +319,7 @@ def _first_product_cases(op, cases):
     return [c for c in _positive(cases[op]) if c.product == first]
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
     spec = REG.get(op)
     mine = _first_product_cases(op, cases)
@@ -357,7 +374,7 @@ def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
 
 
 @pytest.mark.gates
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_one_case_per_op_has_at_least_a_million_elements(op, cases):
     spec = REG.get(op)
     out = spec.formula.output
@@ -396,7 +413,7 @@ def _layout(t: TensorArg) -> str:
     return "other"
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_layouts_for_inputs_and_outputs(op, cases):
     mine = _first_product_cases(op, cases)
     seen_in, seen_out = set(), set()
@@ -437,7 +454,7 @@ def test_layouts_for_inputs_and_outputs(op, cases):
                 assert np.unique(t.storage).size <= 1, f"{c.id}: outputs start as one fill value"
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_value_kinds_draw_what_they_say(op, cases):
     spec = REG.get(op)
     seen = defaultdict(set)
@@ -481,7 +498,7 @@ def test_value_kinds_draw_what_they_say(op, cases):
     assert {p for p, _ in seen} == set(spec.products)
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_every_special_point_has_a_case(op, cases):
     """Every op: each special point of the spec is placed by a positive case on each product."""
     spec = REG.get(op)
@@ -546,7 +563,7 @@ def test_scalar_dtypes_cover_every_allowed_dtype(op, cases):
             assert got == ORACLES[op].scalar_dtypes(product, name), (product, name)
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", EACH_OP)
 def test_scalar_values_fit_their_dtype(op, cases):
     spec = REG.get(op)
     scalars = [p.name for p in spec.attributes if p.kind == "scalar"]

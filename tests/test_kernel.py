@@ -113,7 +113,10 @@ def test_generated_source_names_nothing_from_the_spec():
                "yb", "mask", "half", "out", "near", "max", "_bits", "_flag", "kernel_flags", "kernel_narrow", "_narrow", "_round", "p", "femin", "all_ones", "nbits", "sign", "m", "mag", "_INF", "_NAN", "_minimum", "_maximum", "_pow", "_vexp", "_verfc", "_h2d", "_vexpm1", "_vlog1p", "_vtanh", "tie",
                "BLOCK", "counts", "starts", "blk", "c", "n", "min", "range"}  # fmt: skip
     for spec in REG:
-        env = attribute_env(spec, _call_any(spec))
+        call = _call_any(spec)
+        if call is None:  # no all-float call: its kernels are built from no such environment
+            continue
+        env = attribute_env(spec, call)
         try:
             half = frozenset(p.name for p in spec.tensor_inputs)
             texts = [codegen.generate(spec, env, approx, h).text
@@ -142,13 +145,15 @@ def test_generated_source_names_nothing_from_the_spec():
                 )
 
 
-def _call_any(spec) -> Call:
+def _call_any(spec) -> Call | None:
+    """A valid call with every tensor of one float dtype, or None where the spec has none (an
+    integer index tensor: NLL's target)."""
     for product in spec.products:
         for dtype in FLOATS:
             c = _call(spec, product, dtype, 4, np.random.default_rng(0))
             if c is not None:
                 return c
-    raise AssertionError(f"{spec.name}: no valid float call")
+    return None
 
 
 @needs_numba

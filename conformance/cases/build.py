@@ -6,6 +6,8 @@ id and the seed, which is what makes `replay CASE-ID` possible and keeps ids sta
 
 from __future__ import annotations
 
+import functools
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -108,9 +110,14 @@ def probe_tensor(a: TensorPlan) -> TensorArg:
     read-only broadcast view: no memory, no drawing). The checks read shapes, dtypes and formats,
     never tensor values, so a verdict needs no more."""
     d = dt.get(a.dtype)
-    n = int(np.prod(a.shape, dtype=np.int64)) if a.shape else 1
-    storage = np.broadcast_to(np.zeros(1, dtype=d.np), (n,))
-    return TensorArg(d.name, a.shape, contiguous_strides(a.shape), 0, storage, a.format)
+    n = math.prod(a.shape)
+    return TensorArg(d.name, a.shape, contiguous_strides(a.shape), 0, _zeros(d.name, n), a.format)
+
+
+@functools.lru_cache(maxsize=256)
+def _zeros(dtype: str, n: int) -> np.ndarray:
+    """n zeros of dtype as a read-only view of one (shared: nothing writes a probe)."""
+    return np.broadcast_to(np.zeros(1, dtype=dt.get(dtype).np), (n,))
 
 
 def _index_range(index_of: IndexOf, plan: CasePlan, args: dict[str, Any]) -> tuple[int, int | None]:

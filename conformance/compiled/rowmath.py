@@ -20,6 +20,7 @@ from .intrinsics import as_bits as _bits
 from .intrinsics import as_double as _double
 from .intrinsics import fma as _fma
 from .intrinsics import select as _sel
+from .ranges import TINY
 
 SAFETY = 4.0  # the bound must be this many times below the distance to a midpoint
 _MANT = (1 << 52) - 1
@@ -82,7 +83,7 @@ def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
     if drop == 0:  # DOUBLE, faithful: hi (the pair's nearest) within an ulp of the exact value
         gap = abs(hi) - _double(_bits(abs(hi)) - 1)  # the smaller gap, toward zero
         ok = (abs(hi) < math.inf) & (lo == lo) & (abs(lo) + SAFETY * err < gap) & (hi != 0.0)
-        return hi, ok & (abs(hi) > 2.0**-969)
+        return hi, ok & (abs(hi) > TINY)
     toward_zero = (lo != 0.0) & ((lo < 0.0) != (hi < 0.0))
     t = hi
     if toward_zero:

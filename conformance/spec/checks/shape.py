@@ -190,6 +190,12 @@ class ShapeIsBroadcast(CheckKind):
         for n in check.params:
             yield f"{n}:3x4", with_shapes(base, {n: (3, 4)})
             yield f"{n}:3x1-of-3x1.1x5", with_shapes(base, {a: (3, 1), b: (1, 5), n: (3, 1)})
+        # an `of` tensor grown by a leading dim: the named tensors (and whatever an earlier
+        # check ties to them, e.g. out's same_shape) keep their shapes
+        n0 = base.get(check.params[0])
+        for o in check.of:
+            if o not in check.params and isinstance(n0, TensorPlan):
+                yield f"{o}:3x-grown", with_shapes(base, {o: (3, *n0.shape)})
 
 
 def call_shapes(call: Call) -> dict[str, tuple[int, ...]]:
