@@ -57,6 +57,7 @@ def _compiled(reg, x: np.ndarray, dtype: str):
 # -- tier 1 and the double-double rows against mpmath ---------------------------------------------
 
 
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 @pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16"])
 @pytest.mark.parametrize("which", ["softmax", "log_softmax"])
 def test_compiled_softmax_rows_correctly_rounded(tmp_path, numba_path, dtype, which):
@@ -134,6 +135,7 @@ def _exact(value: str, v, env: dict):
     return v / env["abs"] if v > 0 else -v
 
 
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 def test_double_double_rows_decide_what_float64_cannot(tmp_path, numba_path):
     """Rows whose float64 sum is exactly a FLOAT midpoint: tier 1 flags them; the
     double-double rows decide the ones off the midpoint (up and down, as exact arithmetic
@@ -154,6 +156,7 @@ def test_double_double_rows_decide_what_float64_cannot(tmp_path, numba_path):
     assert got[2, 0] == np.float32(1.0) and got[0, 0] == np.float32(1 + 2.0**-23)
 
 
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 def test_double_double_decisions_agree_with_mpmath(tmp_path, numba_path):
     """Every element the double-double rows decide (tier 1 asked for all of them) is the exact
     value rounded once (mpmath): softmax over rows of normal values, FLOAT16 (coarse, so that
@@ -179,6 +182,7 @@ def test_double_double_decisions_agree_with_mpmath(tmp_path, numba_path):
         assert got == round_exact(want[i][j], "FLOAT16"), (i, j)
 
 
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 def test_rows_with_specials_follow_ieee_as_numpy(tmp_path, numba_path):
     """A row whose reductions meet an infinity or NaN is evaluated by the numpy tier (IEEE):
     the same values as the numpy path; -inf elements (masking) stay on the compiled path."""
@@ -195,6 +199,7 @@ def test_rows_with_specials_follow_ieee_as_numpy(tmp_path, numba_path):
     assert got[2, 0] == 0 and got[2, 2] == np.float32(1 / (1 + np.exp(-1)))
 
 
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 @pytest.mark.parametrize("which", ["softmax", "log_softmax"])
 def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, which):
     """DOUBLE: numpy's tier 1 (long double) flags what its bound does not trust (here: rows
@@ -270,6 +275,7 @@ def test_compiled_rows_equal_numpy_rows(name, dtype):
 # -- the building blocks -----------------------------------------------------------------------
 
 
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 def test_dlog_matches_mpmath():
     """ddmath.dlog within 2^-56 relative of log(hi + lo) (mpmath at 300 bits), near 1 (the
     log1p branch) and far from it (the Newton step)."""
