@@ -9,12 +9,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from aclnn_conformance.conformance.cases.casedir import read_case, sha256_file
 from aclnn_conformance.conformance.cases.golden import read_golden
 
 from tests.support.runcli import assert_clean, assert_one_line_error, by_id, conform, read_jsonl
 
 SEL = ["--op", "leaky_relu_backward", "--product", "atlas-a2", "--dtype", "f32"]
+
+pytestmark = pytest.mark.gates  # the CLI in a subprocess: export, then run from stored goldens
 
 
 def _export(root: Path) -> dict[str, Path]:

@@ -16,6 +16,8 @@ from tests.support.runcli import REPO, assert_clean, conform, read_jsonl
 FLAKY = REPO / "tests" / "data" / "exec_harness" / "flaky_harness.py"
 SEL = ["--op", "leaky_relu_backward", "--product", "atlas-a2", "--dtype", "f32"]
 
+pytestmark = pytest.mark.gates  # every test runs the CLI in a subprocess with an exec harness
+
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory) -> Path:

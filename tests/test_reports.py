@@ -213,6 +213,7 @@ def test_json_writes_non_finite_statistics_as_strings(run):
 # -- clause coverage --------------------------------------------------------------------------
 
 
+@pytest.mark.gates  # the clause universe plans the whole registry's suite
 def test_coverage_counts_run_and_passed_per_clause(run):
     cov = clause_coverage(run.records, clause_universe(default_registry()))
     rows = {r.qualified: r for r in cov.rows}
