@@ -177,6 +177,7 @@ def _same(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.all((g == w) | (np.isnan(g) & np.isnan(w))))
 
 
+@pytest.mark.kernels  # evaluate_both: numba compiles the fixture's kernels (plain, double-double)
 @pytest.mark.parametrize("dim, shape", _dims())
 def test_the_first_half_times_sigmoid_of_the_second_on_every_dim(tmp_path, dim, shape):
     reg = _registry(tmp_path, FORWARD)
@@ -192,6 +193,7 @@ def test_the_first_half_times_sigmoid_of_the_second_on_every_dim(tmp_path, dim, 
         assert _same(got.outputs["out"].reshape(out_shape), want), (dtype, dim, shape)
 
 
+@pytest.mark.kernels  # evaluate_both: numba compiles the fixture's kernels (plain, double-double)
 @pytest.mark.parametrize("dim, shape", _dims())
 def test_a_full_size_output_is_written_per_half_on_every_dim(tmp_path, dim, shape):
     reg = _registry(tmp_path, BACKWARD, let=SIGMOID_B, grad=True)
@@ -218,6 +220,7 @@ def _strided(x: np.ndarray, dtype: str) -> TensorArg:
     return TensorArg(dtype, x.shape, strides, 3, pad)
 
 
+@pytest.mark.kernels  # evaluate_both: numba compiles the fixture's kernels
 def test_strided_views_and_the_golden_stream(tmp_path):
     """A non-contiguous self (transposed, offset) and output; the lazy golden (float64 values,
     chunk by chunk in the output's C order) holds the exact values before the last rounding."""
@@ -325,6 +328,7 @@ def _exact_outputs(mod, a, b, gv, s: dict, dim: int) -> dict:
     return {mod.OUT: exact}
 
 
+@pytest.mark.registry  # the per-op oracles over spec x product x dtype, as test_family_oracles
 @pytest.mark.parametrize("name, product, dtype", _oracle_params())
 def test_shipped_halves_are_the_correctly_rounded_oracle(name, product, dtype):
     """Each spec with an oracle of KIND "halves", in each of its settings: the reference's
