@@ -32,7 +32,7 @@ from ..conformance.spec.model import OpSpec
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
-        "abs": "abs", "sign": "np.sign", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
+        "abs": "abs", "sign": "_sign", "minimum": "_minimum", "maximum": "_maximum"}  # fmt: skip
 # FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of conformance/compiled/vecmath.py
 APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip
@@ -68,6 +68,11 @@ def _minimum(a, b):
 @njit(inline="always", error_model="numpy")
 def _maximum(a, b):
     return a if (a > b or a != a) else b
+
+
+@njit(inline="always", error_model="numpy")
+def _sign(a):
+    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (a if a != a else 0.0))
 
 
 @njit(inline="always", error_model="numpy")

@@ -90,6 +90,11 @@ def _maximum(a, b):
     return a if (a > b or a != a) else b
 
 
+@njit(inline="always", error_model="numpy")
+def _sign(a):
+    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (a if a != a else 0.0))
+
+
 @njit(parallel={parallel}, cache=True, error_model="numpy")
 def kernel({args}, y, flags, bad, drop, guard, emin):
     for r in {loop}(y.shape[0]):
@@ -527,7 +532,7 @@ class Bounded(Arithmetic):
     def f_sign(self, x: Any) -> Val:
         x = _n(x)
         h = self._h(x)
-        s = f"np.sign({h})"
+        s = f"_sign({h})"  # numpy's sign: +0 for either zero
         err = "0.0" if x.e == "0.0" else f"(0.0 if (abs({h}) > {x.e}) else 2.0)"
         return self._tmp(self._lift(s) if self.dd else s, err)
 

@@ -110,7 +110,7 @@ def test_generated_source_names_nothing_from_the_spec():
     """The kernel's text is made of generated names and the whitelist: no spec text is executed."""
     allowed = {"math", "np", "njit", "prange", "kernel", "y", "flags", "mode", "drop", "guard",
                "emin", "k", "r", "f", "e", "b", "low", "float", "bool", "abs", "a", "near_midpoint",
-               "yb", "mask", "half", "out", "near", "max", "_bits", "_flag", "kernel_flags", "kernel_narrow", "_narrow", "_round", "p", "femin", "all_ones", "nbits", "sign", "m", "mag", "_INF", "_NAN", "_minimum", "_maximum", "_pow", "_vexp", "_verfc", "_h2d", "_vexpm1", "_vlog1p", "_vtanh", "tie",
+               "yb", "mask", "half", "out", "near", "max", "_bits", "_flag", "kernel_flags", "kernel_narrow", "_narrow", "_round", "p", "femin", "all_ones", "nbits", "sign", "m", "mag", "_INF", "_NAN", "_minimum", "_maximum", "_sign", "_pow", "_vexp", "_verfc", "_h2d", "_vexpm1", "_vlog1p", "_vtanh", "tie",
                "BLOCK", "counts", "starts", "blk", "c", "n", "min", "range"}  # fmt: skip
     for spec in REG:
         call = _call_any(spec)

@@ -107,7 +107,7 @@ def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
 @njit(inline="always")
 def dexp_low(a):  # pragma: no cover - compiled
     """ddmath.dexp, but 0 (not a poisoned pair) below -700, where e^a is under 2^-1009: the
-    row kernels add that to the bound (a softmax row over [1, 1000] has terms of e^-999)."""
+    row kernels add that to the bound (a row of exp(x - max) over [1, 1000] has terms of e^-999)."""
     r = dexp(a)
     low = a[0] < -700.0
     return _sel(low, 0.0, r[0]), _sel(low, 0.0, r[1])
