@@ -1,7 +1,7 @@
 """A formula with reductions as one compiled pass per block of rows (numba), generated from its IR.
 
 rows.py lays a chunk out as rows (the reduced dims last); the kernel written here walks each
-row once per reduction, in dependency order (softmax: its amax, then the sum of exp(x - amax)),
+row once per reduction, in dependency order (a normalisation: its amax, then the sum of exp(x - amax)),
 then once more for the elements, every value carried with a first-order bound on its absolute
 error (as reference/errbound.py: inputs and literals exact, each operation adds its own rounding
 and propagates its operands' bounds through its derivative, each library function within
@@ -277,7 +277,7 @@ class Bounded(Arithmetic):
         if not self.dd:  # the terms first, in a loop that vectorizes, then their reduction
             buf = "tb", "te"
             if isinstance(node.x, ir.Var) and node.x.name in walk.lets and fn != "logsumexp":
-                # the terms are a let's values: kept for the elements' loop (softmax's ex)
+                # the terms are a let's values: kept for the elements' loop (an exp(x - amax) let)
                 st.kept[node.x.name] = k
                 buf = f"tb{k}", f"te{k}"
             lines = [f"{buf[0]} = np.empty(n)", f"{buf[1]} = np.empty(n)"] if buf[0] != "tb" else []

@@ -274,7 +274,7 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
                 and product == spec.products[0]
                 and all(d == "FLOAT" for n, d in combo.items() if spec.param(n).index_of is None)
             ):  # (an index tensor keeps its integer dtype)
-                # leading 1s up to the rank a min_rank check wants (NLLLoss2d's (N, C, H, W))
+                # leading 1s up to the rank a min_rank check wants (an (N, C, H, W) input)
                 lo = max((c.min for c in spec.checks if c.kind == "min_rank"), default=0)
                 large = (1,) * max(0, lo - len(LARGE_SHAPE)) + LARGE_SHAPE
                 shapes = dict.fromkeys([p.name for p in spec.params if p.is_tensor], large)

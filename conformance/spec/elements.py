@@ -3,7 +3,7 @@
 A formula is walked over the broadcast shape of its tensor inputs (its *elements*). An input
 that a `gather(x, target, dim)` reads as its index (a bare tensor name) has x's shape without
 dim: it is placed with a size-1 dim inserted at dim, so that it is constant along the rows the
-gather picks in. The output either has the elements' shape (every elementwise formula, softmax)
+gather picks in. The output either has the elements' shape (every elementwise formula, a normalisation over a dim)
 or the elements' shape with the formula's reduced / gathered dims removed or kept as 1 (NLL's
 `reduction: none`, one value per row): then each output element is its row's value. A 1-D
 tensor a gather picks from (a per-class weight) lies along the gather's dim.
@@ -54,7 +54,7 @@ def vector_dims(spec: OpSpec, env: dict[str, Any]) -> dict[str, int]:
 def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg]:
     """Each tensor input of the call the formula reads, as it reads it: a gather's index with
     a size-1 dim inserted at the gather's dim (wrapped against the rank of the other inputs),
-    a 1-D tensor a gather picks from laid along the gather's dim (NLLLoss2d's weight (C) of a
+    a 1-D tensor a gather picks from laid along the gather's dim (a per-class weight (C) of a
     (N, C, H, W) self: (1, C, 1, 1))."""
     read = tensors_read(spec)
     args = {n: call.tensor(n) for n in read if call.args.get(n) is not None}

@@ -12,7 +12,7 @@ executed; a conditional rule's `when:` goes through the expression language's wh
            | reduce(NAME, DIMS, KEEP)      DIMS: `all`, an int, [int, ...] or an int / int_array
                                            parameter; KEEP: true / false or a bool parameter;
                                            NAME may be broadcast(NAME, ...) (the reduced shape
-                                           of a broadcast: aclnnMseLossOut's mean over dim 0)
+                                           of a broadcast: a loss's mean over dim 0)
            | split(NAME, DIM, INT)         size along DIM divided by INT (DIM: int or int param)
            | [ITEM, ...]                   ITEM: NAME.K (size K of NAME, negative K wraps) or INT
     YAML  := rule | [{when: EXPR, value: rule}, ..., {when: otherwise, value: rule}]

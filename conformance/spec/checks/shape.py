@@ -71,7 +71,7 @@ class MinRank(CheckKind):
     @classmethod
     def fit(cls, spec: OpSpec, check: Check, base: Args) -> Args:
         """The base call made to pass: a tensor named with fewer than `min` dims gets trailing
-        dims of 2 (NLLLoss2d's 4-D self: the 3x5 base becomes 3x5x2x2)."""
+        dims of 2 (a 4-D input: the 3x5 base becomes 3x5x2x2)."""
         shapes = {}
         for name in check.params:
             shape = tuple(getattr(base.get(name), "shape", ()) or ())
