@@ -506,12 +506,13 @@ def _judge_outputs(
             return ("fail", why), []
         random = _random_formula(spec, case.call, p.name)
         if random is not None:  # a random output: its relations, not the oracle's draw
-            why = relation_failures(spec, random, case.call, got)
+            why = relation_failures(spec, random, case.call, got, clock)
             rec.comparisons = rec.comparisons or {}
             rec.comparisons[p.name] = {"relations": [r.id for r in random.relations],
                                        "passed": not why}  # fmt: skip
             if why:
                 reasons.append(f"{p.name}: {why}")
+                rec.differs = "values"  # an output's values break a relation
             continue
         inputs = _inputs_shown(spec, case.call, t.shape)
         if policies is not None and p.name in policies:
@@ -564,35 +565,99 @@ def _random_formula(spec: OpSpec, call: Call, output: str) -> Any:
     return f
 
 
-def relation_failures(spec: OpSpec, formula: Any, call: Call, got: Outcome) -> str:
+def relation_failures(
+    spec: OpSpec, formula: Any, call: Call, got: Outcome, clock: Clock | None = None
+) -> str:
     """'' when every relation of `formula` holds at every element of the backend's outputs,
     else which relation fails where. The inputs and outputs are read whole, as float64, in the
-    formula output's shape (inputs broadcast to it)."""
-    shape = call.tensor(formula.output).shape
+    formula output's shape (inputs broadcast to it). An `equals` relation is judged like a
+    computed output: the expression's float64 value is the golden, under the output's policy."""
+    t = call.tensor(formula.output)
+    shape = t.shape
     env: dict[str, Any] = attribute_env(spec, with_defaults(spec, call))
     with np.errstate(all="ignore"):
         for q in spec.tensor_inputs:
             env[q.name] = np.broadcast_to(call.tensor(q.name).view(), shape).astype(np.float64)
         for q in spec.outputs:
-            t = call.args.get(q.name)
-            if isinstance(t, TensorArg) and not q.unused and q.name in got.outputs:
-                view = TensorArg(t.dtype, t.shape, t.strides, t.offset, got.outputs[q.name])
+            t_q = call.args.get(q.name)
+            if isinstance(t_q, TensorArg) and not q.unused and q.name in got.outputs:
+                view = TensorArg(t_q.dtype, t_q.shape, t_q.strides, t_q.offset, got.outputs[q.name])
                 env[q.name] = np.asarray(view.view()).astype(np.float64)
         for r in formula.relations:
-            ok = np.broadcast_to(np.asarray(r.holds.evaluate(env), dtype=bool), shape)
+            where = (
+                np.broadcast_to(np.asarray(r.where.evaluate(env), dtype=bool), shape)
+                if r.where is not None
+                else np.ones(shape, dtype=bool)
+            )
+            if r.form == "equals":
+                why = _equals_failure(spec, formula.output, r, call, t, got, env, where, clock)
+                if why:
+                    return f"relation {spec.clause(r.id)} ({r.equals.source}): {why}"
+                continue
+            if r.form == "within":
+                ok = _within(t.dtype, env[formula.output], *(e.evaluate(env) for e in r.within))
+            else:
+                ok = np.asarray(r.holds.evaluate(env), dtype=bool)
+            ok = np.broadcast_to(ok, shape) | ~where
             bad = int(np.count_nonzero(~ok))
             if bad:
                 first = tuple(int(i) for i in np.argwhere(~ok)[0])
+                names = sorted({n for e in r.exprs for n in e.names} | {formula.output})
                 shown = ", ".join(
                     f"{n}={float(np.broadcast_to(env[n], shape)[first]):.9g}"
-                    for n in sorted(r.holds.names)
+                    for n in names
                     if n in env and isinstance(env[n], np.ndarray)
                 )
+                text = (
+                    " in ".join(e.source for e in r.exprs[::-1]) if r.within else r.exprs[-1].source
+                )
                 return (
-                    f"relation {spec.clause(r.id)} ({r.holds.source}) fails at {bad} of "
+                    f"relation {spec.clause(r.id)} ({text}) fails at {bad} of "
                     f"{ok.size} elements, first at {list(first)}: {shown}"
                 )
     return ""
+
+
+def _within(dtype: str, v: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
+    """lo <= v <= hi with each bound moved to the dtype's next value outward (the bound's
+    rounding to the dtype, then one more step): a float32 draw in [lo, hi] cast to the
+    dtype, or computed as lo + u * (hi - lo) with float32 roundings, stays inside."""
+    ty = dt.get(dtype).np
+    lo64 = np.asarray(lo, np.float64)
+    hi64 = np.asarray(hi, np.float64)
+    lo_t = np.nextafter(lo64.astype(ty), np.asarray(-np.inf, ty)).astype(np.float64)
+    hi_t = np.nextafter(hi64.astype(ty), np.asarray(np.inf, ty)).astype(np.float64)
+    return (np.minimum(lo_t, lo64) <= v) & (v <= np.maximum(hi_t, hi64))
+
+
+def _equals_failure(
+    spec: OpSpec,
+    output: str,
+    r: Any,
+    call: Call,
+    t: TensorArg,
+    got: Outcome,
+    env: dict[str, Any],
+    where: np.ndarray,
+    clock: Clock | None,
+) -> str:
+    """'' when the output equals the relation's value (exact, as a golden; past the output
+    dtype's range, the infinity it holds) where it applies, under the output's tolerance
+    policy; elements outside `where` are compared with themselves."""
+    name = r.id
+    out = got.outputs[output]
+    actual = np.asarray(TensorArg(t.dtype, t.shape, t.strides, t.offset, out).view()).astype(
+        np.float64
+    )
+    value = np.broadcast_to(np.asarray(r.equals.evaluate(env), np.float64), t.shape)
+    held = value.astype(dt.get(t.dtype).np).astype(np.float64)  # what out's dtype can hold
+    value = np.where(np.isinf(held) & np.isfinite(value), held, value)  # an overflow: inf
+    golden = np.where(where, value, actual)
+    tol = tolerance_dtype(spec, call, t.dtype)
+    policy = policy_for(tol, spec.tolerance_of(output))
+    want = Outcome(0, golden={name: np.asarray(golden, np.float64)})
+    cmp = _stream_compare(t, out, want, name, policy, {}, clock)
+    return "" if cmp.passed else "; ".join(cmp.reasons)
 
 
 def _outside_changed(t: TensorArg, out: np.ndarray, original: np.ndarray) -> int:

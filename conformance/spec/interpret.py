@@ -52,8 +52,9 @@ def validate(spec: OpSpec, call: Call) -> Validation:
     check, which sees the default it stands for."""
     nulls = accepted_nulls(spec, call)
     resolved = with_defaults(spec, call)
+    env = attribute_env(spec, resolved) if any(c.when for c in spec.checks) else {}
     for check in spec.checks:
-        if not check.applies_on(call.product):
+        if not check.applies_on(call.product) or not check.applies_with(env):
             continue
         if nulls and check.kind != "value" and check_reads(check) & nulls:
             continue

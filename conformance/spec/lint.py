@@ -657,11 +657,34 @@ class Linter:
         outputs = [p.name for p in by_name.values() if p.is_output and not p.unused]
         for i, r in enumerate(raw.get("relation", [])):
             path = (*base, "relation", i)
-            holds = self.expr((*path, "holds"), r["holds"], [*known, *outputs], strings)
-            if holds is not None:
-                relations.append(
-                    Relation(r["id"], holds, r["source"], r.get("summary", ""), self.doc.line(path))
+            names = [*known, *outputs]
+            forms = [k for k in ("holds", "equals", "within") if k in r]
+            if len(forms) != 1:
+                self.err(path, "a relation has exactly one of holds, equals, within")
+                continue
+            exprs = {}
+            for k in ("holds", "equals", "where"):
+                if k in r:
+                    exprs[k] = self.expr((*path, k), str(r[k]), names, strings)
+            within = None
+            if "within" in r:
+                lo, hi = (self.expr((*path, "within", j), str(v), names, strings)
+                          for j, v in enumerate(r["within"]))  # fmt: skip
+                within = (lo, hi) if lo is not None and hi is not None else None
+            if None in exprs.values() or ("within" in r and within is None):
+                continue
+            relations.append(
+                Relation(
+                    r["id"],
+                    exprs.get("holds"),
+                    r["source"],
+                    r.get("summary", ""),
+                    self.doc.line(path),
+                    equals=exprs.get("equals"),
+                    within=within,
+                    where=exprs.get("where"),
                 )
+            )
         random_when = None
         if "random_when" in raw:
             if not relations:

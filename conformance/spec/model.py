@@ -161,10 +161,18 @@ class Check:
     by: int | None = None  # dim_divisible: the divisor
     # The products the check applies on (`products:`, any kind); () means all of the op's.
     products: tuple[str, ...] = ()
+    # `when:` (any kind): an expression on the attributes; the library runs the check only
+    # where it holds (a size rule the library runs in training only). None: always.
+    when: Expr | None = None
+    numel_of: str | None = None  # numel_at_least: the tensor whose element count is the bound
 
     def applies_on(self, product: str) -> bool:
         """Whether the library runs this check on `product` (a product-scoped rule)."""
         return not self.products or product in self.products
+
+    def applies_with(self, env: dict[str, Any]) -> bool:
+        """Whether the library runs this check with these attributes (its `when:`)."""
+        return self.when is None or bool(self.when.evaluate(env))
 
 
 @dataclass(frozen=True)
@@ -189,14 +197,31 @@ class Branch:
 
 @dataclass(frozen=True)
 class Relation:
-    """A rule a random output must satisfy element by element (`relation:` of a formula): an
-    expression over the inputs, attributes and outputs that must hold."""
+    """A rule a random output must satisfy element by element (`relation:` of a formula), in one
+    of three forms over the inputs, attributes and outputs: `holds` (a condition that must be
+    true), `equals` (the output is this value, judged under the output's tolerance policy like
+    any computed output) or `within` (the output lies in [lo, hi], each bound widened to the
+    output dtype's next value outward: a draw in float32 cast to a narrower type stays in it);
+    `where` (optional) restricts it to the elements where a condition holds."""
 
     id: str
-    holds: Expr
+    holds: Expr | None
     source: str
     summary: str = ""
     line: int = 0
+    equals: Expr | None = None
+    within: tuple[Expr, Expr] | None = None
+    where: Expr | None = None
+
+    @property
+    def form(self) -> str:
+        return "equals" if self.equals else "within" if self.within else "holds"
+
+    @property
+    def exprs(self) -> tuple[Expr, ...]:
+        """Every expression of the relation, its `where` first."""
+        main = (self.equals,) if self.equals else self.within or (self.holds,)
+        return tuple(e for e in (self.where, *main) if e is not None)
 
 
 @dataclass(frozen=True)

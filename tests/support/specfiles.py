@@ -41,10 +41,10 @@ def raw_specs() -> dict[str, dict[str, Any]]:
 
 def count_clauses(data: dict) -> int:
     """Clause ids of one spec document counted straight from the YAML: checks, lets, branches,
-    special points and properties."""
+    relations, special points and properties."""
     sections = [data["checks"]]
     for f in formulas(data):
-        sections += [f.get("let", []), f["branches"]]
+        sections += [f.get("let", []), f["branches"], f.get("relation", [])]
     sections += [data.get("special_points", []), data.get("properties", [])]
     return sum(len(s) for s in sections)
 

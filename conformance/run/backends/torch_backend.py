@@ -359,6 +359,9 @@ class TorchBackend(Backend):
         for name, r in pairs:
             t = call.tensor(name)
             outputs[name] = self._host(bases[name], t) if name in bases else self._store(t, r)
+        returned = {n for n, _ in pairs}
+        for name in outputs.keys() & bases.keys() - returned:  # an in-place tensor ATen mutates
+            outputs[name] = self._host(bases[name], call.tensor(name))  # (Tensor(b!) noise)
         self._read_back(call, inputs)
         return Outcome(0, outputs, "")
 

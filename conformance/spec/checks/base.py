@@ -132,6 +132,8 @@ COMMON_FIELDS: dict[str, dict[str, Any]] = {
     "source": {"type": "string", "minLength": 1},
     # the products the check applies on (default: every product of the op)
     "products": {"type": "array", "minItems": 1, "items": NAME},
+    # an expression on the attributes: the check runs only where it holds (default: always)
+    "when": {"type": ["string", "boolean"]},
 }
 COMMON_REQUIRED = ("id", "kind", "source")
 PARAMS = {"type": "array", "minItems": 1, "items": NAME}
@@ -201,7 +203,20 @@ class CheckKind:
             min=c.get("min"),
             by=c.get("by"),
             products=cls.parse_products(lint, (*base, "products"), c.get("products", [])),
+            when=cls.parse_when(lint, base, c, by_name),
+            numel_of=c.get("numel_of"),
         )
+
+    @classmethod
+    def parse_when(
+        cls, lint: Linter, base: tuple, c: dict[str, Any], by_name: dict[str, Param]
+    ) -> Any:
+        """A check's `when:`, an expression on the attributes (no tensor is readable)."""
+        if "when" not in c:
+            return None
+        attrs = [n for n, p in by_name.items() if not p.is_tensor]
+        strings = [n for n, p in by_name.items() if p.kind == "string"]
+        return lint.expr((*base, "when"), str(c["when"]), attrs, strings)
 
     @classmethod
     def parse_products(cls, lint: Linter, path: tuple, names: list[str]) -> tuple[str, ...]:

@@ -3,6 +3,7 @@ shape_is_broadcast, dim_in_range (see conformance.spec.checks.kinds)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -159,6 +160,42 @@ class SameShape(CheckKind):
         for n in check.params:
             yield f"{n}:3x4", with_shapes(base, {n: (3, 4)})
             yield f"{n}:3x5x1", with_shapes(base, {n: (3, 5, 1)})
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    return math.prod(int(n) for n in shape)
+
+
+class NumelAtLeast(CheckKind):
+    """The tensors named hold at least as many elements as tensor `numel_of` (whatever their
+    shapes: a buffer the op fills from the front)."""
+
+    name = "numel_at_least"
+    param_kind = "tensor"
+    fields = {**CheckKind.fields, "numel_of": NAME}
+    required = ("params", "numel_of")
+    credit = frozenset({"shape"})
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        want = _numel(arg(call, check, check.numel_of).shape)  # type: ignore[arg-type]
+        for name in check.params:
+            got = _numel(arg(call, check, name).shape)
+            if got < want:
+                raise Violation(
+                    check, f"{name} has {got} elements, fewer than {check.numel_of}'s {want}"
+                )
+        return False
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        want = _numel(getattr(base.get(check.numel_of), "shape", ()))
+        if want < 1:
+            return
+        for n in check.params:
+            yield f"{n}:{want - 1}", with_shapes(base, {n: (want - 1,)})
+            if want > 1:
+                yield f"{n}:1", with_shapes(base, {n: (1,)})
 
 
 class ShapeIsBroadcast(CheckKind):
