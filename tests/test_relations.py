@@ -151,3 +151,35 @@ def test_replay_says_a_random_output_was_judged_by_its_relations():
     text = proc.stdout
     assert "relations noise-one-where-positive, noise-in-range, noise-at-zero: hold" in text
     assert "relations out-is-self-times-noise: hold" in text
+
+
+def test_an_atk_file_gives_an_in_out_tensors_input_values(tmp_path):
+    """An ATK input naming an inout tensor (noise) is its input value, not an output to map."""
+    import json
+
+    from tests.support.runcli import assert_clean, conform
+
+    def tensor(name, dtype, shape):
+        return {"name": name, "type": "tensor", "required": True, "dtype": dtype,
+                "shape": shape, "range_values": [-2, 2]}  # fmt: skip
+
+    def attr(name, kind, dtype, value):
+        return {"name": name, "type": kind, "required": True, "dtype": dtype, "shape": None,
+                "range_values": value}  # fmt: skip
+
+    case = {"id": 0, "name": "rrelu", "aclnn_name": "RReluWithNoise",
+            "inputs": [tensor("x", "fp32", [4, 3]), tensor("noise", "fp32", [4, 3]),
+                       attr("lower", "scalar", "fp32", [0, 0.2]),
+                       attr("upper", "scalar", "fp32", [0.2, 0.5]),
+                       attr("training", "attr", "bool", False), attr("seed", "attr", "int", 5),
+                       attr("offset", "attr", "int", 0)]}  # fmt: skip
+    src = tmp_path / "atk_aclnnRReluWithNoise.json"
+    src.write_text(json.dumps([case]), encoding="utf-8")
+    out = tmp_path / "cases"
+    proc = conform("cases", "import-atk", str(src), "-o", str(out))
+    assert_clean(proc, 0)
+    assert "1 accepted" in proc.stdout
+    res = tmp_path / "r.jsonl"
+    assert_clean(conform("run", "--cases", str(out), "--results", str(res), "-q"), 0)
+    (rec,) = [json.loads(x) for x in res.read_text(encoding="utf-8").splitlines()]
+    assert rec["verdict"] == "pass" and "noise" in rec["dtypes"]

@@ -190,7 +190,7 @@ def _take(
     skipped ('' if not)."""
     p = spec.param(name)
     where = f"ATK input {inp.name!r} (case {case.id})"
-    if p.is_output:
+    if p.is_output and not p.is_inout:  # an in/out tensor's input value comes from the file
         raise AtkError(f"{where} maps to {name!r}, an output of {spec.name}; map it in atk.outputs")
     if inp.type not in KINDS[p.kind]:
         raise AtkError(f"{where} is a {inp.type} but {spec.name} parameter {name!r} is a {p.kind}")
