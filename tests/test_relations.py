@@ -143,6 +143,7 @@ def test_numel_at_least_negatives_shrink_the_tensor_below_the_bound():
     assert shapes == [(1,), (7,)]
 
 
+@pytest.mark.gates
 def test_replay_says_a_random_output_was_judged_by_its_relations():
     from tests.support.runcli import assert_clean, conform
 
@@ -153,6 +154,7 @@ def test_replay_says_a_random_output_was_judged_by_its_relations():
     assert "relations out-is-self-times-noise: hold" in text
 
 
+@pytest.mark.gates
 def test_an_atk_file_gives_an_in_out_tensors_input_values(tmp_path):
     """An ATK input naming an inout tensor (noise) is its input value, not an output to map."""
     import json
