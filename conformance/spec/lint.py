@@ -296,6 +296,13 @@ class Linter:
                 ddt = self.dtype_name(("params", i, "default_dtype"), ddt)
             elif kind == "scalar":
                 ddt = "FLOAT"
+            if kind == "float" and p.get("c_type", "double") not in ("double", "float"):
+                self.err(
+                    ("params", i, "c_type"),
+                    f"{name}: a float parameter's c_type is double (the default) or float "
+                    f"(the prototype's C float: the value is rounded to float32), not "
+                    f"{p.get('c_type')!r}",
+                )
             null = p.get("if_null", "")
             if null and kind in ("bool", "int", "float"):
                 self.err(

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from .expr.language import Expr
 
 NULL_MEANINGS = ("default", "absent", "error")
@@ -76,6 +78,21 @@ class Param:
     @property
     def is_tensor(self) -> bool:
         return self.kind == "tensor"
+
+    @property
+    def c_float(self) -> bool:
+        """A `float` parameter the prototype declares as a C `float` (`c_type: float`), not the
+        kind's `double`: the library receives the value rounded to float32."""
+        return self.kind == "float" and self.c_type == "float"
+
+    def passed(self, value: Any) -> Any:
+        """What the library receives for `value` by value: a C float parameter's value rounded
+        to float32 (0.1 is 0.100000001490116...; beyond float's range an infinity), any other
+        value as it is."""
+        if self.c_float and isinstance(value, int | float) and not isinstance(value, bool):
+            with np.errstate(over="ignore"):
+                return float(np.float32(value))
+        return value
 
     @property
     def is_number(self) -> bool:

@@ -598,6 +598,30 @@ int aclnnScaleShift(void *workspace, uint64_t workspaceSize, aclOpExecutor *exec
     return run(OP_SCALE_SHIFT, "aclnnScaleShift", workspace, workspaceSize, executor, stream);
 }
 
+/* aclnnScaleFloat: the made-up op of tests/data/params/scale_float.yaml, a C float by value (a
+ * prototype's `float beta`, not the float kind's double): out = self * alpha, alpha the float the
+ * caller passed; a caller that passes a double here hands over other bits (recorded as well). */
+int aclnnScaleFloatGetWorkspaceSize(const aclTensor *self, float alpha, aclTensor *out,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const char *OP = "aclnnScaleFloat";
+    aclOpExecutor *e;
+    PROLOGUE();
+    NEED_T(self, "self");
+    NEED_T(out, "out");
+    snprintf(last_args, sizeof last_args, "alpha=%.17g", (double)alpha);
+    DTYPE(self, FLOAT2, "self");
+    DTYPE(out, FLOAT2, "out");
+    if (!same_shape(self, out)) FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self and out shapes differ", OP);
+    int rc = finish(OP_SCALE_SHIFT, numel(self) == 0, self, self, out, out->dtype, workspaceSize,
+                    executor, &e);
+    if (rc == 0) { e->flag = 1; e->d1 = (double)alpha; e->d2 = 0.0; }
+    return rc;
+}
+
+int aclnnScaleFloat(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, void *stream) {
+    return run(OP_SCALE_SHIFT, "aclnnScaleFloat", workspace, workspaceSize, executor, stream);
+}
+
 /* aclnnListEcho: the made-up op of tests/data/params/list_echo.yaml: out = self, with an
  * aclTensorList and an aclScalarList passed along; what arrived is recorded in last_args. */
 int aclnnListEchoGetWorkspaceSize(const aclTensor *self, const aclTensorList *tensors,

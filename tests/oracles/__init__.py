@@ -31,6 +31,9 @@ Two interfaces, by the module's KIND:
       OUT, INPUTS, PRODUCTS, SETTINGS, DOMAIN, allowed, base_scalars: as "elementwise"
       REDUCTION: str                 the int parameter naming the reduction
       element(t, s) -> mpf           l_n of one element of the broadcast inputs
+      shapes(sa, sb) -> dict         (optional) each input's shape from the test's pair of
+                                     shapes (default: the first input sa, the second sb, the
+                                     rest sa), for inputs that must share a shape
   tests/test_loss_oracles.py runs them.
 - KIND = "halves" (the GLU family: a tensor split in halves along a dim): the exact output
   element(s) from the halves' elements.

@@ -736,7 +736,8 @@ class AclnnBackend(Backend):
             }
             ws = getattr(self.lib.ops, op + "GetWorkspaceSize")
             ws.restype = C.c_int32
-            ws.argtypes = [kinds[p.kind] for p in params]
+            # a `float` parameter is a C double unless the prototype says float (c_type: float)
+            ws.argtypes = [C.c_float if p.c_float else kinds[p.kind] for p in params]
             ws.argtypes += [C.POINTER(C.c_uint64), C.POINTER(C.c_void_p)]
             run = getattr(self.lib.ops, op)
             run.restype = C.c_int32
@@ -1009,15 +1010,19 @@ def _check_kind(p: Any, a: Any) -> None:
     if p.kind not in fits:
         raise CallError(f"{p.name}: parameter kind {p.kind!r} has no C type in the aclnn adapter")
     if not fits[p.kind](a):
-        c_type = {
-            "tensor": "aclTensor*",
-            "scalar": "aclScalar*",
-            "bool": "bool",
-            "string": "char*",
-            "int": "int64_t",
-            "float": "double",
-            **{k: v[2] for k, v in ARRAY_C_TYPES.items()},
-        }[p.kind]
+        c_type = (
+            "float"
+            if p.c_float
+            else {
+                "tensor": "aclTensor*",
+                "scalar": "aclScalar*",
+                "bool": "bool",
+                "string": "char*",
+                "int": "int64_t",
+                "float": "double",
+                **{k: v[2] for k, v in ARRAY_C_TYPES.items()},
+            }[p.kind]
+        )
         raise CallError(
             f"{p.name}: the spec declares a {p.kind} ({c_type}) but the case gives {_what(a)}"
         )

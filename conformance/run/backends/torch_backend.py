@@ -329,13 +329,15 @@ class TorchBackend(Backend):
         schema = (
             [a.name for a in overload._schema.arguments if not a.kwarg_only] if b.consts else []
         )
+        by_name = {p.name: p for p in spec.params}
+
+        def value(n: str) -> Any:  # a C float parameter as the float32 the library receives
+            return b.passed(n, by_name[n].passed(self._value(call.args[n], bases.get(n))))
+
         args = [
-            self._const(call, v)
-            if how == "const"
-            else b.passed(v, self._value(call.args[v], bases.get(v)))
-            for how, v in positional(b, schema)
+            self._const(call, v) if how == "const" else value(v) for how, v in positional(b, schema)
         ]
-        kwargs = {k: b.passed(n, self._value(call.args[n], bases.get(n))) for k, n in b.kwargs}
+        kwargs = {k: value(n) for k, n in b.kwargs}
         try:
             result = overload(*args, **kwargs)
             results = result if isinstance(result, tuple | list) else (result,)

@@ -77,7 +77,8 @@ def accepted_nulls(spec: OpSpec, call: Call) -> set[str]:
 def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
     """Scalars (as float64 of their declared dtype), bools, strings, ints and floats (Python
     numbers) of the call, arrays as tuples of Python numbers (lists: tuples of their items); a
-    null that stands for a default (`null: default`) is that default."""
+    null that stands for a default (`null: default`) is that default; a C `float` parameter
+    the float32 value the library receives (Param.passed)."""
     env: dict[str, Any] = {}
     for p in spec.attributes:
         v = call.args.get(p.name)
@@ -87,7 +88,7 @@ def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
             v = v.as_float64()
         elif isinstance(v, ArrayArg):
             v = v.values()
-        env[p.name] = v
+        env[p.name] = p.passed(v)
     for p in spec.params:  # numel(x): a tensor's own element count
         t = call.args.get(p.name)
         if p.is_tensor and hasattr(t, "shape"):

@@ -130,6 +130,7 @@ def c_kind(c_type: str) -> str:
         "char": "string",
         "int64_t": "int",
         "double": "float",
+        "float": "float",  # a C float by value: a float parameter with c_type: float
         "aclIntArray": "int_array",
         "aclFloatArray": "float_array",
         "aclBoolArray": "bool_array",
