@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conformance.spec.expr import ir
-from ..conformance.spec.expr.walk import Arithmetic, Formula, stage, tensors_read
+from ..conformance.spec.expr.walk import GATHER, Arithmetic, Formula, stage, tensors_read
 from ..conformance.spec.model import OpSpec
-from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number
+from .codegen import _VECMATH, COMPILED, PRELUDE, Source, Unsupported, _number
 from .errbound import EXACT_AT
 
 U = 2.0**-53
@@ -79,26 +79,12 @@ from aclnn_conformance.conformance.compiled.vecmath import vtanh as _vtanh
 _INF = math.inf
 _NAN = math.nan
 
-
-@njit(inline="always", error_model="numpy")
-def _minimum(a, b):
-    return a if (a < b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _maximum(a, b):
-    return a if (a > b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _sign(a):
-    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (a if a != a else 0.0))
-
+{prelude}
 
 @njit(parallel={parallel}, cache=True, error_model="numpy")
 def kernel({args}, y, flags, bad, drop, guard, emin):
     for r in {loop}(y.shape[0]):
-        n = y.shape[1]
+        n = {length}.shape[1]
         qr = False
         badr = False
         tb = np.empty(n)
@@ -119,21 +105,64 @@ class Val:
 
 
 def generate(
-    spec: OpSpec, env: dict[str, Any], dd: bool = False, half: frozenset = frozenset()
+    spec: OpSpec,
+    env: dict[str, Any],
+    dd: bool = False,
+    half: frozenset = frozenset(),
+    length: int | None = None,
 ) -> Source:
     """The row kernel's source for `spec`, the string parameters of `env` decided; dd: the
-    double-double tier's; half: the FLOAT16 tensors (read from their bits)."""
+    double-double tier's; half: the FLOAT16 tensors (read from their bits); length: the rows'
+    length (env[GATHER]'s dims that span a whole row read it from the kernel's arguments). The
+    kernel writes y's columns: a row's every element, or its first (an output of one value per
+    row, the reduced dims dropped)."""
+    _expressible(spec)
     tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
+    attrs += numels(spec)  # a tensor's element count: a number of the call, passed as one
     bools = {p.name for p in spec.attributes if p.kind == "bool"}
     half = frozenset(half) & frozenset(tensors) if not dd else frozenset()
-    body = Bounded(dd).body(spec, tensors, attrs, bools, strings, half)
+    places = _places(env.get(GATHER, {}), length)
+    body = Bounded(dd).body(spec, tensors, attrs, bools, strings, half, places)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
     # the double-double tier runs on a few rows at a time: one thread, no fork and join
-    text = HEADER.format(digest=_DIGEST, args=", ".join(args), body="\n".join(body),
-                         parallel=not dd, loop="range" if dd else "prange")  # fmt: skip
+    text = HEADER.format(digest=_DIGEST, prelude=PRELUDE, args=", ".join(args), body="\n".join(body),
+                         parallel=not dd, loop="range" if dd else "prange",
+                         length="a0" if tensors else "y")  # fmt: skip
     return Source(text, tensors, attrs, half)
+
+
+# the IR node kinds the generator writes: any other (a kind added to the language later) sends
+# the formula to the numpy tiers, whatever its op
+KINDS = (ir.Num, ir.Const, ir.Var, ir.Text, ir.Unary, ir.Binary, ir.Compare, ir.Logic, ir.Where,
+         ir.Call, ir.Reduce, ir.Gather)  # fmt: skip
+
+
+def _expressible(spec: OpSpec) -> None:
+    """Raise Unsupported where spec's formula holds a node kind the generator has no form for."""
+    for e in Formula.of(spec.formula).expressions():
+        for node in ir.walk(e.ir):
+            if type(node) not in KINDS:
+                raise Unsupported(f"no row-kernel form for a {type(node).__name__} node")
+
+
+def numels(spec: OpSpec) -> tuple[str, ...]:
+    """The `numel(x)` names spec's formula reads (sorted): kernel parameters like attributes."""
+    return tuple(sorted({n.name for e in Formula.of(spec.formula).expressions()
+                         for n in ir.walk(e.ir)
+                         if isinstance(n, ir.Var) and n.name.startswith("numel(")}))  # fmt: skip
+
+
+def _places(geometry: dict, length: int | None) -> dict[ir.Gather, tuple[str, str]]:
+    """Each gather's dim inside a row as source (stride, size): "1", "n" where the dim is the
+    whole row (the kernel's row length, so one kernel serves every shape), else the call's
+    numbers."""
+    out = {}
+    for node, (stride, size) in geometry.items():
+        whole = stride == 1 and (length is None or size == length)
+        out[node] = ("1", "n") if whole else (str(int(stride)), str(int(size)))
+    return out
 
 
 LANES = 4  # independent chains of a reduction over buffered terms
@@ -187,9 +216,12 @@ class Bounded(Arithmetic):
         bools: set[str],
         strings: dict[str, Any],
         half: frozenset[str],
+        places: dict[ir.Gather, tuple[str, str]] | None = None,
     ) -> list[str]:
         st = self.state
         st.count, st.reduced, st.q, st.kept = 0, {}, "q", {}
+        st.places = places or {}
+        st.sources = {n: (f"a{i}", n in half) for i, n in enumerate(tensors)}
         names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
         walk = Formula.of(spec.formula)
         pad = " " * 8
@@ -229,7 +261,7 @@ class Bounded(Arithmetic):
         inner = ["q = False", *reads, *lines, *self._store()]
         if self.dd:  # only the elements asked for (flags nonzero on entry)
             inner = ["if flags[r, j] != 0:", *("    " + s for s in inner)]
-        loop = ["for j in range(n):", *("    " + s for s in inner)]
+        loop = ["for j in range(y.shape[1]):", *("    " + s for s in inner)]
         return out + [pad + line for line in loop]
 
     def _store(self) -> list[str]:
@@ -250,6 +282,8 @@ class Bounded(Arithmetic):
                 if isinstance(n, ir.Var) and n.name in walk.lets and n.name not in seen:
                     visit(walk.lets[n.name].ir, seen | {n.name})
             for r in reversed(ir.reductions(node)):  # innermost first
+                if isinstance(r, ir.Gather):  # an element's pick: inline (Bounded.gather)
+                    continue
                 if r not in order:
                     visit(r.x, seen)
                     if r not in order:
@@ -410,6 +444,28 @@ class Bounded(Arithmetic):
         if hit is None:
             raise Unsupported(f"{node.fn}() read before it is computed")
         return hit
+
+    def gather(self, node: ir.Gather, x: Any, index: Any, env: Any) -> Val:
+        """x (a tensor input, exact) at the position along the gather's dim that the index
+        (exact) gives at this element; NaN where the index is not an integer in [0, size)."""
+        st = self.state
+        if not isinstance(node.x, ir.Var) or node.x.name not in st.sources:
+            raise Unsupported("no row-kernel form for a gather from an expression")
+        t = _n(index(env))
+        if t.e != "0.0":
+            raise Unsupported("no row-kernel form for a gather by a computed index")
+        stride, size = st.places.get(node, ("1", "n"))
+        arr, half = st.sources[node.x.name]
+        k = st.count
+        st.count += 1
+        i, ok, at = f"g{k}i", f"g{k}ok", f"g{k}p"
+        st.lines += [
+            f"{i} = {self._h(t)}",
+            f"{ok} = ({i} >= 0.0) & ({i} < {size}) & (math.floor({i}) == {i})",
+            f"{at} = j - (j // {stride}) % {size} * {stride} + int(_sel({ok}, {i}, 0.0)) * {stride}",
+        ]  # fmt: skip
+        read = f"_h2d({arr}[r, {at}])" if half else f"np.float64({arr}[r, {at}])"
+        return self._tmp(self._select(ok, self._lift(read), self._lift("_NAN")), "0.0")
 
     def _tmp(self, value: str, err: str, cond: bool = False) -> Val:
         st = self.state
