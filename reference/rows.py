@@ -301,7 +301,7 @@ def _within_double(a: np.ndarray) -> bool:
     """Whether float64 holds every value of `a` exactly (a 64-bit integer array within 2^53)."""
     if a.dtype.kind not in "iu" or a.dtype.itemsize < 8 or a.size == 0:
         return True
-    return bool(-(2**53) <= int(a.min()) and int(a.max()) <= 2**53)
+    return bool(int(a.min()) >= -(2**53) and int(a.max()) <= 2**53)
 
 
 def _empty_rows(
@@ -376,13 +376,22 @@ class Compiled:
 
         half = frozenset(n for n, d in route.in_dtypes.items() if d == "FLOAT16")
         try:
-            f64 = kernel._compiled(rowgen.generate(spec, env, False, half, length))
+            reach = frozenset(live(spec, env))
+            f64 = None
+            if length >= rowgen.LONG:  # its rows' segments in parallel, no whole-row buffer
+                try:
+                    src = rowgen.generate(spec, env, False, half, length, True, reach)
+                    f64 = kernel._compiled(src)
+                except codegen.Unsupported:  # a reduction without a long-row form
+                    pass
+            if f64 is None:
+                f64 = kernel._compiled(rowgen.generate(spec, env, False, half, length, live=reach))
         except codegen.Unsupported:
             return None
         if f64 is None:
             return None
         try:
-            dd = kernel._compiled(rowgen.generate(spec, env, True, length=length))
+            dd = kernel._compiled(rowgen.generate(spec, env, True, length=length, live=reach))
         except codegen.Unsupported:
             dd = None
         return cls(spec, env, route, f64, dd)
@@ -396,7 +405,8 @@ class Compiled:
         from . import kernel, rowgen
 
         try:
-            dd = kernel._compiled(rowgen.generate(spec, env, True, length=length))
+            live_ = frozenset(live(spec, env))
+            dd = kernel._compiled(rowgen.generate(spec, env, True, length=length, live=live_))
         except codegen.Unsupported:
             return None
         return None if dd is None else cls(spec, env, route, None, dd)

@@ -54,7 +54,8 @@ def make_call(op: str, dtype: str, n: int):
         if p.is_tensor:
             a = rng.standard_normal(n, dtype=np.float32)
             a *= 2
-            args[p.name] = TensorArg(dtype, shape, strides, 0, a.astype(dt.get(dtype).np))
+            a = a.astype(dt.get(dtype).np, copy=False)  # FLOAT: no second copy (peak RSS)
+            args[p.name] = TensorArg(dtype, shape, strides, 0, a)
         elif p.kind == "scalar":
             args[p.name] = ScalarArg(p.default_dtype or "FLOAT", p.default)
         elif p.kind == "bool":
@@ -127,6 +128,8 @@ def measure(op: str, dtype: str, log2n: int, exact: bool) -> dict:
     row = {"op": op, "dtype": dtype, "log2n": log2n, "supported": True, "exact": exact,
            "ref_s": ref_s, "first_s": first, "tensor_bytes": nbytes,
            "kernel": getattr(engine, "kernel_name", lambda: "numpy")()}  # fmt: skip
+    # the reference's peak, taken before torch runs (torch's temporaries are its own)
+    row["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     fn = torch_fn(spec, call)
     if fn is not None:
         import torch
@@ -134,7 +137,7 @@ def measure(op: str, dtype: str, log2n: int, exact: bool) -> dict:
         fn()
         row["torch_threads"] = torch.get_num_threads()
         row["torch_s"] = best_of(fn, 5)
-    row["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    row["peak_rss_with_torch"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return row
 
 
