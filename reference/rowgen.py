@@ -9,7 +9,10 @@ and propagates its operands' bounds through its derivative, each library functio
 Sum2: within u|S| + g^2 sum |x| of the exact sum of the terms; that, the terms' bounds and
 the final rounding are the sum's bound), `amax`/`amin` exact (their bound the largest of the
 terms'), `prod` with its relative bound, `logsumexp` as m + log(sum(exp(x - m))) for the row's
-computed maximum m (exact for any m), `any`/`all` of conditions. An element's flag says whether
+computed maximum m (exact for any m), `any`/`all` of conditions; a `gather` of an input by an
+exact index is read inline (Bounded.gather), and an output of one value per row is the row's
+first element. Rows of LONG elements and more take the long-row kernel (`generate(long=True)`:
+segments in parallel, partial states joined error-free; Bounded._long). An element's flag says whether
 the bound decides its rounding to the output (conformance/compiled/rowmath.py); a row whose
 reductions are not finite (a NaN, an infinity) is marked for the numpy tier, which follows IEEE.
 
@@ -177,8 +180,8 @@ LONG = 1 << 18  # rows this long take the long-row kernel (rowgen.generate(long=
 
 
 def _lane(src: str, k: int) -> str:
-    """A buffered term's source (tb[j]) at lane k (tb[j + k])."""
-    return src.replace("[j]", f"[j + {k}]") if k else src
+    """A buffered term's source (tb[j], or an input's a0[r, j]) at lane k (tb[j + k])."""
+    return src.replace("[j]", f"[j + {k}]").replace("[r, j]", f"[r, j + {k}]") if k else src
 
 
 def _segment_read(read: str, tensors: list[str]) -> str:
@@ -334,7 +337,12 @@ class Bounded(Arithmetic):
             st.reduced[node] = Val(rv, "0.0", True)
             return lines
         x = _n(val)
-        if not self.dd:  # the terms first, in a loop that vectorizes, then their reduction
+        if not self.dd and isinstance(node.x, ir.Var) and node.x.name in st.sources:
+            # the terms are an input's elements, exact: reduced straight from the input
+            arr, half = st.sources[node.x.name]
+            x = Val(f"_h2d({arr}[r, j])" if half else f"np.float64({arr}[r, j])")
+            body, lines = [], []
+        elif not self.dd:  # the terms first, in a loop that vectorizes, then their reduction
             buf = "tb", "te"
             if isinstance(node.x, ir.Var) and node.x.name in walk.lets and fn != "logsumexp":
                 # the terms are a let's values: kept for the elements' loop (an exp(x - amax) let)

@@ -19,7 +19,12 @@ Compiled (`Compiled`, rowgen.py): for FLOAT, FLOAT16 and BF16 outputs where the 
 the compiled path, tier 1 is one generated numba kernel per block of rows (float64, each value
 with its error bound), and the rows of what it flags are evaluated again in double-double
 before mpmath; after numpy's tier 1 (smaller outputs, DOUBLE) the double-double rows settle the
-flagged elements where their mpmath rows would be costly (PAIRS_MIN).
+flagged elements where their mpmath rows would be costly (PAIRS_MIN). The compiled tiers take
+gathers (an index input broadcast along its rows is read as a strided view, never copied) and
+outputs of one value per row; rows of rowgen.LONG elements and more (a reduction over `all`)
+take its long-row kernel, which holds no whole-row buffer. A formula rowgen.py cannot write
+(codegen.Unsupported: an IR node kind it does not know, a gather from an expression) keeps the
+numpy tiers.
 """
 
 from __future__ import annotations
