@@ -437,3 +437,22 @@ def test_long_rows_correctly_rounded(tmp_path, short_long_rows, which):
     want = np.array(want, dtype=np.float32)
     bad = np.flatnonzero(_bits(got).ravel() != _bits(want).ravel())
     assert not bad.size, (bad[:5], got.ravel()[bad[:5]], want.ravel()[bad[:5]])
+
+
+def test_a_node_kind_rowgen_does_not_know_keeps_the_numpy_tiers(tmp_path, monkeypatch):
+    """The gate is on IR node kinds, not on ops: a formula holding a kind missing from
+    rowgen.KINDS (here Reduce, as a kind added to the language later would be) is not compiled,
+    and the numpy tiers still give the exact sum rounded once."""
+    from aclnn_conformance.conformance.spec.expr import ir
+    from aclnn_conformance.reference import rowgen
+
+    from tests.support.tiers import row_path
+
+    monkeypatch.setattr(rowgen, "KINDS", tuple(k for k in rowgen.KINDS if k is not ir.Reduce))
+    reg = _spec(tmp_path, "sum(self, -1)")
+    x = np.array([[1e8, 1.0, -1e8, 2.0**-30], [3.0, 0.5, 0.25, -7.0]])
+    with row_path("numba") as seen:
+        got = _run(reg, x, "FLOAT")
+    assert seen == []  # the compiled tier 1 never ran
+    want = [round_exact(sum(map(Fraction, r)), "FLOAT") for r in x.tolist()]
+    assert got[:, 0].tolist() == [float(w) for w in want]
