@@ -38,6 +38,29 @@ APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p":
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip
 COMPILED = Path(compiled.__file__).parent  # the compiled functions the kernels import
 
+# the scalar helpers every generated kernel module defines (codegen's and rowgen's), numpy's
+# semantics: a NaN operand wins minimum/maximum, sign(+-0) is +0
+PRELUDE = """\
+@njit(inline="always", error_model="numpy")
+def _minimum(a, b):
+    return a if (a < b or a != a) else b
+
+
+@njit(inline="always", error_model="numpy")
+def _maximum(a, b):
+    return a if (a > b or a != a) else b
+
+
+@njit(inline="always", error_model="numpy")
+def _sign(a):
+    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (a if a != a else 0.0))
+
+
+@njit(inline="always", error_model="numpy")
+def _pow(a, b):
+    return a ** b
+"""
+
 HEADER = """\
 # vecmath {digest}
 import math
@@ -59,26 +82,7 @@ _INF = math.inf
 _NAN = math.nan
 BLOCK = {block}
 
-
-@njit(inline="always", error_model="numpy")
-def _minimum(a, b):
-    return a if (a < b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _maximum(a, b):
-    return a if (a > b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _sign(a):
-    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (a if a != a else 0.0))
-
-
-@njit(inline="always", error_model="numpy")
-def _pow(a, b):
-    return a ** b
-
+{prelude}
 
 @njit(inline="always")
 def _flag(r, drop, guard, emin):
@@ -207,7 +211,9 @@ def generate(
     lines += ["        " + line for line in emit.body(spec, names, strings)]
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
     body = "\n".join(lines)
-    text = HEADER.format(args=", ".join(args), digest=_VECMATH, body=body, block=FLAG_BLOCK)
+    text = HEADER.format(
+        args=", ".join(args), digest=_VECMATH, body=body, block=FLAG_BLOCK, prelude=PRELUDE
+    )
     text += FLAGS
     return Source(text, tensors, attrs, half)
 

@@ -9,7 +9,10 @@ and propagates its operands' bounds through its derivative, each library functio
 Sum2: within u|S| + g^2 sum |x| of the exact sum of the terms; that, the terms' bounds and
 the final rounding are the sum's bound), `amax`/`amin` exact (their bound the largest of the
 terms'), `prod` with its relative bound, `logsumexp` as m + log(sum(exp(x - m))) for the row's
-computed maximum m (exact for any m), `any`/`all` of conditions. An element's flag says whether
+computed maximum m (exact for any m), `any`/`all` of conditions; a `gather` of an input by an
+exact index is read inline (Bounded.gather), and an output of one value per row is the row's
+first element. Rows of LONG elements and more take the long-row kernel (`generate(long=True)`:
+segments in parallel, partial states joined error-free; Bounded._long). An element's flag says whether
 the bound decides its rounding to the output (conformance/compiled/rowmath.py); a row whose
 reductions are not finite (a NaN, an infinity) is marked for the numpy tier, which follows IEEE.
 
@@ -31,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..conformance.spec.expr import ir
-from ..conformance.spec.expr.walk import Arithmetic, Formula, stage, tensors_read
+from ..conformance.spec.expr.walk import GATHER, Arithmetic, Formula, stage, tensors_read
 from ..conformance.spec.model import OpSpec
-from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number
+from .codegen import _VECMATH, COMPILED, PRELUDE, Source, Unsupported, _number
 from .errbound import EXACT_AT
 
 U = 2.0**-53
@@ -79,30 +82,14 @@ from aclnn_conformance.conformance.compiled.vecmath import vtanh as _vtanh
 _INF = math.inf
 _NAN = math.nan
 
-
-@njit(inline="always", error_model="numpy")
-def _minimum(a, b):
-    return a if (a < b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _maximum(a, b):
-    return a if (a > b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _sign(a):
-    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (a if a != a else 0.0))
-
+{prelude}
 
 @njit(parallel={parallel}, cache=True, error_model="numpy")
 def kernel({args}, y, flags, bad, drop, guard, emin):
     for r in {loop}(y.shape[0]):
-        n = y.shape[1]
+        n = {length}.shape[1]
         qr = False
         badr = False
-        tb = np.empty(n)
-        te = np.empty(n)
 {body}
         bad[r] = badr
 """
@@ -119,30 +106,89 @@ class Val:
 
 
 def generate(
-    spec: OpSpec, env: dict[str, Any], dd: bool = False, half: frozenset = frozenset()
+    spec: OpSpec,
+    env: dict[str, Any],
+    dd: bool = False,
+    half: frozenset = frozenset(),
+    length: int | None = None,
+    long: bool = False,
+    live: frozenset[ir.Reduce] | None = None,
 ) -> Source:
     """The row kernel's source for `spec`, the string parameters of `env` decided; dd: the
-    double-double tier's; half: the FLOAT16 tensors (read from their bits)."""
+    double-double tier's; half: the FLOAT16 tensors (read from their bits); length: the rows'
+    length (env[GATHER]'s dims that span a whole row read it from the kernel's arguments). The
+    kernel writes y's columns: a row's every element, or its first (an output of one value per
+    row, the reduced dims dropped). long: the long-row kernel (float64 only; rows of LONG and
+    more): each reduction's row in segments of SEG terms, reduced in parallel, their partial
+    states combined error-free, so that no buffer holds a whole row. live: the reductions the
+    call's branches can reach (rows.live; None: all): the others are not computed (NaN)."""
+    _expressible(spec)
     tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
+    attrs += numels(spec)  # a tensor's element count: a number of the call, passed as one
     bools = {p.name for p in spec.attributes if p.kind == "bool"}
     half = frozenset(half) & frozenset(tensors) if not dd else frozenset()
-    body = Bounded(dd).body(spec, tensors, attrs, bools, strings, half)
+    places = _places(env.get(GATHER, {}), length)
+    long = long and not dd
+    body = Bounded(dd, long).body(spec, tensors, attrs, bools, strings, half, places, live)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    # the double-double tier runs on a few rows at a time: one thread, no fork and join
-    text = HEADER.format(digest=_DIGEST, args=", ".join(args), body="\n".join(body),
-                         parallel=not dd, loop="range" if dd else "prange")  # fmt: skip
+    # the double-double tier runs on a few rows at a time: one thread, no fork and join; a long
+    # row's kernel takes its rows one by one, each row's segments in parallel
+    text = HEADER.format(digest=_DIGEST, prelude=PRELUDE, args=", ".join(args), body="\n".join(body),
+                         parallel=not dd, loop="range" if dd or long else "prange",
+                         length="a0" if tensors else "y")  # fmt: skip
     return Source(text, tensors, attrs, half)
 
 
+# the IR node kinds the generator writes: any other (a kind added to the language later) sends
+# the formula to the numpy tiers, whatever its op
+KINDS = (ir.Num, ir.Const, ir.Var, ir.Text, ir.Unary, ir.Binary, ir.Compare, ir.Logic, ir.Where,
+         ir.Call, ir.Reduce, ir.Gather)  # fmt: skip
+
+
+def _expressible(spec: OpSpec) -> None:
+    """Raise Unsupported where spec's formula holds a node kind the generator has no form for."""
+    for e in Formula.of(spec.formula).expressions():
+        for node in ir.walk(e.ir):
+            if type(node) not in KINDS:
+                raise Unsupported(f"no row-kernel form for a {type(node).__name__} node")
+
+
+def numels(spec: OpSpec) -> tuple[str, ...]:
+    """The `numel(x)` names spec's formula reads (sorted): kernel parameters like attributes."""
+    return tuple(sorted({n.name for e in Formula.of(spec.formula).expressions()
+                         for n in ir.walk(e.ir)
+                         if isinstance(n, ir.Var) and n.name.startswith("numel(")}))  # fmt: skip
+
+
+def _places(geometry: dict, length: int | None) -> dict[ir.Gather, tuple[str, str]]:
+    """Each gather's dim inside a row as source (stride, size): "1", "n" where the dim is the
+    whole row (the kernel's row length, so one kernel serves every shape), else the call's
+    numbers."""
+    out = {}
+    for node, (stride, size) in geometry.items():
+        whole = stride == 1 and (length is None or size == length)
+        out[node] = ("1", "n") if whole else (str(int(stride)), str(int(size)))
+    return out
+
+
 LANES = 4  # independent chains of a reduction over buffered terms
-LOOP = "for j in range(0, n - n % 4, 4):"
+LOOP = "for j in range(0, {n} - {n} % 4, 4):"  # the lanes' loop over `n` buffered terms
+SEG = 1 << 14  # a long row's segment: its terms buffered, its partial reduction on one thread
+LONG = 1 << 18  # rows this long take the long-row kernel (rowgen.generate(long=True))
 
 
 def _lane(src: str, k: int) -> str:
-    """A buffered term's source (tb[j]) at lane k (tb[j + k])."""
-    return src.replace("[j]", f"[j + {k}]") if k else src
+    """A buffered term's source (tb[j], or an input's a0[r, j]) at lane k (tb[j + k])."""
+    return src.replace("[j]", f"[j + {k}]").replace("[r, j]", f"[r, j + {k}]") if k else src
+
+
+def _segment_read(read: str, tensors: list[str]) -> str:
+    """An element's read of an input (`a0[r, j]`) as a read of its segment's view (`sa0[jj]`)."""
+    for a in tensors:
+        read = read.replace(f"{a}[r, j]", f"s{a}[jj]")
+    return read
 
 
 class _Env(dict):
@@ -170,8 +216,9 @@ class Bounded(Arithmetic):
     """The walker's arithmetic whose values are the source of (value, bound) pairs: statements
     appended to `state.lines`, each value in a temporary. dd: values are double-double pairs."""
 
-    def __init__(self, dd: bool = False):
+    def __init__(self, dd: bool = False, long: bool = False):
         self.dd = dd
+        self.long = long
         self.name = "numba rows " + ("double-double" if dd else "float64")
         self.state = threading.local()
         for fn in DD if dd else F64:
@@ -187,9 +234,13 @@ class Bounded(Arithmetic):
         bools: set[str],
         strings: dict[str, Any],
         half: frozenset[str],
+        places: dict[ir.Gather, tuple[str, str]] | None = None,
+        live: frozenset[ir.Reduce] | None = None,
     ) -> list[str]:
         st = self.state
         st.count, st.reduced, st.q, st.kept = 0, {}, "q", {}
+        st.places = places or {}
+        st.sources = {n: (f"a{i}", n in half) for i, n in enumerate(tensors)}
         names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
         walk = Formula.of(spec.formula)
         pad = " " * 8
@@ -210,7 +261,14 @@ class Bounded(Arithmetic):
             return e
 
         out = list(head)
+        if self.long:
+            out.append(f"{pad}nseg = (n + {SEG} - 1) // {SEG}")
+        elif not self.dd:  # a row's buffered terms
+            out += [f"{pad}tb = np.empty(n)", f"{pad}te = np.empty(n)"]
         for node in self._order(spec, walk):
+            if live is not None and node not in live:  # a branch this call never takes
+                st.reduced[node] = Val(self._lift("_NAN"))
+                continue
             st.lines, st.q = [], "qr"
             e = env()
             walk.bind(e, ir.names_read(node.x), self)
@@ -229,7 +287,8 @@ class Bounded(Arithmetic):
         inner = ["q = False", *reads, *lines, *self._store()]
         if self.dd:  # only the elements asked for (flags nonzero on entry)
             inner = ["if flags[r, j] != 0:", *("    " + s for s in inner)]
-        loop = ["for j in range(n):", *("    " + s for s in inner)]
+        each = "prange" if self.long else "range"
+        loop = [f"for j in {each}(y.shape[1]):", *("    " + s for s in inner)]
         return out + [pad + line for line in loop]
 
     def _store(self) -> list[str]:
@@ -250,6 +309,8 @@ class Bounded(Arithmetic):
                 if isinstance(n, ir.Var) and n.name in walk.lets and n.name not in seen:
                     visit(walk.lets[n.name].ir, seen | {n.name})
             for r in reversed(ir.reductions(node)):  # innermost first
+                if isinstance(r, ir.Gather):  # an element's pick: inline (Bounded.gather)
+                    continue
                 if r not in order:
                     visit(r.x, seen)
                     if r not in order:
@@ -261,6 +322,8 @@ class Bounded(Arithmetic):
 
     def _reduction(self, node: ir.Reduce, env: _Env, walk: Formula, reads: list[str]) -> list[str]:
         """The loops over a row computing `node`; its value and bound are then R{k}v, R{k}e."""
+        if self.long:
+            return self._long(node, env, reads)
         st = self.state
         k = len(st.reduced)
         val = stage(node.x, self)(env)
@@ -274,7 +337,12 @@ class Bounded(Arithmetic):
             st.reduced[node] = Val(rv, "0.0", True)
             return lines
         x = _n(val)
-        if not self.dd:  # the terms first, in a loop that vectorizes, then their reduction
+        if not self.dd and isinstance(node.x, ir.Var) and node.x.name in st.sources:
+            # the terms are an input's elements, exact: reduced straight from the input
+            arr, half = st.sources[node.x.name]
+            x = Val(f"_h2d({arr}[r, j])" if half else f"np.float64({arr}[r, j])")
+            body, lines = [], []
+        elif not self.dd:  # the terms first, in a loop that vectorizes, then their reduction
             buf = "tb", "te"
             if isinstance(node.x, ir.Var) and node.x.name in walk.lets and fn != "logsumexp":
                 # the terms are a let's values: kept for the elements' loop (an exp(x - amax) let)
@@ -322,7 +390,95 @@ class Bounded(Arithmetic):
             return lines + self._prod(node, x, rv, re, body)
         raise Unsupported(f"no row-kernel form for {fn}()")
 
-    def _extreme(self, fn: str, x: Val, rv: str, re: str, body: list[str]) -> list[str]:
+    def _long(self, node: ir.Reduce, env: _Env, reads: list[str]) -> list[str]:
+        """A reduction over a long row: its terms in segments (prange), each segment's partial
+        state (a maximum, or Sum2's sum, error sum, sum of magnitudes and bound) in arrays of
+        one entry per segment, then combined in order: the maximum exactly, the sums by TwoSum
+        (every addition error-free, the errors summed in float64: Sum2's bound over the whole
+        row holds, whatever the order). Comparisons in the terms flag through `qg`."""
+        st = self.state
+        k = len(st.reduced)
+        fn = node.fn
+        if fn not in ("sum", "mean", "amax", "amin", "logsumexp"):
+            raise Unsupported(f"no long-row form for {fn}()")
+        st.q = "qg"
+        x = _n(stage(node.x, self)(env))
+        arg = list(st.lines)
+        rv, re = f"R{k}v", f"R{k}e"
+        if fn in ("sum", "mean"):
+            lines = self._segments(f"S{k}", arg, reads, x, "sum")
+            lines += self._joined_sum(f"S{k}", rv, re)
+            if fn == "mean":
+                st.lines = []
+                out = self.div(Val(rv, re), Val("float(n)"))
+                lines += st.lines
+                st.reduced[node] = out
+                return lines
+            st.reduced[node] = Val(rv, re)
+            return lines
+        f = "amin" if fn == "amin" else "amax"
+        op, init = ("_minimum", "_INF") if f == "amin" else ("_maximum", "-_INF")
+        p = f"M{k}"
+        lines = self._segments(p, arg, reads, x, f)
+        lines += [f"{rv} = {init}", f"{re} = 0.0", "for g in range(nseg):",
+                  f"    {rv} = {op}({rv}, {p}_0[g])", f"    {re} = max({re}, {p}_1[g])",
+                  f"    qr = qr | {p}_q[g]", f"badr = badr or not (abs({rv}) < _INF)"]  # fmt: skip
+        if fn != "logsumexp":
+            st.reduced[node] = Val(rv, re)
+            return lines
+        # logsumexp = m + log(sum(exp(x - m))) for the computed maximum m, exact for any m
+        st.lines = []
+        term = self.f_exp(self.sub(x, Val(rv, "0.0")))
+        lines += self._segments(f"S{k}", arg + st.lines, reads, term, "sum")
+        lines += self._joined_sum(f"S{k}", f"S{k}v", f"S{k}e")
+        st.lines = []
+        out = self.add(Val(rv, "0.0"), self.f_log(Val(f"S{k}v", f"S{k}e")))
+        lines += st.lines
+        st.reduced[node] = out
+        return lines
+
+    def _segments(self, p: str, arg: list[str], reads: list[str], x: Val, fn: str) -> list[str]:
+        """The prange over a long row's segments: each buffers its terms (x, computed by the
+        statements `arg` from `reads`) and stores its partial state in {p}_0, {p}_1, ... and
+        whether a comparison was undecided in {p}_q."""
+        term = Val("tb[j]", "te[j]")
+        if fn == "sum":
+            part = self._sum(term, "G", "Ge", [], "mg", part=True)
+            outs = ["Gs", "Gc", "Ga", "Ge"]
+        else:
+            part = self._extreme(fn, term, "G", "Ge", [], "mg", part=True)
+            outs = ["G", "Ge"]
+        # the inputs' segments as 1-D views, read at jj (a loop LLVM vectorizes)
+        tensors = [a for a, _ in self.state.sources.values()]
+        views = [f"    s{a} = {a}[r, lo : lo + mg]" for a in tensors]
+        local = [_segment_read(s, tensors) for s in reads]
+        lines = [f"{p}_{i} = np.empty(nseg)" for i in range(len(outs))]
+        lines += [f"{p}_q = np.zeros(nseg, np.bool_)", "for g in prange(nseg):",
+                  f"    lo = g * {SEG}", f"    mg = min(n, lo + {SEG}) - lo", "    qg = False",
+                  *views, "    tb = np.empty(mg)", "    te = np.empty(mg)", "    for jj in range(mg):",
+                  "        j = lo + jj", *("        " + s for s in (*local, *arg)),
+                  f"        tb[jj] = {x.v}", f"        te[jj] = {x.e}",
+                  *("    " + s for s in part)]  # fmt: skip
+        lines += [f"    {p}_{i}[g] = {o}" for i, o in enumerate(outs)] + [f"    {p}_q[g] = qg"]
+        return lines
+
+    def _joined_sum(self, p: str, rv: str, re: str) -> list[str]:
+        """The segments' partial sums {p}_0..3 joined into the row's sum and its bound."""
+        g = "(n * 2.0**-53 / (1.0 - n * 2.0**-53))"
+        return [f"{p}s = 0.0", f"{p}c = 0.0", f"{p}a = 0.0", f"{re} = 0.0",
+                "for g in range(nseg):", f"    {p}x = {p}_0[g]", f"    {p}t = {p}s + {p}x",
+                f"    {p}b = {p}t - {p}s",
+                f"    {p}c += ({p}s - ({p}t - {p}b)) + ({p}x - {p}b) + {p}_1[g]",
+                f"    {p}s = {p}t", f"    {p}a += {p}_2[g]", f"    {re} += {p}_3[g]",
+                f"    qr = qr | {p}_q[g]", f"{rv} = {p}s + {p}c",
+                f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (2.0**-52 * abs({rv}) + {g} * {g} * {p}a)",
+                f"badr = badr or not (abs({p}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
+
+    def _extreme(
+        self, fn: str, x: Val, rv: str, re: str, body: list[str], n: str = "n", part: bool = False
+    ) -> list[str]:
+        """The loops of amax/amin; over buffered terms (no body), `n` of them; part: without the
+        row's final check (a long row's segment)."""
         if self.dd:
             f, init = ("dmax", "(-_INF, 0.0)") if fn == "amax" else ("dmin", "(_INF, 0.0)")
             fin = f"{rv}[0]"
@@ -330,19 +486,24 @@ class Bounded(Arithmetic):
             f, init = ("_maximum", "-_INF") if fn == "amax" else ("_minimum", "_INF")
             fin = rv
             if not body:  # over buffered terms: four independent chains, then the tail
-                lines = [f"{rv}{k} = {init}" for k in range(LANES)] + [f"{re} = 0.0", LOOP]
+                lines = [f"{rv}{k} = {init}" for k in range(LANES)]
+                lines += [f"{re} = 0.0", LOOP.format(n=n)]
                 for k in range(LANES):
                     xv, xe = _lane(x.v, k), _lane(x.e, k)
                     lines += [f"    {rv}{k} = {f}({rv}{k}, {xv})", f"    {re} = max({re}, {xe})"]
                 lines += [f"{rv} = {rv}0"] + [f"{rv} = {f}({rv}, {rv}{k})" for k in range(1, LANES)]
-                lines += ["for j in range(n - n % 4, n):", f"    {rv} = {f}({rv}, {x.v})",
+                lines += [f"for j in range({n} - {n} % 4, {n}):", f"    {rv} = {f}({rv}, {x.v})",
                           f"    {re} = max({re}, {x.e})", f"badr = badr or not (abs({fin}) < _INF)"]  # fmt: skip
-                return lines
+                return lines[:-1] if part else lines
         return [f"{rv} = {init}", f"{re} = 0.0", "for j in range(n):", *body,
                 f"    {rv} = {f}({rv}, {x.v})", f"    {re} = max({re}, {x.e})",
                 f"badr = badr or not (abs({fin}) < _INF)"]  # fmt: skip
 
-    def _sum(self, x: Val, rv: str, re: str, body: list[str]) -> list[str]:
+    def _sum(
+        self, x: Val, rv: str, re: str, body: list[str], n: str = "n", part: bool = False
+    ) -> list[str]:
+        """The loops of a sum; over buffered terms (no body), `n` of them; part: a long row's
+        segment, ending with its partial state ({rv}s, {rv}c, {rv}a, {re}), unrounded."""
         if self.dd:
             return [f"{rv} = (0.0, 0.0)", f"{re} = 0.0", f"{rv}a = 0.0", "for j in range(n):",
                     *body, f"    {rv} = dadd({rv}, {x.v})", f"    {rv}a += abs({x.v}[0])",
@@ -355,7 +516,7 @@ class Bounded(Arithmetic):
             lines = []
             for k in range(LANES):
                 lines += [f"{rv}s{k} = 0.0", f"{rv}c{k} = 0.0", f"{rv}a{k} = 0.0", f"{re}{k} = 0.0"]
-            lines.append(LOOP)
+            lines.append(LOOP.format(n=n))
             for k in range(LANES):
                 xv, xe = _lane(x.v, k), _lane(x.e, k)
                 lines += [f"    {rv}x{k} = {xv}", f"    {rv}t{k} = {rv}s{k} + {rv}x{k}",
@@ -363,7 +524,7 @@ class Bounded(Arithmetic):
                           f"    {rv}c{k} += ({rv}s{k} - ({rv}t{k} - {rv}b{k})) + ({rv}x{k} - {rv}b{k})",
                           f"    {rv}s{k} = {rv}t{k}", f"    {rv}a{k} += abs({rv}x{k})",
                           f"    {re}{k} += {xe}"]  # fmt: skip
-            lines += ["for j in range(n - n % 4, n):", f"    {rv}x0 = {x.v}",
+            lines += [f"for j in range({n} - {n} % 4, {n}):", f"    {rv}x0 = {x.v}",
                       f"    {rv}t0 = {rv}s0 + {rv}x0", f"    {rv}b0 = {rv}t0 - {rv}s0",
                       f"    {rv}c0 += ({rv}s0 - ({rv}t0 - {rv}b0)) + ({rv}x0 - {rv}b0)",
                       f"    {rv}s0 = {rv}t0", f"    {rv}a0 += abs({rv}x0)", f"    {re}0 += {x.e}"]  # fmt: skip
@@ -377,7 +538,7 @@ class Bounded(Arithmetic):
                       f"{rv} = {rv}s + {rv}c",
                       f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (2.0**-52 * abs({rv}) + {g} * {g} * {rv}a)",
                       f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
-            return lines
+            return lines[:-3] if part else lines
         return [f"{rv}s = 0.0", f"{rv}c = 0.0", f"{rv}a = 0.0", f"{re} = 0.0",
                 "for j in range(n):", *body, f"    {rv}x = {x.v}", f"    {rv}t = {rv}s + {rv}x",
                 f"    {rv}b = {rv}t - {rv}s",
@@ -410,6 +571,28 @@ class Bounded(Arithmetic):
         if hit is None:
             raise Unsupported(f"{node.fn}() read before it is computed")
         return hit
+
+    def gather(self, node: ir.Gather, x: Any, index: Any, env: Any) -> Val:
+        """x (a tensor input, exact) at the position along the gather's dim that the index
+        (exact) gives at this element; NaN where the index is not an integer in [0, size)."""
+        st = self.state
+        if not isinstance(node.x, ir.Var) or node.x.name not in st.sources:
+            raise Unsupported("no row-kernel form for a gather from an expression")
+        t = _n(index(env))
+        if t.e != "0.0":
+            raise Unsupported("no row-kernel form for a gather by a computed index")
+        stride, size = st.places.get(node, ("1", "n"))
+        arr, half = st.sources[node.x.name]
+        k = st.count
+        st.count += 1
+        i, ok, at = f"g{k}i", f"g{k}ok", f"g{k}p"
+        st.lines += [
+            f"{i} = {self._h(t)}",
+            f"{ok} = ({i} >= 0.0) & ({i} < {size}) & (math.floor({i}) == {i})",
+            f"{at} = j - (j // {stride}) % {size} * {stride} + int(_sel({ok}, {i}, 0.0)) * {stride}",
+        ]  # fmt: skip
+        read = f"_h2d({arr}[r, {at}])" if half else f"np.float64({arr}[r, {at}])"
+        return self._tmp(self._select(ok, self._lift(read), self._lift("_NAN")), "0.0")
 
     def _tmp(self, value: str, err: str, cond: bool = False) -> Val:
         st = self.state

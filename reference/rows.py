@@ -19,7 +19,12 @@ Compiled (`Compiled`, rowgen.py): for FLOAT, FLOAT16 and BF16 outputs where the 
 the compiled path, tier 1 is one generated numba kernel per block of rows (float64, each value
 with its error bound), and the rows of what it flags are evaluated again in double-double
 before mpmath; after numpy's tier 1 (smaller outputs, DOUBLE) the double-double rows settle the
-flagged elements where their mpmath rows would be costly (PAIRS_MIN).
+flagged elements where their mpmath rows would be costly (PAIRS_MIN). The compiled tiers take
+gathers (an index input broadcast along its rows is read as a strided view, never copied) and
+outputs of one value per row; rows of rowgen.LONG elements and more (a reduction over `all`)
+take its long-row kernel, which holds no whole-row buffer. A formula rowgen.py cannot write
+(codegen.Unsupported: an IR node kind it does not know, a gather from an expression) keeps the
+numpy tiers.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
 from ..conformance.compiled import mode as compiled_mode
-from ..conformance.spec.elements import element_shape, gathers, index_dims
+from ..conformance.spec.elements import element_shape, index_dims
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
@@ -217,10 +222,11 @@ def chunks(
     out_dtype = route.out_dtype
     flats = {nm: FlatView(t, shape) for nm, t in args.items()}
     size = max(1, lay.block_size)
-    # the compiled row tiers: a formula whose output has the elements' shape and reads no
-    # gather (rowgen.py has no form for either); the numpy tiers otherwise
-    simple = not per_row and not index_dims(spec, env) and not gathers(spec)
-    fast = Compiled.make(spec, env, route, numel(shape), lay.length) if simple else None
+    # the compiled row tiers where rowgen.py can write the formula (codegen.Unsupported: the
+    # numpy tiers), its output the elements' shape or one value per row
+    # (a 64-bit integer input, a gather's index, is read as float64: exact within 2^53)
+    exact_ints = all(_within_double(t.storage) for t in args.values())
+    fast = Compiled.make(spec, env, route, numel(shape), lay.length) if exact_ints else None
     per = max(1, (chunk or (COMPILED_CHUNK if fast else CHUNK)) // size)
     pairs = None  # the double-double rows after numpy's tier 1, made when first wanted
     # a per-row output's elements per block: it holds outer x kept elements, one per row
@@ -239,22 +245,30 @@ def chunks(
             result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
             yield start, stop, result, flat  # type: ignore[misc]
             continue
-        raw = {nm: lay.to_rows(f.get(start, stop), o1 - o0) for nm, f in flats.items()}
+        raw = {nm: _row_view(f, lay, o0, o1) for nm, f in flats.items()}
+        raw = {nm: lay.to_rows(flats[nm].get(start, stop), o1 - o0) if a is None else a
+               for nm, a in raw.items()}  # fmt: skip
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
-        got = fast.tier1(raw, rows_shape) if fast is not None else None
+        out_rows = (rows_shape[0], 1) if per_row else rows_shape
+        got = fast.tier1(raw, out_rows) if fast is not None else None
         if got is None:
             fast = None
             y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
             flagged = np.flatnonzero(mask.reshape(-1))
-            if flagged.size and simple and pairs_wanted(route, flagged, lay.length):
-                pairs = pairs or Compiled.make_pairs(spec, env, route)
+            if flagged.size and pairs_wanted(route, flagged, out_rows[1], lay.length):
+                pairs = pairs or Compiled.make_pairs(spec, env, route, lay.length)
                 if pairs is not None:
                     flagged = pairs.settle(raw, y, flagged)
         else:
             y, flags, bad = got
             if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values
                 y[bad], again = tier1(
-                    spec, env, {nm: a[bad] for nm, a in raw.items()}, (bad.size, lay.length), route
+                    spec,
+                    env,
+                    {nm: a[bad] for nm, a in raw.items()},
+                    (bad.size, lay.length),
+                    route,
+                    per_row,
                 )
                 flags[bad] = again
             flagged = fast.settle(raw, y, settle.flagged(flags.reshape(-1)))
@@ -269,6 +283,30 @@ def chunks(
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
+
+
+def _row_view(f: FlatView, lay: Layout, o0: int, o1: int) -> np.ndarray | None:
+    """Blocks [o0, o1) of a broadcast input (a zero stride: a gather's index, constant along
+    its rows) as rows, a strided view of its storage (read-only, nothing copied); None where
+    the input is not broadcast or the rows need a copy (FlatView.get then)."""
+    if f.contiguous or not f.shape or 0 not in f.strides or f.size == 0 or min(f.strides) < 0:
+        return None
+    item = f.storage.itemsize
+    nd = np.lib.stride_tricks.as_strided(
+        f.storage[f.offset :], f.shape, [s * item for s in f.strides], writeable=False
+    )
+    try:
+        blocks = nd.reshape((lay.outer,) + lay.block, copy=False)
+        return blocks[o0:o1].transpose(lay.perm).reshape(-1, lay.length, copy=False)
+    except ValueError:  # the rows are no strided view of the storage
+        return None
+
+
+def _within_double(a: np.ndarray) -> bool:
+    """Whether float64 holds every value of `a` exactly (a 64-bit integer array within 2^53)."""
+    if a.dtype.kind not in "iu" or a.dtype.itemsize < 8 or a.size == 0:
+        return True
+    return bool(int(a.min()) >= -(2**53) and int(a.max()) <= 2**53)
 
 
 def _empty_rows(
@@ -305,16 +343,17 @@ COMPILED_CHUNK = 1 << 20  # elements of a chunk at least, on the compiled path
 PAIRS_MIN = 1 << 14
 
 
-def pairs_wanted(route: Plan, flagged: np.ndarray, length: int) -> bool:
+def pairs_wanted(route: Plan, flagged: np.ndarray, length: int, walked: int | None = None) -> bool:
     """Whether numpy's flagged elements go through the double-double rows before mpmath: where
-    the one switch allows numba and their rows would cost mpmath PAIRS_MIN evaluations (every
-    time where the switch says numba)."""
+    the one switch allows numba and their rows (of `length` outputs, `walked` elements each:
+    length by default) would cost mpmath PAIRS_MIN evaluations (every time where the switch
+    says numba)."""
     if route.refine_all or route.complex_out or route.wide or not (route.fmt or route.faithful):
         return False
     m = compiled_mode.mode()
     if m == "numpy" or compiled_mode.numba_version() is None:
         return False
-    return m == "numba" or np.unique(flagged // length).size * length >= PAIRS_MIN
+    return m == "numba" or np.unique(flagged // length).size * (walked or length) >= PAIRS_MIN
 
 
 @dataclass
@@ -334,33 +373,45 @@ class Compiled:
     def make(
         cls, spec: OpSpec, env: dict[str, Any], route: Plan, total: int, length: int
     ) -> Compiled | None:
-        if route.fmt is None or route.refine_all or route.complex_out or route.wide:
-            return None
+        if route.fmt is None or route.refine_all or route.complex_out:
+            return None  # (a 64-bit integer input: chunks() checks it is within 2^53)
         if length == 0 or not compiled_mode.wanted(total):
             return None
         from . import kernel, rowgen  # numba is imported only where the compiled path runs
 
         half = frozenset(n for n, d in route.in_dtypes.items() if d == "FLOAT16")
         try:
-            f64 = kernel._compiled(rowgen.generate(spec, env, False, half))
+            reach = frozenset(live(spec, env))
+            f64 = None
+            if length >= rowgen.LONG:  # its rows' segments in parallel, no whole-row buffer
+                try:
+                    src = rowgen.generate(spec, env, False, half, length, True, reach)
+                    f64 = kernel._compiled(src)
+                except codegen.Unsupported:  # a reduction without a long-row form
+                    pass
+            if f64 is None:
+                f64 = kernel._compiled(rowgen.generate(spec, env, False, half, length, live=reach))
         except codegen.Unsupported:
             return None
         if f64 is None:
             return None
         try:
-            dd = kernel._compiled(rowgen.generate(spec, env, True))
+            dd = kernel._compiled(rowgen.generate(spec, env, True, length=length, live=reach))
         except codegen.Unsupported:
             dd = None
         return cls(spec, env, route, f64, dd)
 
     @classmethod
-    def make_pairs(cls, spec: OpSpec, env: dict[str, Any], route: Plan) -> Compiled | None:
+    def make_pairs(
+        cls, spec: OpSpec, env: dict[str, Any], route: Plan, length: int | None = None
+    ) -> Compiled | None:
         """The double-double rows alone (after numpy's tier 1), or None where the formula has
         no double-double form."""
         from . import kernel, rowgen
 
         try:
-            dd = kernel._compiled(rowgen.generate(spec, env, True))
+            live_ = frozenset(live(spec, env))
+            dd = kernel._compiled(rowgen.generate(spec, env, True, length=length, live=live_))
         except codegen.Unsupported:
             return None
         return None if dd is None else cls(spec, env, route, None, dd)

@@ -26,6 +26,7 @@ from aclnn_conformance.conformance.spec.registry import Registry, load_spec
 from aclnn_conformance.reference import engine
 
 from tests.support.rounding import NP, round_exact
+from tests.support.tiers import PATHS, row_path
 
 mp = mpmath.mp
 
@@ -190,9 +191,16 @@ def _hard(rng, n, c, dtype):
     return dt.round_to(x, dt.get(dtype)).astype(np.float64)
 
 
+def _compiled_ran(path: str, dtype: str, seen: list) -> None:
+    """On the compiled path a FLOAT, FLOAT16 or BF16 output went through rows.Compiled."""
+    if path == "numba" and dtype != "DOUBLE":
+        assert seen, "the compiled row tiers did not run"
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16", "DOUBLE"])
 @pytest.mark.parametrize("reduction", ["none", "mean"])
-def test_nll_against_mpmath(tmp_path, dtype, reduction):
+def test_nll_against_mpmath(tmp_path, dtype, reduction, path):
     value = (
         NONE
         if reduction == "none"
@@ -207,7 +215,9 @@ def test_nll_against_mpmath(tmp_path, dtype, reduction):
     t[::7] = -100
     want = _nll_mp(x, t, w, -100, reduction)
     shape = (n,) if reduction == "none" else (1,)
-    got = _run(reg, x, t, w, dtype, shape)
+    with row_path(path) as seen:
+        got = _run(reg, x, t, w, dtype, shape)
+    _compiled_ran(path, dtype, seen)
     exp = _rounded(want, dtype)
     if dtype == "DOUBLE":  # faithful: within an ulp
         assert np.all(np.abs(got - exp) <= np.spacing(np.abs(exp)))
@@ -215,16 +225,20 @@ def test_nll_against_mpmath(tmp_path, dtype, reduction):
         assert got.view(np.uint8).tolist() == exp.view(np.uint8).tolist()
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16", "DOUBLE"])
-def test_cross_entropy_rows_against_mpmath(tmp_path, dtype):
-    """logsumexp over the class dim minus the target's value: a gather inside a reduced row."""
+def test_cross_entropy_rows_against_mpmath(tmp_path, dtype, path):
+    """logsumexp over the class dim minus the target's value: a gather inside a reduced row,
+    one value per row (the numpy tiers, and the compiled ones: rowgen's inline gather)."""
     value = '- {id: v, when: otherwise, value: "logsumexp(self, -1) - gather(self, target, -1)", source: t}\n'  # noqa: E501
     reg = _spec(tmp_path, value)
     rng = np.random.default_rng(11)
     n, c = 48, 37
     x = _hard(rng, n, c, dtype)
     t = rng.integers(0, c, n)
-    got = _run(reg, x, t, np.ones(c), dtype, (n,))
+    with row_path(path) as seen:
+        got = _run(reg, x, t, np.ones(c), dtype, (n,))
+    _compiled_ran(path, dtype, seen)
     exp = _rounded(_ce_mp(x, t), dtype)
     if dtype == "DOUBLE":
         assert np.all(np.abs(got - exp) <= np.spacing(np.abs(exp)))
@@ -330,10 +344,11 @@ def _nll_all_mp(x, t, w, ignore, reduction):
         return [s / total if reduction == 1 else s], [total]
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", ["FLOAT", "FLOAT16", "BF16"])
 @pytest.mark.parametrize("reduction", [0, 1, 2])
 @pytest.mark.parametrize("rank", [1, 2])
-def test_nll_loss_spec_against_mpmath(dtype, reduction, rank):
+def test_nll_loss_spec_against_mpmath(dtype, reduction, rank, path):
     from aclnn_conformance.conformance.spec.registry import default_registry
 
     rng = np.random.default_rng(100 * rank + reduction)
@@ -354,8 +369,10 @@ def test_nll_loss_spec_against_mpmath(dtype, reduction, rank):
         "out": TensorArg.from_array(np.zeros(out_shape), dtype),
         "totalWeightOut": TensorArg.from_array(np.zeros(()), dtype),
     }
-    outcome = engine.evaluate(Call("nll_loss", "atlas-a2", args), default_registry())
+    with row_path(path) as seen:
+        outcome = engine.evaluate(Call("nll_loss", "atlas-a2", args), default_registry())
     assert outcome.status == 0, outcome.message
+    _compiled_ran(path, dtype, seen)
     want, total = _nll_all_mp(x, t, w, -7, reduction)
     got = outcome.outputs["out"].reshape(-1)
     assert got.view(np.uint8).tolist() == _rounded(want, dtype).view(np.uint8).tolist()

@@ -359,3 +359,100 @@ def test_short_rows_sum_like_fsum(n):
             with np.errstate(invalid="ignore"):
                 want = float(np.sum(row))
         assert got[i] == want or (math.isnan(got[i]) and math.isnan(want)), (i, got[i], want)
+
+
+# -- long rows: each reduction's row in segments, reduced in parallel, joined error-free -------
+
+
+@pytest.fixture
+def short_long_rows(monkeypatch, numba_path):
+    """rowgen's long-row kernel from rows of 1024 elements on, in segments of 256 (the shipped
+    thresholds, 2^18 and 2^14, made small so that a short row takes the long path)."""
+    from aclnn_conformance.reference import rowgen
+
+    monkeypatch.setattr(rowgen, "LONG", 1024)
+    monkeypatch.setattr(rowgen, "SEG", 256)
+
+
+def _exact_mse(x: np.ndarray, t: np.ndarray, reduction: int) -> Fraction:
+    s = sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(x, t, strict=True))
+    return s / len(x) if reduction == 1 else s
+
+
+@pytest.mark.kernels  # numba compiles the long-row kernel per formula (CI's kernels tier)
+@pytest.mark.parametrize("reduction", [1, 2])
+def test_long_row_mean_and_sum_over_all_exact(short_long_rows, reduction):
+    """mse_loss's mean and sum over every element (one row, 3001 elements: segments of 256 and
+    a tail) on a huge dynamic range (1e18 next to 1e-20 and 1): the exact value (Fractions)
+    rounded once, through the long-row kernel (one value per row)."""
+    rng = np.random.default_rng(5)
+    n = 3001
+    x = rng.normal(size=n) * np.choose(rng.integers(0, 3, n), [1e18, 1.0, 1e-20])
+    t = rng.normal(size=n)
+    x, t = x.astype(np.float32), t.astype(np.float32)
+    spec = default_registry().get("mse_loss")
+    args = {"self": TensorArg.from_array(x, "FLOAT"), "target": TensorArg.from_array(t, "FLOAT"),
+            "reduction": reduction, "out": TensorArg.from_array(np.zeros((), np.float32), "FLOAT")}  # fmt: skip
+    from tests.support.tiers import row_path
+
+    with row_path("numba") as seen:
+        res = engine.evaluate(Call(spec.op, "atlas-a2", args))
+    assert res.status == 0, res.message
+    assert seen == [(1, 1)]  # one row, one value: the compiled tier ran it
+    want = round_exact(_exact_mse(x, t, reduction), "FLOAT")
+    assert res.outputs["out"].reshape(-1).view(np.uint32).tolist() == [
+        np.float32(want).view(np.uint32)
+    ]
+
+
+@pytest.mark.kernels  # numba compiles the long-row kernel per formula (CI's kernels tier)
+@pytest.mark.parametrize("which", ["softmax", "log_softmax", "sum"])
+def test_long_rows_correctly_rounded(tmp_path, short_long_rows, which):
+    """Rows of 2500 elements through the long-row kernel (amax, then the sum of exp(x - amax) in
+    segments; a plain sum with cancellation): bit for bit the exact value rounded once (mpmath
+    at 60 digits; Fractions for the sum)."""
+    rng = np.random.default_rng(29)
+    n = 2500
+    if which == "sum":
+        reg = _spec(tmp_path, "sum(self, -1)")
+        big = rng.normal(size=n // 2) * 1e8
+        x = np.stack([np.concatenate([big, -big]) + rng.normal(size=n) * 1e-3,  # cancellation
+                      rng.normal(size=n) * np.logspace(-30, 30, n)])  # fmt: skip
+    else:
+        value, let = SOFTMAX if which == "softmax" else LOG_SOFTMAX
+        reg = _spec(tmp_path, value, let)
+        x = _hard_softmax_rows(rng, n)[[0, 2, 4]]
+    x = x.astype(np.float32).astype(np.float64)
+    from tests.support.tiers import row_path
+
+    with row_path("numba") as seen:
+        got = _run(reg, x, "FLOAT")
+    assert seen, "the compiled row tiers did not run"
+    with mp.workdps(60):
+        if which == "sum":
+            want = [[round_exact(sum(map(Fraction, r)), "FLOAT")] * n for r in x.tolist()]
+        else:
+            oracle = _softmax_mp if which == "softmax" else _log_softmax_mp
+            want = [[round_exact(v, "FLOAT") for v in oracle([mp.mpf(a) for a in r])] for r in x]
+    want = np.array(want, dtype=np.float32)
+    bad = np.flatnonzero(_bits(got).ravel() != _bits(want).ravel())
+    assert not bad.size, (bad[:5], got.ravel()[bad[:5]], want.ravel()[bad[:5]])
+
+
+def test_a_node_kind_rowgen_does_not_know_keeps_the_numpy_tiers(tmp_path, monkeypatch):
+    """The gate is on IR node kinds, not on ops: a formula holding a kind missing from
+    rowgen.KINDS (here Reduce, as a kind added to the language later would be) is not compiled,
+    and the numpy tiers still give the exact sum rounded once."""
+    from aclnn_conformance.conformance.spec.expr import ir
+    from aclnn_conformance.reference import rowgen
+
+    from tests.support.tiers import row_path
+
+    monkeypatch.setattr(rowgen, "KINDS", tuple(k for k in rowgen.KINDS if k is not ir.Reduce))
+    reg = _spec(tmp_path, "sum(self, -1)")
+    x = np.array([[1e8, 1.0, -1e8, 2.0**-30], [3.0, 0.5, 0.25, -7.0]])
+    with row_path("numba") as seen:
+        got = _run(reg, x, "FLOAT")
+    assert seen == []  # the compiled tier 1 never ran
+    want = [round_exact(sum(map(Fraction, r)), "FLOAT") for r in x.tolist()]
+    assert got[:, 0].tolist() == [float(w) for w in want]
