@@ -305,5 +305,7 @@ def attributes_of(spec: OpSpec, env: dict[str, Any]) -> dict[str, Any]:
     """The attributes of `env` a formula reads besides its tensors: every non-tensor parameter
     and each tensor's numel(x) (its own element count)."""
     out = {p.name: env[p.name] for p in spec.attributes}
-    out.update({k: v for k, v in env.items() if isinstance(k, str) and k.startswith("numel(")})
+    out.update(
+        {k: v for k, v in env.items() if isinstance(k, str) and k.startswith(("numel(", "size("))}
+    )
     return out

@@ -342,19 +342,27 @@ def test_shipped_halves_are_the_correctly_rounded_oracle(name, product, dtype):
     reg, mod = default_registry(), oracles.load(name)
     spec = reg.get(name)
     rng = np.random.default_rng(len(name) + len(product))
+    fixed = isinstance(mod.DIM, int)  # an op that always splits its last dim: no dim parameter
     cases = [((2 * len(SPECIAL),), 0, True)] + [
         (shape, dim, False)
         for shape, dims in (((4, 6), (0, 1, -1)), ((2, 4, 2), (0, 1, 2, -2)))
         for dim in dims
     ]
+    if fixed:  # rank 2 and 3 along the fixed dim only (the special values as one row)
+        cases = [((1, 2 * len(SPECIAL)), mod.DIM, True), ((4, 6), mod.DIM, False)]
+        cases += [((2, 4, 2), mod.DIM, False)]
     for s in getattr(mod, "SETTINGS", [{}]):
         for shape, dim, special in cases:
             # special: a = each special value, b = each too (the reverse order)
             x = np.array(SPECIAL + SPECIAL[::-1]) if special else rng.normal(size=shape) * 5
-            tx = TensorArg.from_array(x, dtype)
+            tx = TensorArg.from_array(x.reshape(shape), dtype)
             half = list(shape)
             half[dim] //= 2
-            args = {mod.SPLIT: tx, mod.DIM: dim, **mod.base_scalars(), **s}
+            args = {mod.SPLIT: tx, **mod.base_scalars(), **s}
+            if not fixed:
+                args[mod.DIM] = dim
+            for t, tshape in getattr(mod, "TENSORS", {}).items():  # a one-value tensor input
+                args[t] = TensorArg.from_array(np.full(tshape, s[t]), dtype)
             a, b = _halves(tx.view().astype(np.float64), dim)
             gv = np.zeros(half)
             if mod.GRAD:

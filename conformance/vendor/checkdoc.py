@@ -30,8 +30,8 @@ KINDS = ("op-name", "product-missing-in-spec", "product-missing-in-doc", "param-
          "dtype-missing-in-spec", "dtype-missing-in-doc", "max-rank", "status-missing-in-spec",
          "status-missing-in-doc", "check-missing")  # fmt: skip
 
-#: what a doc page lists as the dtype of a parameter passed by value (int64_t, double)
-BY_VALUE_DTYPES = {"int": ("INT64",), "float": ("DOUBLE", "FLOAT")}
+#: what a doc page lists as the dtype of a parameter passed by value (int64_t, double, bool)
+BY_VALUE_DTYPES = {"int": ("INT64",), "float": ("DOUBLE", "FLOAT"), "bool": ("BOOL",)}
 
 
 class CheckDocError(ValueError):
@@ -277,7 +277,7 @@ def _param(
             if doc_set is None:
                 continue
             have = table[0].get(prod, ()) if table else ()
-            if sp.is_number:  # int64_t / double by value: the doc's list names the C type
+            if sp.kind in BY_VALUE_DTYPES:  # int64_t / double / bool by value: the C type
                 have = BY_VALUE_DTYPES[sp.kind]
             at = (dp.dtype_lines.get(prod, dp.desc_line), "参数说明")
             spec_at = table[1](prod) if table else line

@@ -41,6 +41,9 @@ Two interfaces, by the module's KIND:
       of the half's shape), OUT: str, FULL_OUT: bool (out has SPLIT's shape, written per half,
       else the half's shape), PRODUCTS, allowed(param, product), base_scalars()
       value(a, b, g) -> mpf, or (first half's mpf, second half's) when FULL_OUT
+      DIM may be an int instead: the op always splits that dim (no dim parameter; aclnnGeluMul's
+      last dim); TENSORS (optional): {tensor input: shape} filled with the setting's value of
+      that name in the dtype under test (aclnnFatreluMul's one-element threshold)
   tests/test_split.py runs them on every dim of ranks 1-4.
 - no KIND (the "gradient" interface of the five seed ops), below.
 

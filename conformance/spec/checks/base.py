@@ -12,7 +12,7 @@ import numpy as np
 
 from ...acl import dtypes as dt
 from ...acl.call import ArrayArg, Call, CallError, ScalarArg, TensorArg
-from ..expr.language import NUMEL
+from ..expr.language import MAX_DIMS, NUMEL, SIZE
 from ..model import Check, DtypeTerm, OpSpec, Param
 
 if TYPE_CHECKING:
@@ -93,6 +93,10 @@ def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
         t = call.args.get(p.name)
         if p.is_tensor and hasattr(t, "shape"):
             env[NUMEL.format(p.name)] = int(np.prod(t.shape, dtype=np.int64))
+            dims = tuple(t.shape) or (1,)  # size(x, k): a 0-d tensor as one dim of size 1
+            for k in range(-MAX_DIMS, MAX_DIMS):
+                if -len(dims) <= k < len(dims):
+                    env[SIZE.format(p.name, k)] = int(dims[k])
     return env
 
 

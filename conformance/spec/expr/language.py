@@ -15,7 +15,8 @@ below. Grammar (Python syntax, this subset only):
     half(x, dim, k) (the first, k = 0, or second, k = 1, half of tensor x along dim) and
     concat(a, b, dim) (a as the first half along dim, b as the second), dim an int literal or
     an int parameter's name,
-    numel(x): the element count of tensor x's own shape (unbroadcast)
+    numel(x): the element count of tensor x's own shape (unbroadcast),
+    size(x, k): the size of tensor x's own dim k (an int literal, negative wraps; a 0-d x: 1)
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ SPLITS: dict[str, str] = {
 FUNCTIONS.update({name: 3 for name in SPLITS})
 #: numel(x) reads this name, which the environment binds to x's element count
 NUMEL = "numel({})"
+#: size(x, k) reads this name, bound to the size of x's own dim k (k as written, negative or not)
+SIZE = "size({}, {})"
 MAX_DIMS = 8  # a reduction's literal dims: each in [-8, 7]
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
@@ -276,6 +279,8 @@ class _Compiler:
         fname = node.func.id
         if fname == "numel":
             return self._numel(node)
+        if fname == "size":
+            return self._size(node)
         if fname not in FUNCTIONS:
             raise _fail(node, f"unknown function {fname!r} (allowed: {', '.join(FUNCTIONS)})")
         if node.keywords:
@@ -311,6 +316,20 @@ class _Compiler:
             raise _fail(node.args[0], f"numel(): {name!r} is not a parameter")
         self.names.add(name)
         return Var(NUMEL.format(name))
+
+    def _size(self, node: ast.Call) -> Node:
+        """size(x, k): the size of tensor x's own dim k (an int literal in [-8, 7], negative
+        wrapping by x's rank; a 0-d x counts as one dim of size 1), an integer; bound in the
+        environment as the name SIZE.format(x, k) (checks.base.attribute_env). A batch mean's
+        divisor: the size of dim 0."""
+        if len(node.args) != 2 or node.keywords or not isinstance(node.args[0], ast.Name):
+            raise _fail(node, "size() takes a tensor parameter's name and an int literal dim")
+        name = node.args[0].id
+        if name not in self.known:
+            raise _fail(node.args[0], f"size(): {name!r} is not a parameter")
+        k = _literal_dim("size", node.args[1])
+        self.names.add(name)
+        return Var(SIZE.format(name, k))
 
     def _reduce(self, fname: str, node: ast.Call, depth: int) -> Node:
         """fn(x, dim): dim is an int literal, a tuple of them, a parameter's name or `all`."""

@@ -456,8 +456,8 @@ def tensors_read(spec: Any) -> tuple[str, ...]:
     `absent`, say) is not among them, and may be null in a call the formula is evaluated on.
     A tensor read only through its halves is not among them either: the halves' keys are, after
     the inputs (then the concatenation's half index), each a view the evaluator binds
-    (conformance/spec/split.py). A tensor whose element count `numel(x)` the formula reads is
-    among them (its shape places the others)."""
+    (conformance/spec/split.py). A tensor whose element count `numel(x)` or dim size
+    `size(x, k)` the formula reads is among them (its shape places the others)."""
     direct: set[str] = set()
     split: list[Half | Concat] = []
     for e in Formula.of(spec.formula).expressions():
@@ -468,6 +468,11 @@ def tensors_read(spec: Any) -> tuple[str, ...]:
             n.name[len("numel(") : -1]
             for n in nodes
             if isinstance(n, Var) and n.name.startswith("numel(") and n.name.endswith(")")
+        }
+        direct |= {  # size(x, k) likewise
+            n.name[len("size(") :].split(",")[0]
+            for n in nodes
+            if isinstance(n, Var) and n.name.startswith("size(") and n.name.endswith(")")
         }
         split += [n for n in nodes if isinstance(n, Half | Concat)]
     order = {p.name: i for i, p in enumerate(spec.tensor_inputs)}
