@@ -36,7 +36,7 @@ from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError
 from ..conformance.acl.views import FlatView, numel
 from ..conformance.compiled import mode as compiled_mode
-from ..conformance.spec.elements import element_shape, gathers, index_dims
+from ..conformance.spec.elements import element_shape, index_dims
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
@@ -57,6 +57,25 @@ COMPLEX = numpy_arithmetic(np.complex128)
 def reductions(spec: OpSpec) -> list[ir.Reduce]:
     """The reductions of spec's formula (empty: an elementwise formula)."""
     return [r for e in Formula.of(spec.formula).expressions() for r in ir.reductions(e.ir)]
+
+
+# the node kinds the compiled row generator (rowgen.py) has a form for, by exact type: a
+# formula holding any other kind (a gather, a position -- ir.Along -- or a kind added later) is
+# evaluated by the numpy tiers
+COMPILED_KINDS = (
+    ir.Num, ir.Const, ir.Var, ir.Text, ir.Unary, ir.Binary, ir.Compare, ir.Logic, ir.Where,
+    ir.Call, ir.Reduce,
+)  # fmt: skip
+
+
+def compilable(spec: OpSpec) -> bool:
+    """Whether every node of spec's formula is of a kind in COMPILED_KINDS (exact types: a
+    subclass of ir.Reduce such as a gather is not a reduction rowgen knows)."""
+    return all(
+        type(n) in COMPILED_KINDS
+        for e in Formula.of(spec.formula).expressions()
+        for n in ir.walk(e.ir)
+    )
 
 
 def reduced_dims(node: ir.Reduce, env: dict[str, Any], rank: int) -> tuple[int, ...]:
@@ -118,7 +137,7 @@ def live(spec: OpSpec, env: dict[str, Any]) -> list[ir.Reduce]:
         if when is None:
             hits.append(i)
             break
-        if when.names <= set(env):
+        if when.names <= set(env) and not ir.reductions(when.ir):  # attributes only
             with np.errstate(all="ignore"):
                 held = bool(np.all(when.run(dict(env), NUMPY)))
             if held:
@@ -137,8 +156,8 @@ def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) 
     """The dims a call's rows span: those its reductions reduce (one set per formula), or,
     without reductions, those its gathers pick along. CallError where reductions reduce
     different dims or a gather's dim is not among them."""
-    found = {reduced_dims(r, env, rank) for r in live(spec, env) if not isinstance(r, ir.Gather)}
-    picks = {reduced_dims(g, env, rank) for g in live(spec, env) if isinstance(g, ir.Gather)}
+    found = {reduced_dims(r, env, rank) for r in live(spec, env) if not isinstance(r, ir.Along)}
+    picks = {reduced_dims(g, env, rank) for g in live(spec, env) if isinstance(g, ir.Along)}
     if not found and not picks and whole:  # an output of fewer elements, no live reduction
         found = {tuple(range(rank))}  # (a constant branch of a mean's formula): one row
     if not found:
@@ -152,19 +171,20 @@ def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) 
     for p in picks:
         if not set(p) <= set(dims) and rank:
             raise CallError(
-                f"{spec.name}: a gather along dim {list(p)} in a formula reducing dims "
-                f"{list(dims)} (a gather picks inside the reduced rows)"
+                f"{spec.name}: a gather or position along dim {list(p)} in a formula reducing "
+                f"dims {list(dims)} (it runs along a dim inside the reduced rows)"
             )
     return dims
 
 
 def geometry(
     spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...], dims: tuple[int, ...]
-) -> dict[ir.Gather, tuple[int, int]]:
-    """Each gather's dim as (stride, size) inside a row spanning `dims` of `shape` (walk.GATHER)."""
-    out: dict[ir.Gather, tuple[int, int]] = {}
+) -> dict[ir.Along, tuple[int, int]]:
+    """Each gather's or position's dim as (stride, size) inside a row spanning `dims` of
+    `shape` (walk.GATHER)."""
+    out: dict[ir.Along, tuple[int, int]] = {}
     for g in live(spec, env):
-        if isinstance(g, ir.Gather):
+        if isinstance(g, ir.Along):
             picked = reduced_dims(g, env, len(shape))
             if not picked:  # a rank-0 x: its one element
                 out[g] = (1, 1)
@@ -217,9 +237,9 @@ def chunks(
     out_dtype = route.out_dtype
     flats = {nm: FlatView(t, shape) for nm, t in args.items()}
     size = max(1, lay.block_size)
-    # the compiled row tiers: a formula whose output has the elements' shape and reads no
-    # gather (rowgen.py has no form for either); the numpy tiers otherwise
-    simple = not per_row and not index_dims(spec, env) and not gathers(spec)
+    # the compiled row tiers: a formula whose output has the elements' shape, built of the
+    # node kinds rowgen.py has a form for (COMPILED_KINDS); the numpy tiers otherwise
+    simple = not per_row and not index_dims(spec, env) and compilable(spec)
     fast = Compiled.make(spec, env, route, numel(shape), lay.length) if simple else None
     per = max(1, (chunk or (COMPILED_CHUNK if fast else CHUNK)) // size)
     pairs = None  # the double-double rows after numpy's tier 1, made when first wanted
