@@ -199,3 +199,25 @@ def test_the_compiled_row_gate_is_by_node_kind(tmp_path):
     assert rows.compilable(plain.get("position_fixture"))
     shipped = default_registry()
     assert not rows.compilable(shipped.get("nll_loss_backward"))
+
+
+@pytest.mark.parametrize("reduction, want", [(0, [[0, 0, -30], [-20, 0, 0]]), (1, None)])
+def test_the_worked_example_of_docs_expressions(reduction, want):
+    """docs/expressions.md's example on the shipped nll_loss_backward: self (2, 3), target
+    [2, 0], weight [1, 2, 3], gradOutput [10, 20] (reduction none); for the mean, gradOutput
+    10 and totalWeight 4: [[0, 0, -7.5], [-2.5, 0, 0]]."""
+    g, tw = ([10.0, 20.0], [1.0]) if reduction == 0 else (10.0, [4.0])
+    args = {
+        "gradOutput": TensorArg.from_array(np.asarray(g), "FLOAT"),
+        "self": TensorArg.from_array(np.zeros((2, 3)), "FLOAT"),
+        "target": TensorArg.from_array(np.array([2, 0]), "INT64"),
+        "weight": TensorArg.from_array(np.array([1.0, 2.0, 3.0]), "FLOAT"),
+        "reduction": reduction,
+        "ignoreIndex": -100,
+        "totalWeight": TensorArg.from_array(np.asarray(tw), "FLOAT"),
+        "out": TensorArg.from_array(np.zeros((2, 3)), "FLOAT"),
+    }
+    o = engine.evaluate(Call("nll_loss_backward", "atlas-a2", args), default_registry())
+    assert o.status == 0, o.message
+    got = o.outputs["out"].reshape(2, 3).tolist()
+    assert got == (want if want is not None else [[0, 0, -7.5], [-2.5, 0, 0]])
