@@ -334,6 +334,11 @@ class ErrorBound(Arithmetic):
         return picked, np.where(np.isnan(err), 0.0, err)
 
     @staticmethod
+    def r_position(*geometry: Any) -> Pair:
+        """Each element's index along the dim: an exact integer, no error."""
+        return NUMPY.r_position(*geometry), 0.0
+
+    @staticmethod
     def r_any(x: Pair) -> Pair:
         return NUMPY.r_any(x[0]), 0.0
 

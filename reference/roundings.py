@@ -121,5 +121,13 @@ class RoundingCount(Arithmetic):
 
     r_gather = _same
 
+    def position(self, node: Any, env: Any) -> int:
+        """An element's index along a dim is an exact integer: no rounding."""
+        return self.r_position()
+
+    @staticmethod
+    def r_position(*geometry: Any) -> int:
+        return 0
+
 
 COUNT = require(RoundingCount())

@@ -147,12 +147,24 @@ KINDS = (ir.Num, ir.Const, ir.Var, ir.Text, ir.Unary, ir.Binary, ir.Compare, ir.
          ir.Call, ir.Reduce, ir.Gather)  # fmt: skip
 
 
-def _expressible(spec: OpSpec) -> None:
-    """Raise Unsupported where spec's formula holds a node kind the generator has no form for."""
+def expressible(spec: OpSpec) -> bool:
+    """Whether every node of spec's formula is of a kind the generator writes (KINDS)."""
+    return _unknown(spec) is None
+
+
+def _unknown(spec: OpSpec) -> str | None:
     for e in Formula.of(spec.formula).expressions():
         for node in ir.walk(e.ir):
             if type(node) not in KINDS:
-                raise Unsupported(f"no row-kernel form for a {type(node).__name__} node")
+                return type(node).__name__
+    return None
+
+
+def _expressible(spec: OpSpec) -> None:
+    """Raise Unsupported where spec's formula holds a node kind the generator has no form for."""
+    kind = _unknown(spec)
+    if kind is not None:
+        raise Unsupported(f"no row-kernel form for a {kind} node")
 
 
 def numels(spec: OpSpec) -> tuple[str, ...]:

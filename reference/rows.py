@@ -64,6 +64,14 @@ def reductions(spec: OpSpec) -> list[ir.Reduce]:
     return [r for e in Formula.of(spec.formula).expressions() for r in ir.reductions(e.ir)]
 
 
+def compilable(spec: OpSpec) -> bool:
+    """Whether the compiled row generator has a form for every node of spec's formula (its
+    node kinds, rowgen.KINDS, by exact type: a position, or a kind added later, is not)."""
+    from . import rowgen
+
+    return rowgen.expressible(spec)
+
+
 def reduced_dims(node: ir.Reduce, env: dict[str, Any], rank: int) -> tuple[int, ...]:
     """The dims `node` reduces for a call (its attribute env) on an output of `rank`: sorted,
     negative ones wrapped; a rank-0 tensor reduces its one element over dim 0 or -1. Raises
@@ -123,7 +131,7 @@ def live(spec: OpSpec, env: dict[str, Any]) -> list[ir.Reduce]:
         if when is None:
             hits.append(i)
             break
-        if when.names <= set(env):
+        if when.names <= set(env) and not ir.reductions(when.ir):  # attributes only
             with np.errstate(all="ignore"):
                 held = bool(np.all(when.run(dict(env), NUMPY)))
             if held:
@@ -142,8 +150,8 @@ def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) 
     """The dims a call's rows span: those its reductions reduce (one set per formula), or,
     without reductions, those its gathers pick along. CallError where reductions reduce
     different dims or a gather's dim is not among them."""
-    found = {reduced_dims(r, env, rank) for r in live(spec, env) if not isinstance(r, ir.Gather)}
-    picks = {reduced_dims(g, env, rank) for g in live(spec, env) if isinstance(g, ir.Gather)}
+    found = {reduced_dims(r, env, rank) for r in live(spec, env) if not isinstance(r, ir.Along)}
+    picks = {reduced_dims(g, env, rank) for g in live(spec, env) if isinstance(g, ir.Along)}
     if not found and not picks and whole:  # an output of fewer elements, no live reduction
         found = {tuple(range(rank))}  # (a constant branch of a mean's formula): one row
     if not found:
@@ -157,19 +165,20 @@ def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) 
     for p in picks:
         if not set(p) <= set(dims) and rank:
             raise CallError(
-                f"{spec.name}: a gather along dim {list(p)} in a formula reducing dims "
-                f"{list(dims)} (a gather picks inside the reduced rows)"
+                f"{spec.name}: a gather or position along dim {list(p)} in a formula reducing "
+                f"dims {list(dims)} (it runs along a dim inside the reduced rows)"
             )
     return dims
 
 
 def geometry(
     spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...], dims: tuple[int, ...]
-) -> dict[ir.Gather, tuple[int, int]]:
-    """Each gather's dim as (stride, size) inside a row spanning `dims` of `shape` (walk.GATHER)."""
-    out: dict[ir.Gather, tuple[int, int]] = {}
+) -> dict[ir.Along, tuple[int, int]]:
+    """Each gather's or position's dim as (stride, size) inside a row spanning `dims` of
+    `shape` (walk.GATHER)."""
+    out: dict[ir.Along, tuple[int, int]] = {}
     for g in live(spec, env):
-        if isinstance(g, ir.Gather):
+        if isinstance(g, ir.Along):
             picked = reduced_dims(g, env, len(shape))
             if not picked:  # a rank-0 x: its one element
                 out[g] = (1, 1)

@@ -116,12 +116,21 @@ HALVES = {
     "allowed": callable,
     "base_scalars": callable,
 }
+CLASSES = {
+    "OUT": str,
+    "PRODUCTS": tuple,
+    "SHAPES": tuple,
+    "DIM": int,
+    "draw": callable,
+    "value": callable,
+    "allowed": callable,
+}
 
 
 @pytest.mark.parametrize("name", oracles.names())
 def test_oracle_interface(name):
     mod = oracles.load(name)
-    assert oracles.kind(mod) in ("gradient", "elementwise", "loss", "halves"), (
+    assert oracles.kind(mod) in ("gradient", "elementwise", "loss", "halves", "classes"), (
         f"{name}: unknown KIND"
     )
     if oracles.kind(mod) == "loss":
@@ -129,12 +138,13 @@ def test_oracle_interface(name):
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
         assert callable(mod.element) and callable(mod.allowed) and callable(mod.base_scalars)
         return
-    if oracles.kind(mod) == "halves":
-        for attr, kind in HALVES.items():
+    if oracles.kind(mod) in ("halves", "classes"):
+        table = HALVES if oracles.kind(mod) == "halves" else CLASSES
+        for attr, kind in table.items():
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
             value = getattr(mod, attr)
             assert callable(value) if kind is callable else isinstance(value, kind), attr
-        assert set(mod.PRODUCTS) and hasattr(mod, "GRAD")
+        assert set(mod.PRODUCTS) and (hasattr(mod, "GRAD") or table is CLASSES)
         return
     if oracles.kind(mod) == "elementwise":
         for attr, kind in ELEMENTWISE.items():

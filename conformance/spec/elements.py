@@ -59,7 +59,12 @@ def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg
     read = tensors_read(spec)
     args = {n: call.tensor(n) for n in read if call.args.get(n) is not None}
     dims = index_dims(spec, env)
+    for name in args:
+        if name not in dims:
+            args[name] = _kept(spec, call, env, name, args[name])
+    out = call.args.get(spec.formula.output)
     others = [len(t.shape) for n, t in args.items() if n not in dims]
+    others += [len(out.shape)] if isinstance(out, TensorArg) else []
     for name, d in dims.items():
         t = args.get(name)
         if t is None:
@@ -85,6 +90,43 @@ def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg
             strides=(0,) * k + tuple(t.strides) + (0,) * (rank - 1 - k),
         )
     return args
+
+
+def _kept(spec: OpSpec, call: Call, env: dict[str, Any], name: str, t: TensorArg) -> TensorArg:
+    """Input `name` as the formula reads it when its shape rule, for this call, is another
+    tensor's reduced without keepdim (`reduce(self, -1, false)`: a gradient per row): with the
+    reduced dims put back as size 1, so that it lines up with that tensor's elements (a (N)
+    gradOutput beside a (N, C) self reads as (N, 1)); `t` unchanged otherwise."""
+    rule = getattr(spec.param(name), "shape", None)
+    if rule is None:
+        return t
+    for cond, term in rule.cases:
+        if cond is not None and not bool(np.all(cond.evaluate(dict(env)))):
+            continue
+        x = call.args.get(term.names[0]) if term.names else None
+        if term.form != "reduce" or term.of is not None or term.keepdim is not False:
+            return t
+        if not isinstance(x, TensorArg):
+            return t
+        rank = len(x.shape)
+        kept = [i for i in range(rank) if _reduced(term, env, i, rank)]
+        if len(t.shape) != rank - len(kept):
+            return t  # a user's error (the shape check reports it)
+        shape, strides = list(t.shape), list(t.strides)
+        for k in kept:
+            shape.insert(k, 1)
+            strides.insert(k, 0)
+        return replace(t, shape=tuple(shape), strides=tuple(strides))
+    return t
+
+
+def _reduced(term: Any, env: dict[str, Any], i: int, rank: int) -> bool:
+    """Whether a reduce term reduces dim i of a rank-`rank` tensor."""
+    if term.dims == "all":
+        return True
+    v = env.get(term.dims) if isinstance(term.dims, str) else term.dims
+    raw = [int(d) for d in (v if isinstance(v, list | tuple) else [v])]
+    return any(d % max(rank, 1) == i for d in raw if -max(rank, 1) <= d < max(rank, 1))
 
 
 def element_shape(

@@ -45,6 +45,13 @@ Two interfaces, by the module's KIND:
       last dim); TENSORS (optional): {tensor input: shape} filled with the setting's value of
       that name in the dtype under test (aclnnFatreluMul's one-element threshold)
   tests/test_split.py runs them on every dim of ranks 1-4.
+- KIND = "classes" (a class dim and an integer target: the NLL backwards): the exact output
+  from whole input arrays.
+      OUT, PRODUCTS, allowed(param, product): as "elementwise"
+      SHAPES: tuple of self's shapes to test, DIM: the class dim
+      draw(rng, shape, reduction, ignore) -> {tensor input: float64 / int64 array}
+      value(arrays, s) -> object array of mpf (OUT's shape; s: reduction, ignoreIndex)
+  tests/test_class_oracles.py runs them.
 - no KIND (the "gradient" interface of the five seed ops), below.
 
 The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's

@@ -100,13 +100,33 @@ class Reduce:
 
 
 @dataclass(frozen=True)
-class Gather(Reduce):
+class Along(Reduce):
+    """A row operation along one dim that reduces nothing (a gather, a position): like a
+    reduction it is evaluated by rows, its dim among the formula's reduced dims (or, without
+    reductions, the rows are the dims these operations run along), and where the dim lies in a
+    row is handed to it (walk.GATHER: stride and size)."""
+
+
+@dataclass(frozen=True)
+class Gather(Along):
     """`gather(x, target, dim)`: x's element at position `index` along `dim` (a literal dim or an
     int parameter). A row operation like a reduction (fn "gather", the row being `dim`): the
     value at an element is `x` at the element of its row whose position along the row is the
     index's value there; an index that is not an integer in [0, row length) gives NaN."""
 
     index: Node | None = None
+
+
+@dataclass(frozen=True)
+class Position(Along):
+    """`position(dim)`: each element's index along `dim` (a literal dim or an int parameter) as
+    an integer, 0 to size - 1 -- the one-hot of a target is `position(dim) == target`. A row
+    operation (fn "position"); `x` is a placeholder (Num(0)) no arithmetic evaluates."""
+
+
+def position(dims: tuple[int, ...] | None = None, param: str | None = None) -> Position:
+    """The Position node along a literal dim or an int parameter's."""
+    return Position("position", Num(0), dims=dims, param=param)
 
 
 @dataclass(frozen=True)
@@ -175,6 +195,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return node.args
     if isinstance(node, Gather):
         return (node.x, node.index)  # type: ignore[return-value]
+    if isinstance(node, Position):
+        return ()
     if isinstance(node, Reduce):
         return (node.x,)
     if isinstance(node, Concat):
@@ -201,6 +223,11 @@ def reductions(node: Node) -> list[Reduce]:
 def gathers(node: Node) -> list[Gather]:
     """The gathers in `node`."""
     return [n for n in walk(node) if isinstance(n, Gather)]
+
+
+def along(node: Node) -> list[Along]:
+    """The row operations along one dim in `node` (gathers, positions)."""
+    return [n for n in walk(node) if isinstance(n, Along)]
 
 
 def splits(node: Node) -> list[Half | Concat]:

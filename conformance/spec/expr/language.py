@@ -12,6 +12,7 @@ below. Grammar (Python syntax, this subset only):
     reductions sum mean amax amin prod logsumexp any all, as fn(x, dim) where dim is an int
     literal, a tuple of them, an int/int_array parameter's name or `all` (every dim),
     gather(x, target, dim): x at index target along dim (dim an int literal or int parameter),
+    position(dim): each element's index along dim, an integer (one-hot: position(dim) == t),
     half(x, dim, k) (the first, k = 0, or second, k = 1, half of tensor x along dim) and
     concat(a, b, dim) (a as the first half along dim, b as the second), dim an int literal or
     an int parameter's name,
@@ -45,6 +46,7 @@ from .ir import (
     Unary,
     Var,
     Where,
+    position,
 )
 from .numpy_arith import NUMPY
 from .walk import Expression
@@ -100,6 +102,10 @@ FUNCTIONS.update({name: 2 for name in REDUCTIONS})
 # gather(x, target, dim): x's element at index `target` along dim (ir.Gather); each arithmetic
 # implements it as r_gather (walk.py: Arithmetic.gather)
 FUNCTIONS["gather"] = 3
+# position(dim): each element's index along dim, an integer (ir.Position; the one-hot of a
+# target is `position(dim) == target`); each arithmetic implements it as r_position
+# (walk.py: Arithmetic.position)
+FUNCTIONS["position"] = 1
 # the split of a tensor in two halves along a dim (conformance/spec/split.py binds them): the
 # walker's own, like where
 SPLITS: dict[str, str] = {
@@ -293,6 +299,8 @@ class _Compiler:
             return self._reduce(fname, node, depth)
         if fname == "gather":
             return self._gather(node, depth)
+        if fname == "position":
+            return self._position(node)
         if fname == "half":
             return self._half(node)
         if fname == "concat":
@@ -359,6 +367,18 @@ class _Compiler:
             self.names.add(dim.id)
             return Gather("gather", x, param=dim.id, index=index)
         return Gather("gather", x, dims=(_literal_dim("gather", dim),), index=index)
+
+    def _position(self, node: ast.Call) -> Node:
+        """position(dim): dim is one int literal or an int parameter's name."""
+        (dim,) = node.args
+        if isinstance(dim, ast.Name):
+            if dim.id not in self.known:
+                raise _fail(dim, f"position(): dim {dim.id!r} is not a parameter")
+            self.names.add(dim.id)
+            return position(param=dim.id)
+        if isinstance(dim, ast.Tuple):
+            raise _fail(dim, "position(): one dim (an int literal or an int parameter)")
+        return position(dims=(_literal_dim("position", dim),))
 
     def _split_dim(self, fname: str, dim: ast.AST) -> tuple[int | None, str | None]:
         """A split's dim: an int literal (-8..7) or a parameter's name (lint: an int one)."""

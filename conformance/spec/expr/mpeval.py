@@ -137,6 +137,10 @@ class MpArithmetic(ScalarOperators, Arithmetic):
             return self.m.nan
         return at(int(index))
 
+    def r_position(self, k: int) -> Any:
+        """This element's index along the position's dim (walk.py: Arithmetic.position)."""
+        return self.m.mpf(k)
+
     @staticmethod
     def r_any(xs: list[Any]) -> bool:
         return any(bool(v) for v in xs)

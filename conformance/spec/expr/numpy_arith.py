@@ -142,6 +142,14 @@ class NumpyArithmetic(Arithmetic):
         picked = np.take_along_axis(np.broadcast_to(x, at.shape[:-1] + x.shape[-1:]), at, axis=-1)
         return np.where(valid, picked, np.array(np.nan, dtype=picked.dtype))
 
+    def r_position(self, rows: tuple[int, ...], stride: int = 1, size: int | None = None) -> Any:
+        """Each element's index along the position's dim (walk.py: Arithmetic.position): the
+        dim has `stride` and `size` inside a row of `rows[-1]` elements (by default the row
+        itself), one row (1, length) that broadcasts over the rows."""
+        length = rows[-1]
+        p = np.arange(length) // stride % max(length if size is None else size, 1)
+        return p.astype(self.dtype).reshape(1, length)
+
     def function(self, fn: str) -> Callable[..., Any]:
         """The ufunc of the language function `fn` (the error-bound tier reuses it)."""
         return getattr(self, "f_" + fn)

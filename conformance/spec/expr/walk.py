@@ -21,7 +21,8 @@ minimum/maximum (propagated), and each function of the language as a method `f_<
 arithmetic that lacks a function the spec uses is found by `missing` (at lint time).
 
 Reductions (`sum(x, dim)`, ...; ir.Reduce) are the arithmetic's `reduce`, and a gather
-(`gather(x, target, dim)`, ir.Gather: a row operation along dim) its `gather`: an array arithmetic
+(`gather(x, target, dim)`, ir.Gather: a row operation along dim) its `gather`, a position
+(`position(dim)`, ir.Position: each element's index along dim) its `position`: an array arithmetic
 reduces the last axis of its values (the evaluator lays each chunk out as rows: the reduced
 dims last, `ROW` in the environment holds the rows' shape), keeping it so the value broadcasts
 back over the row; a scalar arithmetic (mpmath) evaluates the argument at every element of the
@@ -49,6 +50,7 @@ from .ir import (
     Logic,
     Node,
     Num,
+    Position,
     Reduce,
     Text,
     Unary,
@@ -210,6 +212,24 @@ class Arithmetic:
         xr, tr = self.rows_of(x(env), rows), self.rows_of(index(env), rows)
         return f(xr, tr) if geometry is None else f(xr, tr, *geometry)
 
+    def position(self, node: Position, env: Env) -> Any:
+        """The value of `position(dim)` (node) at the elements of `env`: each element's index
+        along dim. Array arithmetics: `r_position(rows, stride, size)`, the rows' shape
+        (env[ROW]) and where the dim lies in a row (env[GATHER]; absent: the row is that dim);
+        scalar ones: `r_position(k)`, k this element's index (from env[POS], its position in
+        its row)."""
+        f = getattr(self, "r_position", None)
+        if f is None:
+            raise self.lacks("position")
+        rows = env.get(ROW)
+        if isinstance(rows, Row):
+            stride, size = env.get(GATHER, {}).get(node, (1, len(rows.envs)))
+            return f(env[POS] // stride % size)
+        if rows is None:
+            raise ValueError("position() needs rows: the formula is evaluated by rows")
+        stride, size = env.get(GATHER, {}).get(node, (1, rows[-1]))
+        return f(tuple(rows), stride, size)
+
     def rows_of(self, value: Any, rows: Any) -> Any:
         """An argument's value as rows of the shape `rows` (array arithmetics broadcast)."""
         return value
@@ -280,6 +300,9 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
     if isinstance(node, Gather):
         x, t, gather = stage(node.x, ar), stage(node.index, ar), ar.gather  # type: ignore[arg-type]
         return lambda env: gather(node, x, t, env)
+    if isinstance(node, Position):
+        where_ = ar.position
+        return lambda env: where_(node, env)
     if isinstance(node, Reduce):
         x, reduce = stage(node.x, ar), ar.reduce
         return lambda env: reduce(node, x, env)

@@ -37,6 +37,7 @@ from ...cases.plan import number_default
 from ...files import safeio
 from ...spec import atk_forms
 from ...spec.checks.base import attribute_env, null_default
+from ...spec.elements import element_shape
 from ...spec.interpret import branch_hits, formula_domain, lets_used, validate
 from ...spec.model import Check, DtypeTerm, OpSpec
 from ...spec.shapes import ShapeError, rule_order, shape_of
@@ -405,7 +406,14 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
         return _credited_whole(spec, plan, files)
     # every output's formula walks the domain of the first: its shape, or where a shape rule
     # reduces it (a loss's mean), the broadcast of the inputs
-    oshape = formula_domain(spec, Call(spec.name, "", dict(plan.args)))[0]
+    whole = Call(spec.name, "", dict(plan.args))
+    oshape = formula_domain(spec, whole)[0]
+    # each input as the formula reads it (elements.placed: a per-row gradient or a gather's
+    # index with the row's dim kept as 1): the shape its flat storage broadcasts from
+    placed = {
+        k: tuple(v.shape)
+        for k, v in element_shape(spec, whole, attribute_env(spec, whole))[1].items()
+    }
     n = int(np.prod(oshape, dtype=np.int64)) if oshape else 1
     stores = {
         k: (
@@ -424,7 +432,7 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
             vals = (
                 arr.get(a, b)
                 if isinstance(arr, av.StorageReader)
-                else _gather(arr, t.shape, oshape, a, b)
+                else _gather(arr, placed.get(k, tuple(t.shape)), oshape, a, b)
             )
             args[k] = TensorArg(t.dtype, (b - a,), (1,), 0, vals)
         for f in spec.formulas:
