@@ -108,7 +108,7 @@ ELEMENTWISE = {
 
 HALVES = {
     "SPLIT": str,
-    "DIM": str,
+    "DIM": (str, int),  # its dim parameter, or the op's fixed dim
     "OUT": str,
     "FULL_OUT": bool,
     "PRODUCTS": tuple,

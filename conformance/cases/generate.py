@@ -173,7 +173,8 @@ def _shape_cases(spec: OpSpec) -> list[tuple[str, dict[str, tuple[int, ...]], li
             out = tuple(int(n) for n in np.broadcast_shapes(sa, sb))
             if inout and sb == out:  # only the second input broadcasts into selfRef's shape
                 continue
-            shp = {a: sa, b: sb, **dict.fromkeys(outs, out)}
+            rest = dict.fromkeys(bprop.params[2:], out)  # the property's other tensors: out's
+            shp = {**rest, a: sa, b: sb, **dict.fromkeys(outs, out)}
             tag = f"shape=bcast-{'x'.join(map(str, shp[a]))}.{'x'.join(map(str, sb))}"
             if tag in seen:
                 continue

@@ -97,7 +97,8 @@ def _kept(spec: OpSpec, call: Call, env: dict[str, Any], name: str, t: TensorArg
     tensor's reduced without keepdim (`reduce(self, -1, false)`: a gradient per row): with the
     reduced dims put back as size 1, so that it lines up with that tensor's elements (a (N)
     gradOutput beside a (N, C) self reads as (N, 1)); `t` unchanged otherwise."""
-    rule = getattr(spec.param(name), "shape", None)
+    param = next((p for p in spec.params if p.name == name), None)  # a half is no parameter
+    rule = getattr(param, "shape", None)
     if rule is None:
         return t
     for cond, term in rule.cases:

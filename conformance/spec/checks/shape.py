@@ -54,6 +54,11 @@ class MaxRank(CheckKind):
             shape = (1,) * max(over - 2, 0) + (2, 3)[: min(over, 2)]
             for n in check.params:
                 yield f"{n}:rank{over}", with_shapes(base, {n: shape})
+            # every tensor at once: a shape rule between them (same_shape, a size) stays met
+            yield (
+                f"{check.params[0]}:rank{over}-all",
+                with_shapes(base, dict.fromkeys(tensors, shape)),
+            )
 
 
 class MinRank(CheckKind):
