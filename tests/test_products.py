@@ -11,6 +11,8 @@ from aclnn_conformance.conformance.cases.generate import plan_op
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.conformance.spec.tables import planned_products, products
 
+from tests.support.representatives import op_params, representatives
+
 REG = default_registry()
 # The product headings of the newer ops-nn doc pages (产品支持情况), as products.yaml titles them.
 DOC_TITLES = {
@@ -34,8 +36,9 @@ def test_the_200i_500_a2_stays_planned():
     assert "atlas-200i-500-a2" not in products()
 
 
-@pytest.mark.parametrize("spec", list(REG), ids=lambda s: s.name)
-def test_every_listed_product_has_positive_cases(spec):
+@pytest.mark.parametrize("op", op_params(REG.names(), representatives(REG)))
+def test_every_listed_product_has_positive_cases(op):
+    spec = REG.get(op)
     plans = plan_op(spec)
     covered = {p.product for p in plans if p.kind == "positive" and p.expected_status == 0}
     assert covered == set(spec.products)
