@@ -651,3 +651,36 @@ def test_a_credited_let_is_read_by_a_credited_branch(spec):
                 # only a condition tested before the taken branch may read it
                 assert any(b.when is not None and lets[c].name in b.when.names
                            for b in spec.formula.branches), (plan.id, c)  # fmt: skip
+
+
+def test_a_same_dtype_rule_ties_its_tensors_only_where_the_library_always_runs_it():
+    """Planning enumerates tensors a same_dtype rule ties as one; a rule scoped to other products
+    or to some attributes (`when:`) ties nothing, and the matrix is the brute force's either way."""
+    from dataclasses import replace
+
+    from aclnn_conformance.conformance.cases.build import verdict
+    from aclnn_conformance.conformance.cases.generate import _candidates, _tie_groups, dtype_combos
+    from aclnn_conformance.conformance.cases.plan import base_args
+    from aclnn_conformance.conformance.spec.expr.language import compile_expr
+
+    spec = REG.get("mse_loss_backward")
+    tensors = [p.name for p in spec.params if p.is_tensor]
+    product = spec.products[0]
+    tie = next(c for c in spec.checks if c.kind == "same_dtype")
+    assert any(len(g) > 1 for g in _tie_groups(spec, product, tensors))
+    for loose in (
+        replace(tie, products=("nowhere",)),
+        replace(tie, when=compile_expr("reduction == 7", ["reduction"])),
+    ):
+        checks = tuple(loose if c is tie else c for c in spec.checks)
+        loosened = replace(spec, checks=checks)
+        tied = {n for g in _tie_groups(loosened, product, tensors) if len(g) > 1 for n in g}
+        assert not set(tie.params) <= tied
+    # the brute force over every tensor's candidates alone
+    cands = [_candidates(spec, product, n) for n in tensors]
+    brute = []
+    for combo in itertools.product(*cands):
+        dtypes = dict(zip(tensors, combo, strict=True))
+        if verdict(spec, product, base_args(spec, dtypes, (2, 3))).status == 0:
+            brute.append(dtypes)
+    assert dtype_combos(spec, product) == brute  # the same combinations, in the same order

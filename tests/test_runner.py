@@ -119,8 +119,13 @@ def test_every_record_has_the_design_fields(full_run, suite):
         held = plan.kind == "positive" and any(
             0 not in s for k, s in shapes.items() if spec.param(k).is_output
         )
+        judged = rec.get("comparisons", {}).values()
         if held and not written:
             pass
+        elif written and judged and all("relations" in c for c in judged):
+            # every output random, judged by its relations: no ulp statistics to take
+            assert all(c["passed"] and c["relations"] for c in judged), rec["id"]
+            assert "stats" not in rec
         elif written:
             assert set(rec["stats"]) >= STATS, rec["id"]
             assert rec["stats"]["max_ulp"] == 0 and rec["stats"]["mismatches"] == 0

@@ -297,3 +297,9 @@ class CheckKind:
     def allowed_dtypes(cls, spec: OpSpec, check: Check, product: str, name: str) -> tuple:
         """The dtypes `check` lets tensor `name` have on `product` (() if it does not say)."""
         return ()
+
+    @classmethod
+    def tied(cls, spec: OpSpec, check: Check, product: str) -> tuple[str, ...]:
+        """Tensors that share one dtype in every call `check` lets pass on `product` (planning
+        enumerates the dtype matrix over such groups, not over each tensor alone)."""
+        return ()

@@ -127,6 +127,13 @@ class SameDtype(_TermKind):
     def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
         return cls.retyped(cls.term_params(check), base)
 
+    @classmethod
+    def tied(cls, spec: OpSpec, check: Check, product: str) -> tuple[str, ...]:
+        # Only a rule the library always runs there ties its plain tensor terms.
+        if not check.applies_on(product) or check.when is not None:
+            return ()
+        return tuple(t.param for t in check.terms if t.param and spec.param(t.param).is_tensor)
+
 
 class Promotable(_DtypeKind):
     """The first two tensors named have a promoted dtype (PromoteType is not DT_UNDEFINED)."""
