@@ -125,12 +125,21 @@ CLASSES = {
     "value": callable,
     "allowed": callable,
 }
+ROWS = {
+    "INPUTS": tuple,
+    "OUTS": tuple,
+    "PRODUCTS": tuple,
+    "SHAPES": tuple,
+    "draw": callable,
+    "value": callable,
+    "allowed": callable,
+}
 
 
 @pytest.mark.parametrize("name", oracles.names())
 def test_oracle_interface(name):
     mod = oracles.load(name)
-    assert oracles.kind(mod) in ("gradient", "elementwise", "loss", "halves", "classes"), (
+    assert oracles.kind(mod) in ("gradient", "elementwise", "loss", "halves", "classes", "rows"), (
         f"{name}: unknown KIND"
     )
     if oracles.kind(mod) == "loss":
@@ -138,13 +147,13 @@ def test_oracle_interface(name):
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
         assert callable(mod.element) and callable(mod.allowed) and callable(mod.base_scalars)
         return
-    if oracles.kind(mod) in ("halves", "classes"):
-        table = HALVES if oracles.kind(mod) == "halves" else CLASSES
+    if oracles.kind(mod) in ("halves", "classes", "rows"):
+        table = {"halves": HALVES, "classes": CLASSES, "rows": ROWS}[oracles.kind(mod)]
         for attr, kind in table.items():
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
             value = getattr(mod, attr)
             assert callable(value) if kind is callable else isinstance(value, kind), attr
-        assert set(mod.PRODUCTS) and (hasattr(mod, "GRAD") or table is CLASSES)
+        assert set(mod.PRODUCTS) and (hasattr(mod, "GRAD") or table is not HALVES)
         return
     if oracles.kind(mod) == "elementwise":
         for attr, kind in ELEMENTWISE.items():

@@ -5,6 +5,7 @@ reduction."""
 
 from __future__ import annotations
 
+import contextlib
 from fractions import Fraction
 
 import mpmath as mp
@@ -15,6 +16,7 @@ from aclnn_conformance.conformance.acl.call import Call, TensorArg
 from aclnn_conformance.conformance.compiled import mode as compiled_mode
 from aclnn_conformance.conformance.spec.interpret import attribute_env
 from aclnn_conformance.conformance.spec.registry import default_registry
+from aclnn_conformance.conformance.spec.shapes import ShapeError, rule_order, shape_of
 from aclnn_conformance.reference import engine, rows
 from aclnn_conformance.reference.plan import plan
 
@@ -239,11 +241,19 @@ def _reduction_specs() -> list[str]:
 
 
 def _call(spec, dtype: str, shape, rng) -> Call:
+    """Every tensor of `shape`, but a tensor with a shape rule (a loss's per-row output) of the
+    shape its rule gives."""
+    attrs = {p.name: p.default for p in spec.params if not p.is_tensor}
+    shapes = {p.name: tuple(shape) for p in spec.params if p.is_tensor}
+    for p in rule_order(spec.params):
+        with contextlib.suppress(ShapeError):  # a rule the case cannot meet: evaluation says so
+            shapes[p.name] = shape_of(p.shape, shapes, attrs)
     args = {}
     for p in spec.params:
         if p.is_tensor:
-            a = rng.normal(size=shape) * 3
-            a[0, :3] = [40.0, -40.0, 0.0]  # a dominant element, a vanishing one, a zero
+            a = rng.normal(size=shapes[p.name]) * 3
+            if a.ndim == 2:
+                a[0, :3] = [40.0, -40.0, 0.0]  # a dominant element, a vanishing one, a zero
             args[p.name] = TensorArg.from_array(a.astype(NP[dtype]), dtype)
         else:
             args[p.name] = p.default

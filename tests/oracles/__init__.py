@@ -52,6 +52,14 @@ Two interfaces, by the module's KIND:
       draw(rng, shape, reduction, ignore) -> {tensor input: float64 / int64 array}
       value(arrays, s) -> object array of mpf (OUT's shape; s: reduction, ignoreIndex)
   tests/test_class_oracles.py runs them.
+- KIND = "rows" (several outputs per row of 2-D inputs of one shape, no attributes:
+  aclnnSoftmaxCrossEntropyWithLogits): the exact outputs from whole input arrays.
+      INPUTS: tuple (tensor inputs, C order; the first gives the dtype list), OUTS: tuple,
+      PRODUCTS, allowed(param, product): as "elementwise"
+      SHAPES: tuple of the inputs' (N, C) shapes to test
+      draw(rng, shape) -> {tensor input: float64 array}
+      value(arrays) -> {output: object array of mpf or IEEE special floats, the output's shape}
+  tests/test_row_oracles.py runs them.
 - no KIND (the "gradient" interface of the five seed ops), below.
 
 The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's
