@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import time
 from dataclasses import replace
 
@@ -262,7 +263,12 @@ def test_the_large_profile_adds_model_shapes_for_every_op():
         model = [p for p in mine if "shape=model-" in p.id]
         shapes = {tuple(a.shape) for p in model for k, a in p.args  # (a ruled tensor: its rule's)
                   if hasattr(a, "shape") and spec.param(k).shape is None}  # fmt: skip
-        assert shapes == set(MODEL_SHAPES), spec.name
+        if shapes != set(MODEL_SHAPES):  # a rank the checks refuse: leading dims merged
+            low = min((c.max for c in spec.checks if c.kind == "max_rank" and c.max), default=8)
+            assert low < max(map(len, MODEL_SHAPES)), spec.name
+            want = {m if len(m) <= low else (math.prod(m[: len(m) - low + 1]), *m[len(m) - low + 1 :])
+                    for m in MODEL_SHAPES}  # fmt: skip
+            assert shapes == want, spec.name
         # and an op with a dim parameter reduces a 2 x 2^20 tensor along its last dim
         rows = [p for p in mine if "shape=model-" not in p.id]
         assert all("@long-2x1048576" in p.id for p in rows), spec.name

@@ -15,6 +15,7 @@ error clause (conformance.cases.negatives).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -508,6 +509,12 @@ def plan_suite(
     return out
 
 
+def _merged(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """`shape`, then with its leading dims merged into one, rank by rank down to 1-D."""
+    return [(math.prod(shape[: len(shape) - r + 1]), *shape[len(shape) - r + 1 :])
+            for r in range(len(shape), 0, -1)]  # fmt: skip
+
+
 def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
     """The large profile's cases of one op: on its first selected product, each dtype
     combination whose tensors share one dtype, at each shape of MODEL_SHAPES."""
@@ -516,10 +523,13 @@ def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePla
     for product in chosen:
         combos = [c for c in dtype_combos(spec, product) if len(set(c.values())) == 1]
         for combo in combos:
-            for shape in MODEL_SHAPES:
-                # validity does not depend on the extents: check a small tensor of the same rank
-                small = base_args(spec, combo, tuple(min(s, 2) for s in shape))
-                if verdict(spec, product, small).status != 0:
+            for model in MODEL_SHAPES:
+                # validity does not depend on the extents: check a small tensor of the same rank;
+                # a rank the checks refuse (a 2-D-only op) takes the shape with its leading dims
+                # merged, as a model reshapes it, down to the highest rank accepted
+                shape = next((m for m in _merged(model) if verdict(spec, product, base_args(
+                    spec, combo, tuple(min(s, 2) for s in m))).status == 0), None)  # fmt: skip
+                if shape is None:
                     continue
                 tag = "shape=model-" + "x".join(str(s) for s in shape)
                 plans.append(
