@@ -15,26 +15,18 @@ from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reference import engine
 
 from tests import oracles
+from tests.support.oracle_params import oracle_params
 from tests.support.rounding import NP, UINT, round_exact
 
 pytestmark = pytest.mark.registry
 
 REG = default_registry()
 ORACLES = oracles.of(REG.names(), "classes")
-FLOATS = ("FLOAT", "FLOAT16", "BF16")
 IGNORE = -3
 
 
 def _params():
-    out = []
-    for name, mod in ORACLES.items():
-        for product in mod.PRODUCTS:
-            if product not in REG.get(name).products:
-                continue
-            for d in FLOATS:
-                if d in mod.allowed("self", product):
-                    out.append(pytest.param(name, product, d, id=f"{name}-{product}-{d}"))
-    return out
+    return oracle_params(REG, ORACLES, lambda mod, product, d: d in mod.allowed("self", product))
 
 
 @pytest.mark.parametrize("name,product,dtype", _params())

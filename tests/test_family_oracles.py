@@ -27,6 +27,7 @@ from aclnn_conformance.reference.backend import ReferenceBackend
 
 from tests import oracles
 from tests.oracles._common import Scalar
+from tests.support.oracle_params import oracle_params
 from tests.support.paths import evaluate_both
 from tests.support.rounding import NP, UINT, round_exact
 
@@ -34,7 +35,6 @@ pytestmark = pytest.mark.registry
 
 REG = default_registry()
 ORACLES = oracles.of(REG.names(), "elementwise")
-FLOATS = ("FLOAT", "FLOAT16", "BF16")
 ENGINE = ReferenceBackend(registry=REG)
 N_RANDOM = 48
 ALL_DTYPES = [d for d in dt.tables().names() if not dt.get(d).opaque]
@@ -103,16 +103,11 @@ def _same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 def _float_params():
-    out = []
-    for name, mod in ORACLES.items():
-        for product in mod.PRODUCTS:
-            if product not in REG.get(name).products:
-                continue
-            ins = set.intersection(*(mod.allowed(p, product) for p in mod.INPUTS))
-            for d in FLOATS:
-                if d in ins and _out_dtype(mod, d) in mod.allowed(mod.OUT, product):
-                    out.append(pytest.param(name, product, d, id=f"{name}-{product}-{d}"))
-    return out
+    def allows(mod, product, d):
+        ins = all(d in mod.allowed(p, product) for p in mod.INPUTS)
+        return ins and _out_dtype(mod, d) in mod.allowed(mod.OUT, product)
+
+    return oracle_params(REG, ORACLES, allows)
 
 
 def _run(name: str, product: str, tensors: dict[str, TensorArg], args: dict):

@@ -22,27 +22,20 @@ from aclnn_conformance.reference import engine
 
 from tests import oracles
 from tests.oracles._common import Scalar
+from tests.support.oracle_params import oracle_params
 from tests.support.rounding import NP, UINT, round_exact
 
 pytestmark = pytest.mark.registry
 
 REG = default_registry()
 ORACLES = oracles.of(REG.names(), "loss")
-FLOATS = ("FLOAT", "FLOAT16", "BF16")
 SHAPES = [((3, 1), (1, 5)), ((2, 3, 4), (2, 3, 4)), ((4,), (2, 3, 4)), ((), ()), ((0, 3), (1, 3))]
 
 
 def _params():
-    out = []
-    for name, mod in ORACLES.items():
-        for product in mod.PRODUCTS:
-            if product not in REG.get(name).products:
-                continue
-            ins = set.intersection(*(mod.allowed(p, product) for p in mod.INPUTS))
-            for d in FLOATS:
-                if d in ins:
-                    out.append(pytest.param(name, product, d, id=f"{name}-{product}-{d}"))
-    return out
+    return oracle_params(
+        REG, ORACLES, lambda mod, product, d: all(d in mod.allowed(p, product) for p in mod.INPUTS)
+    )
 
 
 def _shapes(mod, sa: tuple, sb: tuple) -> dict:

@@ -17,25 +17,19 @@ from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reference import engine
 
 from tests import oracles
+from tests.support.oracle_params import FLOATS, oracle_params
 from tests.support.rounding import NP, UINT, round_exact
 
 pytestmark = pytest.mark.registry
 
 REG = default_registry()
 ORACLES = oracles.of(REG.names(), "rows")
-FLOATS = ("FLOAT", "FLOAT16", "BF16")
 
 
 def _params():
-    out = []
-    for name, mod in ORACLES.items():
-        for product in mod.PRODUCTS:
-            if product not in REG.get(name).products:
-                continue
-            for d in FLOATS:
-                if d in mod.allowed(mod.INPUTS[0], product):
-                    out.append(pytest.param(name, product, d, id=f"{name}-{product}-{d}"))
-    return out
+    return oracle_params(
+        REG, ORACLES, lambda mod, product, d: d in mod.allowed(mod.INPUTS[0], product)
+    )
 
 
 def _call(name: str, product: str, arrays: dict, outs: dict, dtype: str) -> Call:
