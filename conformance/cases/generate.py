@@ -79,8 +79,7 @@ def _tie_groups(spec: OpSpec, product: str, tensors: list[str]) -> list[list[str
 def dtype_combos(spec: OpSpec, product: str) -> list[dict[str, str]]:
     """Every valid assignment of dtypes to the tensor parameters on `product`, in the order of
     the product of each tensor's candidates. Tensors a check ties to one dtype are enumerated as
-    one (a valid call has them equal): a loss backward's 186,624
-    assignments become 216."""
+    one (a valid call has them equal): a loss backward's 186,624 assignments become 216."""
     tensors = [p.name for p in spec.params if p.is_tensor]
     cands = {n: _candidates(spec, product, n) for n in tensors}
     groups = _tie_groups(spec, product, tensors)
