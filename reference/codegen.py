@@ -6,29 +6,25 @@ in float64 by scalar code: lets where a branch needs them, branches as an if/els
 wins, as in the numpy evaluator), the whitelisted functions as `math` functions. No text of the
 spec reaches the source: parameters and lets become v0, v1, ..., numbers are written from their
 float values, string comparisons are decided here (a string parameter is one value per call).
-A second function of the module, near_midpoint, is precise.near_midpoint's bit test on the
-float64 values (1: within the guard of a rounding midpoint, 2: in the output's subnormal range,
-left to the arithmetic test); it reads the values' bits in a call of its own, after the kernel
-has written them, so no store and load of the same memory under two types meet in one loop.
-The fused kernels (kernel_flags, kernel_narrow) test in the loop itself, and add 4: exactly on
-a midpoint, a likely tie. Where the midpoints are settled anyway (approx: FLOAT, FLOAT16, BF16
-outputs), the functions are vecmath's vectorizable forms and a division by an irrational
-constant is a product by its reciprocal.
+The flagging kernels (kernel_flags, kernel_narrow) apply precise.near_midpoint's bit test in
+the loop (1: within the guard of a rounding midpoint, 2: in the output's subnormal range, left
+to the arithmetic test, 4: exactly on a midpoint, a likely tie). Where the midpoints are settled
+anyway (approx: FLOAT, FLOAT16, BF16 outputs), the functions are vecmath's vectorizable forms, a
+division by an irrational constant is a product by its reciprocal, and the flagging kernels
+evaluate the formula with its error bound (rowgen.Bounded.element: the row kernels' float64
+arithmetic), flagging 8 where the bound reaches a rounding boundary (cancellation).
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..conformance import compiled
 from ..conformance.spec.expr.walk import Arithmetic, Formula, tensors_read
 from ..conformance.spec.model import OpSpec
+from . import rowgen
+from .kernelsource import PRELUDE, VECMATH, Source, Unsupported, number
 
 MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": "math.log",
         "erf": "math.erf", "erfc": "math.erfc", "tanh": "math.tanh", "sqrt": "math.sqrt",
@@ -36,30 +32,7 @@ MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "log": 
 # FLOAT, FLOAT16 and BF16 outputs: the vectorizable forms of conformance/compiled/vecmath.py
 APPROX = {**MATH, "exp": "_vexp", "erfc": "_verfc", "expm1": "_vexpm1", "log1p": "_vlog1p",
           "tanh": "_vtanh", "erfinv": "_verfinv"}  # fmt: skip
-COMPILED = Path(compiled.__file__).parent  # the compiled functions the kernels import
 
-# the scalar helpers every generated kernel module defines (codegen's and rowgen's), numpy's
-# semantics: a NaN operand wins minimum/maximum, sign(+-0) is +0
-PRELUDE = """\
-@njit(inline="always", error_model="numpy")
-def _minimum(a, b):
-    return a if (a < b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _maximum(a, b):
-    return a if (a > b or a != a) else b
-
-
-@njit(inline="always", error_model="numpy")
-def _sign(a):
-    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else (a if a != a else 0.0))
-
-
-@njit(inline="always", error_model="numpy")
-def _pow(a, b):
-    return a ** b
-"""
 
 HEADER = """\
 # vecmath {digest}
@@ -69,7 +42,9 @@ import numpy as np
 from numba import njit, prange
 
 from aclnn_conformance.conformance.compiled.intrinsics import as_bits as _bits
+from aclnn_conformance.conformance.compiled.intrinsics import select as _sel
 from aclnn_conformance.conformance.compiled.measure import narrow_bits as _narrow
+from aclnn_conformance.conformance.compiled.rowmath import div_err, flag_far, prod_err, sum_err
 from aclnn_conformance.conformance.compiled.vecmath import half_to_double as _h2d
 from aclnn_conformance.conformance.compiled.vecmath import verfc as _verfc
 from aclnn_conformance.conformance.compiled.vecmath import verfinv as _verfinv
@@ -106,17 +81,17 @@ def kernel({args}, y, out):
 @njit(parallel=True, cache=True, error_model="numpy")
 def kernel_flags({args}, out, flags, drop, guard, emin):
     for k in prange(out.shape[0]):
-{body}
+{fbody}
         out[k] = r
-        flags[k] = _flag(r, drop, guard, emin)
+        flags[k] = _flag(r, drop, guard, emin){far}
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def kernel_narrow({args}, out, flags, drop, guard, emin, p, femin, all_ones, nbits):
     for k in prange(out.shape[0]):
-{body}
+{fbody}
         out[k] = _narrow(r, p, femin, all_ones, nbits)
-        flags[k] = _flag(r, drop, guard, emin)
+        flags[k] = _flag(r, drop, guard, emin){far}
 
 
 @njit(parallel=True, cache=True)
@@ -141,80 +116,50 @@ def flag_indices(flags, starts, out):
                     c += 1
 """
 
-FLAGS = """\
-
-@njit(parallel=True, cache=True)
-def near_midpoint(yb, flags, drop, guard, emin):
-    mask = (1 << drop) - 1
-    half = 1 << (drop - 1)
-    for k in prange(yb.shape[0]):
-        b = yb[k] & 0x7FFFFFFFFFFFFFFF
-        e = b >> 52
-        f = 0
-        if e < emin:
-            if b != 0:
-                f = 2
-        elif e < 2047:
-            low = (b & mask) - half
-            if low < 0:
-                low = -low
-            if low < guard:
-                f = 1
-        flags[k] = f
-"""
-
-
-# numba's cache follows the kernel file only: vecmath's own text (and its intrinsics' and the
-# narrow rounding's) is part
-# of every kernel's key
-_VECMATH = hashlib.sha256(
-    b"".join((COMPILED / f).read_bytes() for f in ("vecmath.py", "intrinsics.py", "measure.py"))
-).hexdigest()[:16]
-
 
 # the flagged elements are found a block of this many flags at a time: counted in parallel, then
 # listed from the blocks that have any
 FLAG_BLOCK = 1024
-
-
-class Unsupported(ValueError):
-    """A formula the compiled path cannot express (the numpy evaluator runs it instead)."""
-
-
-@dataclass(frozen=True)
-class Source:
-    text: str
-    tensors: tuple[str, ...]  # argument order: the spec's tensor inputs, then the attributes
-    attrs: tuple[str, ...]
-    half: frozenset[str] = frozenset()  # FLOAT16 tensors, passed as their bits (uint16)
+FAR = 3  # the flag's bit where the bound reaches a rounding boundary (settle.FAR is 1 << FAR)
 
 
 def generate(
     spec: OpSpec, env: dict[str, Any], approx: bool = False, half: frozenset[str] = frozenset()
 ) -> Source:
     """The kernel's source for `spec` with the string parameters of `env` decided; approx: exp
-    by vecmath's inlined, vectorizable form (for outputs whose midpoints mpmath settles); half:
-    the FLOAT16 tensors, read from their bits in the loop."""
+    by vecmath's inlined, vectorizable form, and flagging kernels that carry the error bound
+    (for outputs whose midpoints are settled); half: the FLOAT16 tensors, read from their bits
+    in the loop."""
     tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
+    attrs += rowgen.sizes(spec)  # a tensor's element count or dim size: a number of the call
+    bools = {p.name for p in spec.attributes if p.kind == "bool"}
     names = {n: f"v{i}" for i, n in enumerate((*tensors, *attrs))}
-    for i, x in enumerate(spec.formula.lets):
-        names[x.name] = f"t{i}"
-    emit = EMIT_APPROX if approx else EMIT_MATH
     half = half & frozenset(tensors)
-    lines = [
+    reads = [
         f"        {names[n]} = " + (f"_h2d(a{i}[k])" if n in half else f"np.float64(a{i}[k])")
         for i, n in enumerate(tensors)
     ]
-    lines += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
-    lines += ["        " + line for line in emit.body(spec, names, strings)]
+    reads += [f"        {names[n]} = p{i}" for i, n in enumerate(attrs)]
+    lets = {x.name: f"t{i}" for i, x in enumerate(spec.formula.lets)}
+    emit = EMIT_APPROX if approx else EMIT_MATH
+    body = ["        " + line for line in emit.body(spec, {**names, **lets}, strings)]
+    flagged, far = body, ""
+    if approx:  # the flagging kernels: the formula with its error bound (rowgen.Bounded)
+        element = rowgen.Bounded().element(spec, names, bools, strings)
+        flagged = ["        " + line for line in (*element, "r = rv")]
+        far = f" | (flag_far(rv, re, q, drop, emin) << np.uint8({FAR}))"
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    body = "\n".join(lines)
     text = HEADER.format(
-        args=", ".join(args), digest=_VECMATH, body=body, block=FLAG_BLOCK, prelude=PRELUDE
+        args=", ".join(args),
+        digest=VECMATH,
+        body="\n".join(reads + body),
+        fbody="\n".join(reads + flagged),
+        far=far,
+        block=FLAG_BLOCK,
+        prelude=PRELUDE,
     )
-    text += FLAGS
     return Source(text, tensors, attrs, half)
 
 
@@ -315,10 +260,10 @@ class Emitter(Arithmetic):
     def number(self, value: bool | int | float) -> Code:
         if isinstance(value, bool):
             return _code("True" if value else "False", True)
-        return _code(_number(float(value)), True)
+        return _code(number(float(value)), True)
 
     def constant(self, name: str, value: float) -> Code:
-        return _code(_number(value), True, name in ("pi", "e"))
+        return _code(number(value), True, name in ("pi", "e"))
 
     def _bin(self, op: str, a: Any, b: Any) -> Code:
         return _code(f"({a} {op} {b})", _const(a, b), _irr(a, b))
@@ -384,11 +329,3 @@ EMIT_APPROX = Emitter("numba float64 (vectorizable)", APPROX)
 
 def _indent(lines: list[str]) -> list[str]:
     return ["    " + line for line in lines]
-
-
-def _number(v: float) -> str:
-    if math.isnan(v):
-        return "_NAN"
-    if math.isinf(v):
-        return "_INF" if v > 0 else "(-_INF)"
-    return repr(v)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..conformance.spec.expr.walk import Arithmetic, Formula, tensors_read
 from ..conformance.spec.model import OpSpec
-from .codegen import _VECMATH, COMPILED, Source, Unsupported, _number
+from .kernelsource import COMPILED, VECMATH, Source, Unsupported, number
 
 FUNCTIONS = {
     "exp": "dexp",
@@ -35,7 +35,7 @@ FUNCTIONS = {
     "maximum": "dmax",
 }
 _DIGEST = hashlib.sha256(
-    b"".join((COMPILED / f).read_bytes() for f in ("ddmath.py", "exactmath.py")) + _VECMATH.encode()
+    b"".join((COMPILED / f).read_bytes() for f in ("ddmath.py", "exactmath.py")) + VECMATH.encode()
 ).hexdigest()[:16]
 
 HEADER = """\
@@ -192,10 +192,10 @@ class DoubleDouble(Arithmetic):
     def number(self, value: bool | int | float) -> Code:
         if isinstance(value, bool):
             return _code(str(value), "bool")
-        return _code(f"({_number(float(value))}, 0.0)")
+        return _code(f"({number(float(value))}, 0.0)")
 
     def constant(self, name: str, value: float) -> Code:
-        return _code(name.upper() if name in ("pi", "e") else f"({_number(value)}, 0.0)")
+        return _code(name.upper() if name in ("pi", "e") else f"({number(value)}, 0.0)")
 
     def add(self, a: Any, b: Any) -> Code:
         return _code(f"dadd({_pair(a)}, {_pair(b)})")

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..conformance.acl import dtypes as dt
 from ..conformance.compiled.ranges import BIG as _BIG
 from ..conformance.compiled.ranges import TINY as _TINY
 from ..conformance.spec.expr.numpy_arith import NUMPY
@@ -36,6 +37,7 @@ from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
 
 U = 2.0**-53  # float64's unit roundoff
+ETA = 5e-324  # the smallest subnormal: an operation whose result underflows is off by less
 FUNC_ULPS = 4.0  # error of a library function (exp, erf, ...) in ulps of its result
 SAFETY = 4.0  # the bound must be this many times below the half gap
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -118,12 +120,34 @@ def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray
     return y, mask
 
 
-def bounded(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[Any, Any, Any]:
-    """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED."""
+def bounded(
+    spec: OpSpec, env: dict[str, Any], n: Any, arith: ErrorBound | None = None
+) -> tuple[Any, Any, Any]:
+    """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED (or
+    `arith`)."""
+    ar = arith or BOUNDED
     pairs = {k: v if isinstance(v, str | tuple | dict) else (v, 0.0) for k, v in env.items()}
-    BOUNDED.state.undecided = False
-    y, e = Formula.of(spec.formula).evaluate(pairs, BOUNDED, n)
-    return y, e, BOUNDED.state.undecided
+    ar.state.undecided = False
+    y, e = Formula.of(spec.formula).evaluate(pairs, ar, n)
+    return y, e, ar.state.undecided
+
+
+def reaches(y: np.ndarray, err: Any, out_dtype: dt.DType, signed: bool = True) -> np.ndarray:
+    """Mask of the finite y whose bound (SAFETY times) reaches a rounding boundary of the
+    narrow output `out_dtype`: y - reach and y + reach round to different values (-0 and +0
+    too where `signed`; else float64's zero keeps its sign, as the compiled flag_far does), so
+    float64 alone does not decide the rounding. A rounding boundary is a midpoint, or the edge
+    of the overflow to infinity; cancellation is where the bound grows past it."""
+    with np.errstate(all="ignore"):
+        reach = SAFETY * np.broadcast_to(err, y.shape)
+        lo = dt.round_to(y - reach, out_dtype).astype(np.float64)
+        hi = dt.round_to(y + reach, out_dtype).astype(np.float64)
+        differ = lo != hi
+        if signed:
+            differ |= np.signbit(lo) != np.signbit(hi)
+        # a bound of NaN (inf * 0 in the propagation) is no bound: refined
+        differ |= np.isnan(reach)
+    return differ & np.isfinite(y)
 
 
 def exact_mask(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
@@ -132,7 +156,7 @@ def exact_mask(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
     float64 value is the exact value, so its rounding to the output needs no mpmath, tie or
     not. Library functions (exp, erf, ...) are never taken as exact."""
     with np.errstate(all="ignore"):
-        y, err, undecided = bounded(spec, env, n)
+        y, err, undecided = bounded(spec, env, n, EXACTNESS)
         ok = np.broadcast_to(np.equal(err, 0.0), (n,)) & ~np.broadcast_to(undecided, (n,))
         return ok & np.isfinite(np.broadcast_to(y, (n,)))
 
@@ -151,8 +175,12 @@ class ErrorBound(Arithmetic):
 
     name = "float64 with error bound"
 
-    def __init__(self) -> None:
+    def __init__(self, eta: float = ETA) -> None:
+        """eta: added to the error of every product and quotient (the compiled row arithmetic's
+        floor, conformance/compiled/rowmath.py: an error term below the smallest subnormal is
+        lost); 0 to ask which elements were computed exactly (exact_mask)."""
         self.state = threading.local()
+        self.eta = eta
 
     def number(self, value: bool | int | float) -> Pair:
         return (value if isinstance(value, bool) else float(value)), 0.0
@@ -213,22 +241,22 @@ class ErrorBound(Arithmetic):
         v = np.subtract(a, b)
         return v, ea + eb + _sum_err(a, np.negative(b), v)
 
-    @staticmethod
-    def mul(a: Pair, b: Pair) -> Pair:
+    def mul(self, a: Pair, b: Pair) -> Pair:
         (a, ea), (b, eb) = a, b
         v = np.multiply(a, b)
-        return v, np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v)
+        e = np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v, eta=self.eta)
+        return v, _kept(e, ea, eb)
 
-    @staticmethod
-    def div(a: Pair, b: Pair) -> Pair:
+    def div(self, a: Pair, b: Pair) -> Pair:
         (a, ea), (b, eb) = a, b
         v = np.true_divide(a, b)
         den = np.abs(b) - eb
         e = np.where(den > 0, (ea + np.abs(v) * eb) / np.where(den > 0, den, 1.0), np.inf)
         p = np.multiply(v, b)
         resid = np.abs((np.subtract(a, p) - _prod_err(v, b, p, signed=True)) / b)
-        own = np.where(_safe(v) & _safe(b) & _safe(a), resid, np.abs(v) * U)
-        return v, e + own
+        ok = _safe(v) & _safe(b) & _safe(a) & _nonzero(v, a)
+        own = np.where(ok, resid + self.eta, np.abs(v) * U + ETA)
+        return v, _kept(e + own, ea, eb)
 
     @staticmethod
     def pow(a: Pair, b: Pair) -> Pair:
@@ -237,7 +265,8 @@ class ErrorBound(Arithmetic):
         la = np.log(np.abs(a))
         e = np.abs(v) * (np.abs(np.true_divide(b, a)) * ea + np.abs(la) * eb)
         exact = np.equal(ea, 0) & np.equal(eb, 0)  # x ** 2 of an input: one rounding
-        return v, np.where(exact, 0.0, e) + np.abs(v) * FUNC_ULPS * U
+        e = np.where(exact, 0.0, e) + np.abs(v) * FUNC_ULPS * U + _underflow(v)
+        return v, _kept(e, ea, eb)
 
     @staticmethod
     def where(cond: Pair, a: Pair, b: Pair) -> Pair:
@@ -357,10 +386,10 @@ def _library(name: str) -> Callable[[Pair], Pair]:
     def call(x: Pair) -> Pair:
         a, ea = x
         v = fn(a)  # the numpy arithmetic's own function
-        mine = np.abs(v) * own
+        mine = np.abs(v) * own + _underflow(v)
         if point is not None:  # exp(0) is 1, log(1) is 0: no error of the function's own
             mine = np.where(np.equal(a, point), 0.0, mine)
-        return v, np.abs(slope(a, v)) * ea + mine
+        return v, _kept(np.abs(slope(a, v)) * ea + mine, ea, 0.0)
 
     return call
 
@@ -373,21 +402,38 @@ def _safe(x: Any) -> Any:
     return np.isfinite(ax) & (ax < _BIG) & ((ax > _TINY) | (ax == 0))
 
 
+def _nonzero(v: Any, a: Any) -> Any:
+    """A result of 0 is exact only from an operand of 0 (else it underflowed)."""
+    return np.not_equal(v, 0) | np.equal(a, 0)
+
+
+def _kept(e: Any, ea: Any, eb: Any) -> Any:
+    """A bound that was nonzero stays nonzero: scaled below the smallest subnormal (|a| eb for
+    a tiny |a|), it would round to 0 and call an inexact element exact."""
+    return np.where((np.greater(ea, 0) | np.greater(eb, 0)) & np.less(e, ETA), ETA, e)
+
+
+def _underflow(v: Any) -> Any:
+    """ETA where a result lies below the range where relative errors hold (0 included)."""
+    return np.where(np.abs(v) < _TINY, ETA, 0.0)
+
+
 def _split(a: Any) -> tuple[Any, Any]:
     c = _SPLIT * a
     hi = c - (c - a)
     return hi, a - hi
 
 
-def _prod_err(a: Any, b: Any, p: Any, signed: bool = False) -> Any:
-    """a * b - p exactly (Dekker), as |.| unless signed; a bound where the split is unsafe."""
+def _prod_err(a: Any, b: Any, p: Any, signed: bool = False, eta: float = 0.0) -> Any:
+    """a * b - p exactly (Dekker), as |.| (plus eta) unless signed; a bound where the split is
+    unsafe or the product underflowed."""
     ah, al = _split(a)
     bh, bl = _split(b)
     e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    ok = _safe(a) & _safe(b) & _safe(p)
+    ok = _safe(a) & _safe(b) & _safe(p) & (_nonzero(p, a) | np.equal(b, 0))
     if signed:
         return np.where(ok, e, 0.0)
-    return np.where(ok, np.abs(e), np.abs(p) * U)
+    return np.where(ok, np.abs(e) + eta, np.abs(p) * U + ETA)
 
 
 def _sum_err(a: Any, b: Any, s: Any) -> Any:
@@ -418,3 +464,4 @@ _SLOPES = {
 for _name in _SLOPES:
     setattr(ErrorBound, "f_" + _name, staticmethod(_library(_name)))
 BOUNDED = require(ErrorBound())
+EXACTNESS = ErrorBound(eta=0.0)  # exact_mask's: an exact product has no error at all

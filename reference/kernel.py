@@ -87,7 +87,6 @@ class Kernel:
         self.key, self.tensors, self.attrs, self.half = key, src.tensors, src.attrs, src.half
         self.fn = module.kernel
         # the float64 kernels' companions (a double-double kernel has neither)
-        self.flags_fn = getattr(module, "near_midpoint", None)
         self.fused_fn = getattr(module, "kernel_flags", None)
         self.pairs_fn = getattr(module, "pairs", None)  # a double-double kernel's
         self.narrow_fn = getattr(module, "kernel_narrow", None)
@@ -113,14 +112,13 @@ class Kernel:
         of the float format fmt (2: in its subnormal range, for the arithmetic test), 2: every
         finite value. out (float32 or float64): also receives each value rounded once to its
         dtype."""
+        if mode == 1 and fmt is not None:  # the flagging kernel: near a midpoint, far (bound)
+            self.fused_fn(*self._args(inputs, env), y, flags, *_flag_args(fmt))
+            if out is not None and out is not y:
+                out[:] = y  # rounded once to its dtype, as the kernel's store rounds
+            return
         self.fn(*self._args(inputs, env), y, y if out is None else out)
-        if mode == 1 and fmt is not None:
-            from .precise import GUARD
-
-            p, emin = fmt.p, fmt.emin
-            drop = 53 - p
-            self.flags_fn(y.view(np.int64), flags, drop, int(GUARD * 2**drop), emin + 1023)
-        elif mode == 2:
+        if mode == 2:
             np.isfinite(y, out=flags.view(np.bool_))
         else:
             flags[:] = 0
@@ -140,10 +138,7 @@ class Kernel:
         flagged elements, found by compiled passes of their own (counting them in the kernel's
         loop, nested by blocks, cost it 15 %; numpy's flatnonzero was a tenth of the time of a
         formula with one exp)."""
-        from .precise import GUARD
-
-        drop = 53 - fmt.p
-        args = [*self._args(inputs, env), out, flags, drop, int(GUARD * 2**drop), fmt.emin + 1023]
+        args = [*self._args(inputs, env), out, flags, *_flag_args(fmt)]
         if out.dtype == np.uint16:  # FLOAT16 or BF16 bits, rounded in integers (measure.py)
             self.narrow_fn(*args, fmt.mant, fmt.emin, fmt.all_ones, fmt.nbits)
         else:
@@ -186,6 +181,15 @@ class Kernel:
             float(env[n]) if not isinstance(env[n], bool | np.bool_) else bool(env[n])
             for n in self.attrs
         ]
+
+
+def _flag_args(fmt: dt.FloatFormat) -> tuple[int, int, int]:
+    """The flagging kernels' arguments for the output format: the bits float64 has beyond it,
+    the guard (precise.GUARD in float64 ulps), the biased exponent of its smallest normal."""
+    from .precise import GUARD
+
+    drop = 53 - fmt.p
+    return drop, int(GUARD * 2**drop), fmt.emin + 1023
 
 
 def get(

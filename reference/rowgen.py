@@ -36,8 +36,8 @@ from typing import Any
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.walk import GATHER, Arithmetic, Formula, stage, tensors_read
 from ..conformance.spec.model import OpSpec
-from .codegen import _VECMATH, COMPILED, PRELUDE, Source, Unsupported, _number
 from .errbound import EXACT_AT
+from .kernelsource import COMPILED, PRELUDE, VECMATH, Source, Unsupported, number
 
 U = 2.0**-53
 UD = 2.0**-102  # a double-double operation's relative error, generously
@@ -57,7 +57,7 @@ SLOPE = {"exp": "abs({v})", "expm1": "abs({v} + 1.0)", "log": "abs(1.0 / {a})",
          "sqrt": "abs(0.5 / {v})"}  # fmt: skip
 
 _DIGEST = hashlib.sha256(
-    b"".join((COMPILED / f).read_bytes() for f in ("rowmath.py", "ddmath.py")) + _VECMATH.encode()
+    b"".join((COMPILED / f).read_bytes() for f in ("rowmath.py", "ddmath.py")) + VECMATH.encode()
 ).hexdigest()[:16]
 
 HEADER = """\
@@ -126,7 +126,7 @@ def generate(
     tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
     attrs = tuple(p.name for p in spec.attributes if p.kind in ("scalar", "bool", "int", "float"))
-    attrs += numels(spec)  # a tensor's element count: a number of the call, passed as one
+    attrs += sizes(spec)  # a tensor's element count or dim size: a number of the call
     bools = {p.name for p in spec.attributes if p.kind == "bool"}
     half = frozenset(half) & frozenset(tensors) if not dd else frozenset()
     places = _places(env.get(GATHER, {}), length)
@@ -167,11 +167,12 @@ def _expressible(spec: OpSpec) -> None:
         raise Unsupported(f"no row-kernel form for a {kind} node")
 
 
-def numels(spec: OpSpec) -> tuple[str, ...]:
-    """The `numel(x)` names spec's formula reads (sorted): kernel parameters like attributes."""
+def sizes(spec: OpSpec) -> tuple[str, ...]:
+    """The `numel(x)` and `size(x, k)` names spec's formula reads (sorted): numbers of the call,
+    kernel parameters like attributes."""
     return tuple(sorted({n.name for e in Formula.of(spec.formula).expressions()
                          for n in ir.walk(e.ir)
-                         if isinstance(n, ir.Var) and n.name.startswith("numel(")}))  # fmt: skip
+                         if isinstance(n, ir.Var) and n.name.startswith(("numel(", "size("))}))  # fmt: skip
 
 
 def _places(geometry: dict, length: int | None) -> dict[ir.Gather, tuple[str, str]]:
@@ -289,19 +290,37 @@ class Bounded(Arithmetic):
         final = env()
         for let, k in st.kept.items():  # a let a sum's terms kept: read, not computed again
             final[let] = Val(f"tb{k}[j]", f"te{k}[j]")
-        chain = walk.evaluate(final, self)
-        if not isinstance(chain, list):
-            chain = [(None, chain)]
-        res = _n(chain[-1][1])
-        lines = [*st.lines, f"rv = {res.v}", f"re = {res.e}"]
-        for c, v in reversed(chain[:-1]):
-            lines += [f"rv = {self._select(c, v.v, 'rv')}", f"re = _sel({c}, {v.e}, re)"]
+        lines = self._value(walk.evaluate(final, self))
         inner = ["q = False", *reads, *lines, *self._store()]
         if self.dd:  # only the elements asked for (flags nonzero on entry)
             inner = ["if flags[r, j] != 0:", *("    " + s for s in inner)]
         each = "prange" if self.long else "range"
         loop = [f"for j in {each}(y.shape[1]):", *("    " + s for s in inner)]
         return out + [pad + line for line in loop]
+
+    def element(
+        self, spec: OpSpec, names: dict[str, str], bools: set[str], strings: dict[str, Any]
+    ) -> list[str]:
+        """The statements of one element of a formula without reductions (float64): its value
+        `rv`, its bound `re` and `q` (a comparison its bounds left undecided), the variables of
+        `names` read (codegen.py's flagging kernels)."""
+        st = self.state
+        st.count, st.reduced, st.q, st.kept, st.places, st.sources = 0, {}, "q", {}, {}, {}
+        st.lines = []
+        env = _Env({n: Val(v, "0.0", n in bools) for n, v in names.items()})
+        env.update(strings)
+        return ["q = False", *self._value(Formula.of(spec.formula).evaluate(env, self))]
+
+    def _value(self, chain: Any) -> list[str]:
+        """The walk's statements, then `rv` and `re` from its branches' chain (the first branch
+        whose condition holds; each branch computed, selected without a jump)."""
+        if not isinstance(chain, list):
+            chain = [(None, chain)]
+        res = _n(chain[-1][1])
+        lines = [*self.state.lines, f"rv = {res.v}", f"re = {res.e}"]
+        for c, v in reversed(chain[:-1]):
+            lines += [f"rv = {self._select(c, v.v, 'rv')}", f"re = _sel({c}, {v.e}, re)"]
+        return lines
 
     def _store(self) -> list[str]:
         if self.dd:
@@ -630,13 +649,13 @@ class Bounded(Arithmetic):
     def number(self, value: bool | int | float) -> Any:
         if isinstance(value, bool):
             return value
-        return Val(self._lift(_number(float(value))))
+        return Val(self._lift(number(float(value))))
 
     def constant(self, name: str, value: float) -> Val:
         if self.dd and name in ("pi", "e"):
             return Val(name.upper(), f"{abs(value) * UD!r}")
         err = f"{abs(value) * U!r}" if name in ("pi", "e") else "0.0"
-        return Val(self._lift(_number(value)), err)
+        return Val(self._lift(number(value)), err)
 
     def _err(self, *parts: str) -> str:
         kept = [p for p in parts if p != "0.0"]

@@ -516,10 +516,7 @@ def tier1(
         if route.refine_all:
             mask = finite.copy()
         elif route.fmt is not None:
-            reach = errbound.SAFETY * err
-            lo = dt.round_to(y - reach, route.out_dtype).astype(np.float64)
-            hi = dt.round_to(y + reach, route.out_dtype).astype(np.float64)
-            differ = (lo != hi) | (np.signbit(lo) != np.signbit(hi))  # -0 and +0 too
+            differ = errbound.reaches(y, err, route.out_dtype)
             mask = finite & (differ | precise.near_midpoint(y, name))
         elif name == "DOUBLE":
             # long double (11 more bits), trusted where float64's bound shows at most

@@ -3,8 +3,9 @@
 Both evaluators (evaluate_compiled.py, evaluate_numpy.py) flag a chunk's elements: near a
 rounding midpoint of a FLOAT, FLOAT16 or BF16 output (1), in its subnormal range (2, where the
 arithmetic test of precise.near_midpoint decides), exactly on a midpoint (4, a likely tie of a
-rational formula, which the pair never decides: asked for exactness first); every finite one
-where all go to mpmath; a DOUBLE value the error bound does not certify. `patch` settles them
+rational formula, which the pair never decides: asked for exactness first); whose error bound
+reaches a rounding boundary (8: cancellation amplified float64's error, and would amplify the
+pair's past its margin: exactness, then mpmath); every finite one where all go to mpmath; a DOUBLE value the error bound does not certify. `patch` settles them
 in tiers, cheapest first:
 
 2. the double-double pair (ddtier.py; compiled, inputs as float64 holds them);
@@ -25,10 +26,11 @@ import numpy as np
 
 from ..conformance.acl import dtypes as dt
 from ..conformance.spec.model import OpSpec
-from . import ddtier, errbound, kernel, precise
+from . import codegen, ddtier, errbound, kernel, precise
 from .formula import evaluate_formula
 
 Check = Callable[[], None] | None
+FAR = 1 << codegen.FAR  # the flag of an element whose bound reaches a rounding boundary
 
 
 def flagged(flags: np.ndarray) -> np.ndarray:
@@ -69,7 +71,7 @@ def patch(
         return evaluate_formula(spec, {**env, **{nm: v[at] for nm, v in xs.items()}}, at.size)
 
     f = flags[idx]
-    keep = (f & 1) != 0
+    keep = (f & (1 | FAR)) != 0
     if not keep.all():  # in the subnormal range: the arithmetic test decides
         sub = np.flatnonzero(~keep)
         keep[sub] = precise.near_midpoint(values(sub), out_dtype.name)
@@ -86,12 +88,13 @@ def patch(
         ys[tie] = values(tie)
         todo[tie] = False
     rest = np.flatnonzero(todo)
+    pair = rest[(f[rest] & FAR) == 0]  # an amplified error: past the pair's margin too
     decided = None
-    if compiled:
-        decided = ddtier.decide(spec, env, {nm: v[rest] for nm, v in xs.items()}, out_dtype)
+    if compiled and pair.size:
+        decided = ddtier.decide(spec, env, {nm: v[pair] for nm, v in xs.items()}, out_dtype)
     if decided is not None:
-        ys[rest[decided[0]]] = decided[1][decided[0]]
-        rest = rest[~decided[0]]
+        ys[pair[decided[0]]] = decided[1][decided[0]]
+        rest = np.setdiff1d(rest, pair[decided[0]], assume_unique=True)
     if rest.size:  # an exact float64 value needs no mpmath (the ties were asked already)
         ys[rest] = values(rest)
     if rest.size and narrow:

@@ -75,6 +75,16 @@ def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
 
 
 @njit(inline="always")
+def flag_far(y, err, q, drop, emin):  # pragma: no cover - compiled
+    """flag_f64 without the guard, for elements whose nearness to a midpoint is tested apart
+    (reference/codegen.py's flagging kernels): 1 where SAFETY err reaches a rounding boundary
+    of the output or q; 0 where y and all within its reach round to zero (only that zero's
+    sign is open, which float64's keeps: the comparison takes -0 for +0)."""
+    zero = abs(y) + SAFETY * err < _double((emin - 53 + drop) << 52)  # half the least subnormal
+    return flag_f64(y, err, q, drop, 0, emin) & np.uint8(q | (not zero))
+
+
+@njit(inline="always")
 def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
     """(y, ok): ok where the pair hi + lo, within err of the exact value, rounds to the output
     as the exact value does; y the pair rounded to odd (truncated toward zero, its last bit set
