@@ -120,12 +120,9 @@ def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray
     return y, mask
 
 
-def bounded(
-    spec: OpSpec, env: dict[str, Any], n: Any, arith: ErrorBound | None = None
-) -> tuple[Any, Any, Any]:
-    """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED (or
-    `arith`)."""
-    ar = arith or BOUNDED
+def bounded(spec: OpSpec, env: dict[str, Any], n: Any) -> tuple[Any, Any, Any]:
+    """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED."""
+    ar = BOUNDED
     pairs = {k: v if isinstance(v, str | tuple | dict) else (v, 0.0) for k, v in env.items()}
     ar.state.undecided = False
     y, e = Formula.of(spec.formula).evaluate(pairs, ar, n)
@@ -156,7 +153,7 @@ def exact_mask(spec: OpSpec, env: dict[str, Any], n: int) -> np.ndarray:
     float64 value is the exact value, so its rounding to the output needs no mpmath, tie or
     not. Library functions (exp, erf, ...) are never taken as exact."""
     with np.errstate(all="ignore"):
-        y, err, undecided = bounded(spec, env, n, EXACTNESS)
+        y, err, undecided = bounded(spec, env, n)
         ok = np.broadcast_to(np.equal(err, 0.0), (n,)) & ~np.broadcast_to(undecided, (n,))
         return ok & np.isfinite(np.broadcast_to(y, (n,)))
 
@@ -175,12 +172,8 @@ class ErrorBound(Arithmetic):
 
     name = "float64 with error bound"
 
-    def __init__(self, eta: float = ETA) -> None:
-        """eta: added to the error of every product and quotient (the compiled row arithmetic's
-        floor, conformance/compiled/rowmath.py: an error term below the smallest subnormal is
-        lost); 0 to ask which elements were computed exactly (exact_mask)."""
+    def __init__(self) -> None:
         self.state = threading.local()
-        self.eta = eta
 
     def number(self, value: bool | int | float) -> Pair:
         return (value if isinstance(value, bool) else float(value)), 0.0
@@ -244,7 +237,7 @@ class ErrorBound(Arithmetic):
     def mul(self, a: Pair, b: Pair) -> Pair:
         (a, ea), (b, eb) = a, b
         v = np.multiply(a, b)
-        e = np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v, eta=self.eta)
+        e = np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v)
         return v, _kept(e, ea, eb)
 
     def div(self, a: Pair, b: Pair) -> Pair:
@@ -255,7 +248,7 @@ class ErrorBound(Arithmetic):
         p = np.multiply(v, b)
         resid = np.abs((np.subtract(a, p) - _prod_err(v, b, p, signed=True)) / b)
         ok = _safe(v) & _safe(b) & _safe(a) & _nonzero(v, a)
-        own = np.where(ok, resid + self.eta, np.abs(v) * U + ETA)
+        own = np.where(ok, resid, np.abs(v) * U + ETA)
         return v, _kept(e + own, ea, eb)
 
     @staticmethod
@@ -424,16 +417,16 @@ def _split(a: Any) -> tuple[Any, Any]:
     return hi, a - hi
 
 
-def _prod_err(a: Any, b: Any, p: Any, signed: bool = False, eta: float = 0.0) -> Any:
-    """a * b - p exactly (Dekker), as |.| (plus eta) unless signed; a bound where the split is
-    unsafe or the product underflowed."""
+def _prod_err(a: Any, b: Any, p: Any, signed: bool = False) -> Any:
+    """a * b - p exactly (Dekker), as |.| unless signed; a bound where the split is unsafe or
+    the product underflowed."""
     ah, al = _split(a)
     bh, bl = _split(b)
     e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
     ok = _safe(a) & _safe(b) & _safe(p) & (_nonzero(p, a) | np.equal(b, 0))
     if signed:
         return np.where(ok, e, 0.0)
-    return np.where(ok, np.abs(e) + eta, np.abs(p) * U + ETA)
+    return np.where(ok, np.abs(e), np.abs(p) * U + ETA)
 
 
 def _sum_err(a: Any, b: Any, s: Any) -> Any:
@@ -464,4 +457,3 @@ _SLOPES = {
 for _name in _SLOPES:
     setattr(ErrorBound, "f_" + _name, staticmethod(_library(_name)))
 BOUNDED = require(ErrorBound())
-EXACTNESS = ErrorBound(eta=0.0)  # exact_mask's: an exact product has no error at all

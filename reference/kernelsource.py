@@ -37,10 +37,14 @@ def _pow(a, b):
     return a ** b
 """
 
-# numba's cache follows the kernel file only: vecmath's own text (and its intrinsics' and the
-# narrow rounding's) is part of every kernel's key
+# numba's cache follows the kernel file only: the text of the compiled functions the kernels
+# import (vecmath's, the intrinsics', the narrow rounding's, the bounded arithmetic's) is part
+# of every kernel's key
 VECMATH = hashlib.sha256(
-    b"".join((COMPILED / f).read_bytes() for f in ("vecmath.py", "intrinsics.py", "measure.py"))
+    b"".join(
+        (COMPILED / f).read_bytes()
+        for f in ("vecmath.py", "intrinsics.py", "measure.py", "rowmath.py", "ddmath.py")
+    )
 ).hexdigest()[:16]
 
 

@@ -51,9 +51,9 @@ DD = {"exp": ("dexp_low", 2.0**-62), "expm1": ("dexpm1", 2.0**-56), "log1p": ("d
       "sqrt": ("dsqrt", UD)}  # fmt: skip
 # |derivative| of each function, as source over its argument {a} and value {v} (float64)
 SLOPE = {"exp": "abs({v})", "expm1": "abs({v} + 1.0)", "log": "abs(1.0 / {a})",
-         "log1p": "abs(1.0 / (1.0 + {a}))", "erf": "1.1283791670955126 * math.exp(-{a} * {a})",
-         "erfc": "1.1283791670955126 * math.exp(-{a} * {a})",
-         "erfinv": "0.886226925452758 * math.exp({v} * {v})", "tanh": "abs(1.0 - {v} * {v})",
+         "log1p": "abs(1.0 / (1.0 + {a}))", "erf": "1.1283791670955126 * _vexp(-{a} * {a})",
+         "erfc": "1.1283791670955126 * _vexp(-{a} * {a})",
+         "erfinv": "0.886226925452758 * _vexp({v} * {v})", "tanh": "abs(1.0 - {v} * {v})",
          "sqrt": "abs(0.5 / {v})"}  # fmt: skip
 
 _DIGEST = hashlib.sha256(

@@ -36,19 +36,22 @@ def sum_err(a, b, s):  # pragma: no cover - compiled
 
 @njit(inline="always")
 def prod_err(a, b, p):  # pragma: no cover - compiled
-    """|a * b - p| for p = fl(a * b) (fma), plus the smallest subnormal (an error term below it
-    is lost); 0 where p is not finite."""
-    return _sel(abs(p) < math.inf, abs(_fma(a, b, -p)) + 5e-324, 0.0)
+    """|a * b - p| for p = fl(a * b) (fma: exact where |p| >= TINY); below, |p| u plus the
+    smallest subnormal (an error term that underflowed), 0 for a product by zero; 0 where p is
+    not finite. No subnormal floor elsewhere: a subnormal operand costs x86 a microcode assist,
+    and exact products (most products of FLOAT inputs) would all carry one."""
+    tiny = _sel((a == 0.0) | (b == 0.0), 0.0, abs(p) * 1.1102230246251565e-16 + 5e-324)
+    return _sel(abs(p) < math.inf, _sel(abs(p) >= TINY, abs(_fma(a, b, -p)), tiny), 0.0)
 
 
 @njit(inline="always")
 def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
     """The bound of q, a / b rounded with unit roundoff u, from its operands' bounds:
     (ea + |q| eb) / (|b| - eb) plus q's own rounding; infinite where eb reaches |b|, 0 where q
-    is not finite (IEEE)."""
+    is not finite (IEEE); a q below TINY adds the smallest subnormal."""
     den = abs(b) - eb
     prop = (ea + abs(q) * eb) / _sel(den > 0.0, den, 1.0)
-    e = _sel(den > 0.0, prop, math.inf) + abs(q) * u + 5e-324
+    e = _sel(den > 0.0, prop, math.inf) + abs(q) * u + _sel(abs(q) >= TINY, 0.0, 5e-324)
     return _sel(abs(q) < math.inf, e, 0.0)
 
 
@@ -76,12 +79,22 @@ def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
 
 @njit(inline="always")
 def flag_far(y, err, q, drop, emin):  # pragma: no cover - compiled
-    """flag_f64 without the guard, for elements whose nearness to a midpoint is tested apart
-    (reference/codegen.py's flagging kernels): 1 where SAFETY err reaches a rounding boundary
-    of the output or q; 0 where y and all within its reach round to zero (only that zero's
-    sign is open, which float64's keeps: the comparison takes -0 for +0)."""
-    zero = abs(y) + SAFETY * err < _double((emin - 53 + drop) << 52)  # half the least subnormal
-    return flag_f64(y, err, q, drop, 0, emin) & np.uint8(q | (not zero))
+    """1 where SAFETY err reaches a rounding boundary of the output (y's own cell's midpoint, or
+    any once it spans a quarter of the cell), err is NaN or q; 0 where y and all within its
+    reach round to zero (only that zero's sign is open, and float64's stays: the comparison
+    takes -0 for +0). For elements whose nearness to a midpoint is tested apart (the
+    elementwise flagging kernels, reference/codegen.py); float arithmetic that vectorizes,
+    where flag_f64's variable shifts cost an elementwise kernel 3x."""
+    b = _bits(y) & _ABS
+    e = b >> 52
+    r = SAFETY * err
+    cell = _double((max(e, emin) + drop - 52) << 52)  # the output's spacing at y
+    a = abs(y)
+    t = a / cell  # exact: a division by a power of two
+    dist = abs(t - math.floor(t) - 0.5) * cell
+    zero = (e < emin) & (a + r < 0.5 * cell)
+    far = (r >= dist) | (4.0 * r >= cell) | (not (err <= 1e300))
+    return np.uint8((e < 2047) & (q | (far & (not zero))))
 
 
 @njit(inline="always")
