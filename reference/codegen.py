@@ -149,7 +149,8 @@ def generate(
     if approx:  # the flagging kernels: the formula with its error bound (rowgen.Bounded)
         element = rowgen.Bounded().element(spec, names, bools, strings)
         flagged = ["        " + line for line in (*element, "r = rv")]
-        far = f" | (flag_far(rv, re, q, drop, emin) << np.uint8({FAR}))"
+        # q (a comparison within its bounds) is not flagged: see evaluate_numpy._narrow
+        far = f" | (flag_far(rv, re, False, drop, emin) << np.uint8({FAR}))"
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
     text = HEADER.format(
         args=", ".join(args),
