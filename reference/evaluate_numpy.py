@@ -89,8 +89,8 @@ class NumpyEvaluator:
         out = self.plan.out_dtype
         flags = precise.near_midpoint(y, out.name).view(np.uint8)
         # not the undecided comparisons (as before the bound): a deviation's Veltkamp split
-        # rounds a scalar on purpose (hardshrink's lambd to FLOAT16), and its exact value
-        # would undo that; branch flips near a condition's threshold stay float64's
+        # rounds a scalar on purpose (a threshold to FLOAT16), and its exact value would undo
+        # that; branch flips near a condition's threshold stay float64's
         far = errbound.reaches(y, err, out, signed=False)
         flags |= far.view(np.uint8) * np.uint8(settle.FAR)
         return Chunk(y, flags, buf=y)
