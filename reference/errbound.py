@@ -122,11 +122,10 @@ def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray
 
 def bounded(spec: OpSpec, env: dict[str, Any], n: Any) -> tuple[Any, Any, Any]:
     """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED."""
-    ar = BOUNDED
     pairs = {k: v if isinstance(v, str | tuple | dict) else (v, 0.0) for k, v in env.items()}
-    ar.state.undecided = False
-    y, e = Formula.of(spec.formula).evaluate(pairs, ar, n)
-    return y, e, ar.state.undecided
+    BOUNDED.state.undecided = False
+    y, e = Formula.of(spec.formula).evaluate(pairs, BOUNDED, n)
+    return y, e, BOUNDED.state.undecided
 
 
 def reaches(y: np.ndarray, err: Any, out_dtype: dt.DType, signed: bool = True) -> np.ndarray:
@@ -234,13 +233,15 @@ class ErrorBound(Arithmetic):
         v = np.subtract(a, b)
         return v, ea + eb + _sum_err(a, np.negative(b), v)
 
-    def mul(self, a: Pair, b: Pair) -> Pair:
+    @staticmethod
+    def mul(a: Pair, b: Pair) -> Pair:
         (a, ea), (b, eb) = a, b
         v = np.multiply(a, b)
         e = np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v)
         return v, _kept(e, ea, eb)
 
-    def div(self, a: Pair, b: Pair) -> Pair:
+    @staticmethod
+    def div(a: Pair, b: Pair) -> Pair:
         (a, ea), (b, eb) = a, b
         v = np.true_divide(a, b)
         den = np.abs(b) - eb

@@ -81,8 +81,8 @@ class NumpyEvaluator:
     def _narrow(self, chunk_env: dict[str, Any], n: int) -> Chunk:
         """A FLOAT, FLOAT16 or BF16 output: float64 with its error bound (errbound.bounded).
         Flagged: 1 near a midpoint (as the compiled kernels flag), 8 where the bound reaches a
-        rounding boundary (cancellation: float64's value
-        may be far from the exact one, so the double-double tier is skipped)."""
+        rounding boundary (cancellation: float64's value may be far from the exact one, so the
+        double-double tier is skipped)."""
         with np.errstate(all="ignore"):
             y, err, _ = errbound.bounded(self.spec, chunk_env, n)
         y = np.array(np.broadcast_to(y, (n,)), dtype=np.float64)  # owned: settling writes

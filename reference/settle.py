@@ -5,8 +5,8 @@ rounding midpoint of a FLOAT, FLOAT16 or BF16 output (1), in its subnormal range
 arithmetic test of precise.near_midpoint decides), exactly on a midpoint (4, a likely tie of a
 rational formula, which the pair never decides: asked for exactness first); whose error bound
 reaches a rounding boundary (8: cancellation amplified float64's error, and would amplify the
-pair's past its margin: exactness, then mpmath); every finite one where all go to mpmath; a DOUBLE value the error bound does not certify. `patch` settles them
-in tiers, cheapest first:
+pair's past its margin: exactness, then mpmath); every finite one where all go to mpmath; a
+DOUBLE value the error bound does not certify. `patch` settles them in tiers, cheapest first:
 
 2. the double-double pair (ddtier.py; compiled, inputs as float64 holds them);
 3. exactness: an exact float64 value is the right one (exactmath.py compiled, else
