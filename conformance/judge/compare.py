@@ -25,7 +25,7 @@ carries all statistics whatever the verdict. Everything is vectorized (outputs o
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -64,7 +64,7 @@ class Stats:
     small_value_count: int
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
+        return _jsonable(vars(self))  # numbers only: no dataclasses.asdict deep copy
 
 
 @dataclass
@@ -78,7 +78,7 @@ class Worst:
     inputs: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
+        return _jsonable(vars(self))
 
 
 @dataclass
@@ -89,7 +89,12 @@ class Comparison:
     reasons: list[str]  # why it failed; empty when passed
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
+        return {
+            "passed": bool(self.passed),
+            "stats": self.stats.to_dict(),
+            "worst": [w.to_dict() for w in self.worst],
+            "reasons": [str(r) for r in self.reasons],
+        }
 
 
 def _ordered(x: np.ndarray) -> np.ndarray:

@@ -40,7 +40,9 @@ import datetime as _dt
 import fnmatch
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,11 @@ class Entry:
         ]
         return keys
 
+    @cached_property
+    def _literal(self) -> str:
+        """The match glob's literal start: every id it fits begins with it (a cheap first test)."""
+        return re.split(r"[*?\[]", self.match, maxsplit=1)[0]
+
     def fits_call(self, rec: Result | CaseFacts, backend: str, version: str) -> bool:
         """Whether the entry selects this case before anything ran: backend, version, match,
         binding and dtypes (`rec`: at least id, and binding/dtypes/outputs when known)."""
@@ -123,6 +130,8 @@ class Entry:
         if self.version and not fnmatch.fnmatchcase(version, self.version):
             return False
         case_id = str(rec.id)
+        if not case_id.startswith(self._literal):
+            return False
         if not (case_id == self.match or fnmatch.fnmatchcase(case_id, self.match)):
             return False
         if self.binding is not None:
@@ -184,7 +193,7 @@ class Entry:
                 return False
             return self.fits_call(CaseFacts(case_id), backend, version)
         facts = CaseFacts(case_id, rec.binding, rec.dtypes, rec.outputs)
-        return self.fits_call(facts, backend, version) and self.fits_outcome(rec)
+        return self.fits_outcome(rec) and self.fits_call(facts, backend, version)
 
     def expired(self, today: _dt.date) -> bool:
         return self.expires is not None and self.expires < today

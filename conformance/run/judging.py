@@ -66,12 +66,16 @@ def backend_call(spec: OpSpec, case_call: Call, backend: Backend) -> Call:
     """The backend's own copy of the call. A backend that never writes its inputs gets the
     case's input arrays themselves, read-only (a large case cannot afford a second copy); every
     output storage is always the backend's own."""
-    if not backend.capabilities.reads_inputs_only:
-        return copy.deepcopy(case_call)
+    mine = not backend.capabilities.reads_inputs_only
+    memo: dict[int, Any] = {}  # one memo: arguments sharing a storage (in place) still share it
     args: dict[str, Any] = {}
     for name, a in case_call.args.items():
-        if isinstance(a, TensorArg):
-            if spec.param(name).is_output:
+        if mine and not isinstance(a, TensorArg):
+            a = copy.deepcopy(a, memo)  # a list of tensors, an array, a scalar
+        elif isinstance(a, TensorArg):
+            if mine:
+                storage = copy.deepcopy(a.storage, memo)
+            elif spec.param(name).is_output:
                 storage = a.storage.copy()
             else:
                 storage = a.storage.view()

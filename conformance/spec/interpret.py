@@ -111,6 +111,10 @@ def branch_hits(spec: OpSpec, call: Call) -> list[str]:
         if out is None:
             continue
         total = numel(element_shape(sub, call, attribute_env(sub, call))[0])
+        branches = sub.formula.branches
+        if len(branches) == 1 and branches[0].when is None:  # taken wherever there is an element
+            ids += [branches[0].id] if total else []
+            continue
         walk = Formula.of(sub.formula)
         hit: set[int] = set()
         for start, stop in ranges(total, 1 << 20):

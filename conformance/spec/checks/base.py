@@ -5,6 +5,8 @@ conformance.spec.checks.kinds registers one subclass per kind; see there.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -92,12 +94,18 @@ def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
     for p in spec.params:  # numel(x): a tensor's own element count
         t = call.args.get(p.name)
         if p.is_tensor and hasattr(t, "shape"):
-            env[NUMEL.format(p.name)] = int(np.prod(t.shape, dtype=np.int64))
+            numel, sizes = _shape_keys(p.name)
+            env[numel] = math.prod(int(n) for n in t.shape)
             dims = tuple(t.shape) or (1,)  # size(x, k): a 0-d tensor as one dim of size 1
-            for k in range(-MAX_DIMS, MAX_DIMS):
-                if -len(dims) <= k < len(dims):
-                    env[SIZE.format(p.name, k)] = int(dims[k])
+            for k in range(-min(len(dims), MAX_DIMS), min(len(dims), MAX_DIMS)):
+                env[sizes[k]] = int(dims[k])
     return env
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_keys(name: str) -> tuple[str, dict[int, str]]:
+    """The environment's names of tensor `name`'s element count and dim sizes (by dim k)."""
+    return NUMEL.format(name), {k: SIZE.format(name, k) for k in range(-MAX_DIMS, MAX_DIMS)}
 
 
 def arg(call: Call, check: Check, name: str) -> Any:

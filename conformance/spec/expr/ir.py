@@ -204,40 +204,69 @@ def children(node: Node) -> tuple[Node, ...]:
     return ()
 
 
-def walk(node: Node) -> list[Node]:
-    """`node` and every node below it."""
+# What a walk found, by the walked node's identity: a formula's nodes are immutable and live as
+# long as its spec, and a run asks the same questions of the same formula for every case
+# (millions of walks otherwise). The node itself is kept beside the answer, so an id reused
+# after a node is freed never answers for another.
+_MEMO: dict[tuple[str, int], tuple[Any, Any]] = {}
+_MEMO_MAX = 1 << 16
+
+
+def memo(kind: str, node: Any, compute: Any) -> Any:
+    """compute(node), once per live object `node` (identity, not equality) and `kind`."""
+    key = (kind, id(node))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    value = compute(node)
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    _MEMO[key] = (node, value)
+    return value
+
+
+def _walk(node: Node) -> tuple[Node, ...]:
     out: list[Node] = []
     stack: list[Any] = [node]
     while stack:
         n = stack.pop()
         out.append(n)
         stack.extend(children(n))
-    return out
+    return tuple(out)
 
 
-def reductions(node: Node) -> list[Reduce]:
+def walk(node: Node) -> tuple[Node, ...]:
+    """`node` and every node below it."""
+    return memo("walk", node, _walk)
+
+
+def reductions(node: Node) -> tuple[Reduce, ...]:
     """The reductions in `node` (outermost first, each once)."""
-    return [n for n in walk(node) if isinstance(n, Reduce)]
+    return memo("reduce", node, lambda x: tuple(n for n in walk(x) if isinstance(n, Reduce)))
 
 
-def gathers(node: Node) -> list[Gather]:
+def gathers(node: Node) -> tuple[Gather, ...]:
     """The gathers in `node`."""
-    return [n for n in walk(node) if isinstance(n, Gather)]
+    return memo("gather", node, lambda x: tuple(n for n in walk(x) if isinstance(n, Gather)))
 
 
-def along(node: Node) -> list[Along]:
+def along(node: Node) -> tuple[Along, ...]:
     """The row operations along one dim in `node` (gathers, positions)."""
-    return [n for n in walk(node) if isinstance(n, Along)]
+    return memo("along", node, lambda x: tuple(n for n in walk(x) if isinstance(n, Along)))
 
 
-def splits(node: Node) -> list[Half | Concat]:
+def splits(node: Node) -> tuple[Half | Concat, ...]:
     """The halves and concatenations in `node` (outermost first)."""
-    return [n for n in walk(node) if isinstance(n, Half | Concat)]
+    return memo("split", node, lambda x: tuple(n for n in walk(x) if isinstance(n, Half | Concat)))
 
 
 def names_read(node: Node) -> frozenset[str]:
     """The names `node` reads (Var nodes, dim parameters, the tensors split in halves and the
     keys the halves and concatenations are bound under)."""
+    return memo("names", node, _names_read)
+
+
+def _names_read(node: Node) -> frozenset[str]:
     nodes = walk(node)
     out = {n.name for n in nodes if isinstance(n, Var)}
     out |= {n.param for n in nodes if isinstance(n, Reduce | Half | Concat) and n.param}

@@ -56,6 +56,7 @@ from .ir import (
     Unary,
     Var,
     Where,
+    memo,
     names_read,
 )
 from .ir import walk as walk_ir
@@ -481,6 +482,10 @@ def tensors_read(spec: Any) -> tuple[str, ...]:
     the inputs (then the concatenation's half index), each a view the evaluator binds
     (conformance/spec/split.py). A tensor whose element count `numel(x)` or dim size
     `size(x, k)` the formula reads is among them (its shape places the others)."""
+    return memo("tensors_read", spec, _tensors_read)
+
+
+def _tensors_read(spec: Any) -> tuple[str, ...]:
     direct: set[str] = set()
     split: list[Half | Concat] = []
     for e in Formula.of(spec.formula).expressions():
