@@ -319,3 +319,24 @@ def test_an_int_without_a_translation_is_a_skip_with_the_reason(backend):
                                         "approximate": 2, "y": TensorArg.from_array(np.zeros(2), "FLOAT")})  # fmt: skip
     why = backend.supports(call)
     assert why is not None and "approximate = 2 has no ATen argument" in why
+
+
+def test_a_warning_torch_prints_is_the_cases_message_not_terminal_noise(backend, capfd):
+    # aten::mse_loss_backward with a (1, 5) self beside a (3, 5) target resizes its own
+    # (1, 5) grad_input and says so on fd 2 (C++ TORCH_WARN). none: 2 (x - y) g = 2 (0 - 1) 1
+    o = run(backend, "mse_loss_backward", gradOutput=t(np.ones((3, 5))), self=t(np.zeros((1, 5))),
+            target=t(np.ones((3, 5))), reduction=0, out=out([3, 5]))  # fmt: skip
+    assert o.status == 0 and result(o, "out").tolist() == [-2.0] * 15
+    assert "resized" in o.message
+    assert "resized" not in capfd.readouterr().err
+
+
+def test_native_stderr_capture_takes_fd_2_for_the_block_only(capfd):
+    from aclnn_conformance.conformance.run.backends.native_stderr import captured
+
+    for k in range(2):  # the sink is reused: the second call holds only its own text
+        with captured() as said:
+            os.write(2, f"native words {k}\n".encode())
+        assert said.text == f"native words {k}\n"
+    os.write(2, b"after the block\n")
+    assert capfd.readouterr().err == "after the block\n"

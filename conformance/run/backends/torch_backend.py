@@ -41,7 +41,7 @@ from ..backend import (
     Capabilities,
     module_available,
 )
-from . import ascend_host
+from . import ascend_host, native_stderr
 
 DEVICE_PATTERN = r"(cpu|cuda|npu)(:\d+)?"
 INSTALL_HINT = "not installed — pip install 'aclnn-conformance[torch]'"
@@ -339,7 +339,8 @@ class TorchBackend(Backend):
         ]
         kwargs = {k: value(n) for k, n in b.kwargs}
         try:
-            result = overload(*args, **kwargs)
+            with native_stderr.captured() as said:
+                result = overload(*args, **kwargs)
             results = result if isinstance(result, tuple | list) else (result,)
             pairs = [
                 (n, self._checked(call.tensor(n), r))
@@ -365,7 +366,7 @@ class TorchBackend(Backend):
         for name in outputs.keys() & bases.keys() - returned:  # an in-place tensor ATen mutates
             outputs[name] = self._host(bases[name], call.tensor(name))  # (Tensor(b!) noise)
         self._read_back(call, inputs)
-        return Outcome(0, outputs, "")
+        return Outcome(0, outputs, said.text.strip())  # a warning PyTorch printed, if any
 
     def _nulls(self, spec: OpSpec, b: AtenBinding, overload: Any, call: Call) -> Call:
         """`call` as ATen gets it: a null scalar standing for a default is that default; a null
