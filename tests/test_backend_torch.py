@@ -340,3 +340,21 @@ def test_native_stderr_capture_takes_fd_2_for_the_block_only(capfd):
         assert said.text == f"native words {k}\n"
     os.write(2, b"after the block\n")
     assert capfd.readouterr().err == "after the block\n"
+
+
+def test_a_random_output_is_drawn_alike_on_every_call(backend):
+    # training: noise ~ U(lower, upper) where self < 0 (else 1), out = self * noise; a run and its
+    # replay must see the same draw, so the generator starts from one state for every call
+    x = np.linspace(-4.0, 3.0, 64) + 1 / 128  # no zero: where self = 0 only out (0) is fixed
+    draws = []
+    for _ in range(2):
+        o = run(backend, "rrelu_with_noise", self=t(x), noise=t(np.zeros(64)),
+                lower=ScalarArg("FLOAT", 0.125), upper=ScalarArg("FLOAT", 0.25), training=True,
+                seed=0, offset=0, out=out([64]))  # fmt: skip
+        assert o.status == 0
+        noise = result(o, "noise")
+        neg = x < 0
+        assert np.all((noise[neg] >= 0.125) & (noise[neg] <= 0.25)) and np.all(noise[~neg] == 1)
+        draws.append(noise)
+    assert draws[0].tobytes() == draws[1].tobytes()
+    assert len(np.unique(draws[0][x < 0])) > 1  # a draw, not a constant slope
