@@ -58,11 +58,33 @@ class _Loader(yaml.SafeLoader):
     follows, wants a dot and a signed exponent; YAML 1.2 and every JSON writer do not)."""
 
 
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|\.[0-9]+[eE][-+]?[0-9]+)$"),
-    list("-+0123456789."),
-)
+_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+|\.[0-9]+[eE][-+]?[0-9]+)$")
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+# libyaml's parser, where PyYAML was built with it, composes the same nodes (marks included)
+# ten times faster: loading the registry is most of a small run's start. A document it refuses
+# is parsed again by the pure-Python loader, whose messages the errors quote.
+_Fast: Any = None
+if getattr(yaml, "CSafeLoader", None) is not None:
+
+    class _Fast(yaml.CSafeLoader):  # type: ignore[no-redef]
+        """_Loader's resolvers over libyaml's parser."""
+
+    _Fast.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+def _fast_node(text: str) -> tuple[Any, Any] | None:
+    """(the document's node, its loader) by libyaml; None where it is absent or refuses."""
+    if _Fast is None:
+        return None
+    try:
+        loader = _Fast(text)
+        try:
+            return loader.get_single_node(), loader
+        finally:
+            loader.dispose()
+    except yaml.YAMLError:
+        return None
 
 
 def load(path: str | Path, text: str | None = None) -> Located:
@@ -78,6 +100,9 @@ def load(path: str | Path, text: str | None = None) -> Located:
         except UnicodeDecodeError as exc:
             line = raw[: exc.start].count(b"\n") + 1
             raise YamlError(name, line, "file is not valid UTF-8") from None
+    fast = _fast_node(text)
+    if fast is not None and fast[0] is not None:
+        return _located(fast[0], fast[1], name, text)
     try:
         loader = _Loader(text)
     except yaml.YAMLError as exc:  # e.g. a control character, found while reading the stream
@@ -94,9 +119,13 @@ def load(path: str | Path, text: str | None = None) -> Located:
         raise YamlError(name, 1, f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
-    out = Located(None, {}, name, source=text)
     if node is None:
         raise YamlError(name, 1, "empty document")
+    return _located(node, loader, name, text)
+
+
+def _located(node: yaml.Node, loader: Any, name: str, text: str) -> Located:
+    out = Located(None, {}, name, source=text)
     seen: set[int] = set()
     out.data = _build(node, (), out, seen, loader, name)
     return out
