@@ -218,6 +218,8 @@ GOOD = "    forward: scale * selfOrResult\n    input: selfOrResult\n    grad: gr
         ("    forward: selfOrResult\n    input: gradInput\n    grad: gradOutput\n",
          "bindings.jax.input"),
         (GOOD + "    output: selfOrResult\n", "bindings.jax.output"),
+        ("    forward: half(selfOrResult, 0, 0)\n    input: selfOrResult\n    grad: gradOutput\n",
+         "bindings.jax.forward: half()/concat() are not evaluated by the JAX adapter"),
         (GOOD + "    unsupported_when: isResult and __import__\n", "unsupported_when"),
     ],
 )  # fmt: skip

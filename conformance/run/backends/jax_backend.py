@@ -42,6 +42,7 @@ import numpy as np
 from ...acl import dtypes as dt
 from ...acl.call import Call, Outcome, ScalarArg, TensorArg
 from ...spec.bindings import BindingCache, BindingError
+from ...spec.expr import ir
 from ...spec.expr.arrays import evaluate_with, jax_namespace
 from ...spec.expr.language import Expr, ExprError, compile_expr
 from ...spec.interpret import attribute_env, with_defaults
@@ -98,6 +99,12 @@ def parse_jax_binding(spec: OpSpec) -> JaxBinding | None:
         forward = compile_expr(raw["forward"], [*attrs, *seen], strings)
     except ExprError as exc:
         raise b.error(("forward",), f"{exc.message} in {raw['forward']!r}") from None
+    if ir.splits(forward.ir):  # the adapter binds tensors, not the views a split makes
+        raise b.error(
+            ("forward",),
+            "half()/concat() are not evaluated by the JAX adapter (it binds each input tensor "
+            "whole, not the views a split makes): leave the op without a jax binding",
+        )
     when = None
     if raw.get("unsupported_when") is not None:
         try:
