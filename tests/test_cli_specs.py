@@ -361,7 +361,7 @@ def test_readme_setup_commands():
     setup = README.split("## Install, run, test", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.*?)\n```", setup, re.S)
     assert blocks == [
-        "pip install -e '.[torch,jax,fast,test]' && aclnn-conform run --backend torch --html report.html",
+        "pip install -e '.[torch,jax,fast,test]' && aclnn-conform run --backend torch -j 2 --html report.html",
         "python -m pytest -q -n auto",
     ]
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
