@@ -422,6 +422,7 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
             else av.read_npy(f, dt.get(plan.args[k].dtype))
         )
         for k, f in files.items()
+        if k in placed  # a tensor the formula does not read (a null-able one given) decides nothing
     }
     hits: set[str] = set()
     for a in range(0, n, BRANCH_CHUNK):
