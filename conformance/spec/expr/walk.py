@@ -389,14 +389,13 @@ class Formula:
     def of(cls, formula: Any) -> Formula:
         """The walk of a model Formula (records with .lets: name/value, .branches: when/value),
         made once per formula object."""
-        hit = _WALKS.get(id(formula))
-        if hit is None or hit[0] is not formula:
-            walk = cls(
-                [(x.name, x.value) for x in formula.lets],
-                [(br.when, br.value) for br in formula.branches],
-            )
-            hit = _WALKS[id(formula)] = (formula, walk)
-        return hit[1]
+        return memo(
+            "formula",
+            formula,
+            lambda f: cls(
+                [(x.name, x.value) for x in f.lets], [(br.when, br.value) for br in f.branches]
+            ),
+        )
 
     def bind(self, env: Env, names: Iterable[str], ar: Arithmetic) -> None:
         """Bind in `env` each let among `names` (and the lets they read) not bound yet, in name
@@ -469,9 +468,6 @@ class Formula:
                     names.add(n)
                     todo.append(n)
         return names & set(self.lets)
-
-
-_WALKS: dict[int, tuple[Any, Formula]] = {}
 
 
 def tensors_read(spec: Any) -> tuple[str, ...]:
