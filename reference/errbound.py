@@ -315,15 +315,18 @@ class ErrorBound(Arithmetic):
 
     @staticmethod
     def r_sum(x: Pair) -> Pair:
-        s = NUMPY.r_sum(np.asarray(x[0], np.float64))
-        own = 2 * U * np.abs(s) if np.shape(x[0])[-1] > 1 else 0.0  # one term: exact
+        v = np.asarray(x[0], np.float64)
+        s = NUMPY.r_sum(v)
+        own = 0.0  # one term: exact
+        if v.shape[-1] > 1:  # a row of terms on a common grid is summed exactly (a tie's row)
+            own = np.where(exact_sum(v), 0.0, 2 * U * np.abs(s))
         return s, np.sum(x[1], axis=-1, keepdims=True) + own
 
     @classmethod
     def r_mean(cls, x: Pair) -> Pair:
-        s, e = cls.r_sum(x)
-        n = np.shape(x[0])[-1]
-        return s / n, e / n + U * np.abs(s / n)
+        """The sum divided by the row's length as `div` divides: exact where it is (a mean over
+        one element, or over a power of two)."""
+        return cls.div(cls.r_sum(x), (float(np.shape(x[0])[-1]), 0.0))
 
     @staticmethod
     def r_amax(x: Pair) -> Pair:
@@ -368,6 +371,25 @@ class ErrorBound(Arithmetic):
     @staticmethod
     def r_all(x: Pair) -> Pair:
         return NUMPY.r_all(x[0]), 0.0
+
+
+def exact_sum(v: np.ndarray) -> np.ndarray:
+    """Mask (rows, 1) of the rows of v (float64, last axis) whose exact sum float64 holds, and
+    every partial sum in any order with it: their terms are multiples of one power of two 2^k
+    (each term's lowest set bit; a zero is any multiple) and the sum of their magnitudes is
+    below 2^(k + 53). Squares and sums of FLOAT16 / BF16 / FLOAT values often are: rounding
+    such a sum needs no bound, a tie included."""
+    a = np.abs(v)
+    bits = a.view(np.int64)
+    expo = bits >> 52
+    sig = (bits & ((1 << 52) - 1)) | np.where(expo > 0, 1 << 52, 0)
+    low = np.frexp((sig & -sig).astype(np.float64))[1] - 1  # the lowest set bit's position
+    lsb = np.where(sig == 0, 1 << 20, low + np.maximum(expo, 1) - 1075)
+    k = lsb.min(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        total = np.sum(a, axis=-1, keepdims=True) * (1.0 + 2 * a.shape[-1] * U)  # rounded up
+        top = np.ldexp(1.0, np.minimum(k, 2000) + 53)
+    return np.isfinite(total) & (expo < 2047).all(axis=-1, keepdims=True) & (total < top)
 
 
 def _library(name: str) -> Callable[[Pair], Pair]:

@@ -225,6 +225,24 @@ def _n(x: Any) -> Val:
     return x
 
 
+def _two_sum(p: str, k: str, x: str, pad: str) -> list[str]:
+    """Sum2's step: {p}s{k} += x by Knuth's TwoSum, its error (exact) added to {p}c{k} and its
+    magnitude to {p}z{k} (0 after the row: every addition was exact, the sum is)."""
+    s, t, b, d = f"{p}s{k}", f"{p}t{k}", f"{p}b{k}", f"{p}d{k}"
+    return [f"{pad}{t} = {s} + {x}", f"{pad}{b} = {t} - {s}",
+            f"{pad}{d} = ({s} - ({t} - {b})) + ({x} - {b})", f"{pad}{p}c{k} += {d}",
+            f"{pad}{p}z{k} += abs({d})", f"{pad}{s} = {t}"]  # fmt: skip
+
+
+def _sum_bound(rv: str, re: str, g: str, p: str) -> str:
+    """The bound of Sum2's result rv = s + c: its terms' bounds, and its own (u|rv| + g^2
+    sum|x|, {p}a) unless every TwoSum was exact ({p}z 0: s is the exact sum, c is 0)."""
+    return (
+        f"{re} = {re} * (1.0 + n * 2.0**-52) + ((n > 1) & ({p}z > 0.0)) * "
+        f"(2.0**-52 * abs({rv}) + {g} * {g} * {p}a)"
+    )
+
+
 class Bounded(Arithmetic):
     """The walker's arithmetic whose values are the source of (value, bound) pairs: statements
     appended to `state.lines`, each value in a temporary. dd: values are double-double pairs."""
@@ -475,7 +493,7 @@ class Bounded(Arithmetic):
         term = Val("tb[j]", "te[j]")
         if fn == "sum":
             part = self._sum(term, "G", "Ge", [], "mg", part=True)
-            outs = ["Gs", "Gc", "Ga", "Ge"]
+            outs = ["Gs", "Gc", "Ga", "Ge", "Gz"]
         else:
             part = self._extreme(fn, term, "G", "Ge", [], "mg", part=True)
             outs = ["G", "Ge"]
@@ -494,15 +512,13 @@ class Bounded(Arithmetic):
         return lines
 
     def _joined_sum(self, p: str, rv: str, re: str) -> list[str]:
-        """The segments' partial sums {p}_0..3 joined into the row's sum and its bound."""
+        """The segments' partial sums {p}_0..4 joined into the row's sum and its bound."""
         g = "(n * 2.0**-53 / (1.0 - n * 2.0**-53))"
-        return [f"{p}s = 0.0", f"{p}c = 0.0", f"{p}a = 0.0", f"{re} = 0.0",
-                "for g in range(nseg):", f"    {p}x = {p}_0[g]", f"    {p}t = {p}s + {p}x",
-                f"    {p}b = {p}t - {p}s",
-                f"    {p}c += ({p}s - ({p}t - {p}b)) + ({p}x - {p}b) + {p}_1[g]",
-                f"    {p}s = {p}t", f"    {p}a += {p}_2[g]", f"    {re} += {p}_3[g]",
-                f"    qr = qr | {p}_q[g]", f"{rv} = {p}s + {p}c",
-                f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (2.0**-52 * abs({rv}) + {g} * {g} * {p}a)",
+        return [f"{p}s = 0.0", f"{p}c = 0.0", f"{p}a = 0.0", f"{re} = 0.0", f"{p}z = 0.0",
+                "for g in range(nseg):", f"    {p}x = {p}_0[g]", *_two_sum(p, "", f"{p}x", "    "),
+                f"    {p}c += {p}_1[g]", f"    {p}z += {p}_4[g]", f"    {p}a += {p}_2[g]",
+                f"    {re} += {p}_3[g]", f"    qr = qr | {p}_q[g]", f"{rv} = {p}s + {p}c",
+                _sum_bound(rv, re, g, p),
                 f"badr = badr or not (abs({p}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
 
     def _extreme(
@@ -546,37 +562,29 @@ class Bounded(Arithmetic):
             # (every addition error-free, the errors summed in float64: Sum2's bound holds)
             lines = []
             for k in range(LANES):
-                lines += [f"{rv}s{k} = 0.0", f"{rv}c{k} = 0.0", f"{rv}a{k} = 0.0", f"{re}{k} = 0.0"]
+                lines += [f"{rv}s{k} = 0.0", f"{rv}c{k} = 0.0", f"{rv}a{k} = 0.0", f"{re}{k} = 0.0",
+                          f"{rv}z{k} = 0.0"]  # fmt: skip
             lines.append(LOOP.format(n=n))
             for k in range(LANES):
                 xv, xe = _lane(x.v, k), _lane(x.e, k)
-                lines += [f"    {rv}x{k} = {xv}", f"    {rv}t{k} = {rv}s{k} + {rv}x{k}",
-                          f"    {rv}b{k} = {rv}t{k} - {rv}s{k}",
-                          f"    {rv}c{k} += ({rv}s{k} - ({rv}t{k} - {rv}b{k})) + ({rv}x{k} - {rv}b{k})",
-                          f"    {rv}s{k} = {rv}t{k}", f"    {rv}a{k} += abs({rv}x{k})",
-                          f"    {re}{k} += {xe}"]  # fmt: skip
+                lines += [f"    {rv}x{k} = {xv}", *_two_sum(f"{rv}", f"{k}", f"{rv}x{k}", "    "),
+                          f"    {rv}a{k} += abs({rv}x{k})", f"    {re}{k} += {xe}"]  # fmt: skip
             lines += [f"for j in range({n} - {n} % 4, {n}):", f"    {rv}x0 = {x.v}",
-                      f"    {rv}t0 = {rv}s0 + {rv}x0", f"    {rv}b0 = {rv}t0 - {rv}s0",
-                      f"    {rv}c0 += ({rv}s0 - ({rv}t0 - {rv}b0)) + ({rv}x0 - {rv}b0)",
-                      f"    {rv}s0 = {rv}t0", f"    {rv}a0 += abs({rv}x0)", f"    {re}0 += {x.e}"]  # fmt: skip
-            lines += [f"{rv}s = {rv}s0", f"{rv}c = {' + '.join(f'{rv}c{k}' for k in range(LANES))}"]
+                      *_two_sum(f"{rv}", "0", f"{rv}x0", "    "), f"    {rv}a0 += abs({rv}x0)",
+                      f"    {re}0 += {x.e}"]  # fmt: skip
+            lines += [f"{rv}s = {rv}s0", f"{rv}c = {' + '.join(f'{rv}c{k}' for k in range(LANES))}",
+                      f"{rv}z = {' + '.join(f'{rv}z{k}' for k in range(LANES))}"]  # fmt: skip
             for k in range(1, LANES):
-                lines += [f"{rv}t = {rv}s + {rv}s{k}", f"{rv}b = {rv}t - {rv}s",
-                          f"{rv}c += ({rv}s - ({rv}t - {rv}b)) + ({rv}s{k} - {rv}b)",
-                          f"{rv}s = {rv}t"]  # fmt: skip
+                lines += _two_sum(rv, "", f"{rv}s{k}", "")
             lines += [f"{rv}a = {' + '.join(f'{rv}a{k}' for k in range(LANES))}",
                       f"{re} = {' + '.join(f'{re}{k}' for k in range(LANES))}",
-                      f"{rv} = {rv}s + {rv}c",
-                      f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (2.0**-52 * abs({rv}) + {g} * {g} * {rv}a)",
+                      f"{rv} = {rv}s + {rv}c", _sum_bound(rv, re, g, rv),
                       f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
             return lines[:-3] if part else lines
-        return [f"{rv}s = 0.0", f"{rv}c = 0.0", f"{rv}a = 0.0", f"{re} = 0.0",
-                "for j in range(n):", *body, f"    {rv}x = {x.v}", f"    {rv}t = {rv}s + {rv}x",
-                f"    {rv}b = {rv}t - {rv}s",
-                f"    {rv}c += ({rv}s - ({rv}t - {rv}b)) + ({rv}x - {rv}b)",
-                f"    {rv}s = {rv}t", f"    {rv}a += abs({rv}x)", f"    {re} += {x.e}",
-                f"{rv} = {rv}s + {rv}c",
-                f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (2.0**-52 * abs({rv}) + {g} * {g} * {rv}a)",
+        return [f"{rv}s = 0.0", f"{rv}c = 0.0", f"{rv}a = 0.0", f"{re} = 0.0", f"{rv}z = 0.0",
+                "for j in range(n):", *body, f"    {rv}x = {x.v}",
+                *_two_sum(rv, "", f"{rv}x", "    "), f"    {rv}a += abs({rv}x)",
+                f"    {re} += {x.e}", f"{rv} = {rv}s + {rv}c", _sum_bound(rv, re, g, rv),
                 f"badr = badr or not (abs({rv}a) < _INF) or not (abs({rv}) < _INF)"]  # fmt: skip
 
     def _prod(self, node: ir.Reduce, x: Val, rv: str, re: str, body: list[str]) -> list[str]:
@@ -698,7 +706,7 @@ class Bounded(Arithmetic):
         if self.dd:
             err = f"div_err({a.v}[0], {a.e}, {b.v}[0], {b.e}, w{k}[0], {UD!r})"
             return self._tmp(f"ddiv({a.v}, {b.v})", err)
-        return self._tmp(f"{a.v} / {b.v}", f"div_err({a.v}, {a.e}, {b.v}, {b.e}, w{k}, {U!r})")
+        return self._tmp(f"{a.v} / {b.v}", f"div_err({a.v}, {a.e}, {b.v}, {b.e}, w{k}, 0.0)")
 
     def pow(self, a: Any, b: Any) -> Val:
         if self.dd:

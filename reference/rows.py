@@ -517,7 +517,8 @@ def tier1(
             mask = finite.copy()
         elif route.fmt is not None:
             differ = errbound.reaches(y, err, route.out_dtype)
-            mask = finite & (differ | precise.near_midpoint(y, name))
+            # an error bound of 0: every operation was exact, the value is the exact one
+            mask = finite & (differ | (precise.near_midpoint(y, name) & (err > 0)))
         elif name == "DOUBLE":
             # long double (11 more bits), trusted where float64's bound shows at most
             # AMPLIFICATION-fold amplification of rounding errors (else mpmath)

@@ -129,6 +129,11 @@ def _factor(mod, x, s):
 
 
 def _faithful(r: float, e) -> bool:
+    with mpmath.workdps(DPS):  # mpf(e) rounds to the working precision: the exact value kept
+        return _faithful_exact(r, e)
+
+
+def _faithful_exact(r: float, e) -> bool:
     if isinstance(e, float) and not math.isfinite(e):
         return (math.isnan(r) and math.isnan(e)) or r == e
     e = mpmath.mpf(e)

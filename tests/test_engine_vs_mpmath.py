@@ -45,8 +45,16 @@ from tests.support.rounding import NP, round_exact
 pytestmark = pytest.mark.registry
 
 mp = mpmath.mp
-mp.dps = 40
 PRODUCT = "atlas-a2"  # the only product listing BF16; the formulas do not depend on the product
+
+
+@pytest.fixture(autouse=True)
+def _forty_digits():
+    """mpmath at 40 digits for each test here, restored after it (a module-level setting
+    would leak into every module collected with this one)."""
+    with mpmath.workdps(40):
+        yield
+
 
 SHORT = {"FLOAT": "f32", "FLOAT16": "f16", "BF16": "bf16", "DOUBLE": "f64"}
 

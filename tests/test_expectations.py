@@ -434,8 +434,8 @@ def test_the_shipped_gelu_backward_bound_holds_for_torch_against_mpmath():
     x = torch.linspace(-7, 7, 3001, dtype=torch.float32)
     g = torch.full_like(x, 16.0)
     got = torch.ops.aten.gelu_backward(g, x).double().numpy()
-    mpmath.mp.prec = 80
-    exact = [16 * float(mpmath.ncdf(v) + v * mpmath.npdf(v)) for v in map(float, x.numpy())]
+    with mpmath.workprec(80):
+        exact = [16 * float(mpmath.ncdf(v) + v * mpmath.npdf(v)) for v in map(float, x.numpy())]
     err = abs(got - exact)
     assert err.max() <= bound, err.max()
     near = torch.full((64,), -0.7516675591468811, dtype=torch.float32)  # the vectorized kernel

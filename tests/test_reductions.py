@@ -209,21 +209,20 @@ def test_softmax_rows_correctly_rounded(tmp_path, dtype, which):
     if dtype != "DOUBLE":
         x = x.astype(NP[dtype]).astype(np.float64)
     got = _run(reg, x, dtype)
-    mp.dps = 60
     if dtype == "DOUBLE":  # faithful: within 1 ulp of the exact value
-        exact = [oracle([mp.mpf(float(a)) for a in row]) for row in x]
-        mp.dps = 15
+        with mp.workdps(60):
+            exact = [oracle([mp.mpf(float(a)) for a in row]) for row in x]
         err = [
             abs(mp.mpf(float(g)) - e) / mp.mpf(math.ulp(float(e)))
             for g, e in zip(got.ravel(), [v for row in exact for v in row], strict=True)
         ]
         assert max(err) <= 1
         return
-    want = np.array(
-        [[round_exact(v, dtype) for v in oracle([mp.mpf(float(a)) for a in row])] for row in x],
-        dtype=NP[dtype],
-    )
-    mp.dps = 15
+    with mp.workdps(60):
+        want = np.array(
+            [[round_exact(v, dtype) for v in oracle([mp.mpf(float(a)) for a in row])] for row in x],
+            dtype=NP[dtype],
+        )
     bad = np.flatnonzero(got.view(np.uint16 if dtype != "FLOAT" else np.uint32).ravel()
                          != want.view(got.view(np.uint16 if dtype != "FLOAT" else np.uint32).dtype).ravel())  # fmt: skip
     assert not bad.size, (bad[:5], got.ravel()[bad[:5]], want.ravel()[bad[:5]])

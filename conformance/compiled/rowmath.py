@@ -20,7 +20,7 @@ from .intrinsics import as_bits as _bits
 from .intrinsics import as_double as _double
 from .intrinsics import fma as _fma
 from .intrinsics import select as _sel
-from .ranges import TINY
+from .ranges import BIG, TINY
 
 SAFETY = 4.0  # the bound must be this many times below the distance to a midpoint
 _MANT = (1 << 52) - 1
@@ -48,10 +48,16 @@ def prod_err(a, b, p):  # pragma: no cover - compiled
 def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
     """The bound of q, a / b rounded with unit roundoff u, from its operands' bounds:
     (ea + |q| eb) / (|b| - eb) plus q's own rounding; infinite where eb reaches |b|, 0 where q
-    is not finite (IEEE); a q below TINY adds the smallest subnormal."""
+    is not finite (IEEE); a q below TINY adds the smallest subnormal. u = 0: q is float64's
+    quotient, its own error |a - q b| / |b| (the residual, exact by fma where nothing
+    underflows or overflows: 0 where q is exact, a mean over a power of two), else |q| 2^-53."""
     den = abs(b) - eb
     prop = (ea + abs(q) * eb) / _sel(den > 0.0, den, 1.0)
-    e = _sel(den > 0.0, prop, math.inf) + abs(q) * u + _sel(abs(q) >= TINY, 0.0, 5e-324)
+    own = abs(q) * u
+    if u == 0.0:
+        safe = (min(abs(a), abs(b), abs(q)) >= TINY) & (max(abs(a), abs(b), abs(q)) < BIG)
+        own = _sel(safe, abs(_fma(-q, b, a)) / abs(b) * (1.0 + 2.0**-51), abs(q) * 2.0**-53)
+    e = _sel(den > 0.0, prop, math.inf) + own + _sel(abs(q) >= TINY, 0.0, 5e-324)
     return _sel(abs(q) < math.inf, e, 0.0)
 
 
@@ -73,7 +79,8 @@ def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
     # the nearest midpoint in y's binade, or the one below its bottom (a quarter gap lower)
     reach = (r >= dist * ulp) | (r >= ((b & _MANT) + (half >> 1)) * ulp)
     reach = reach | (dist < (guard << min(shift, 52 - drop))) | (drop + shift > 52)
-    unsure = (e < 2047) & (reach | q | ~(err <= 1e300)) & ((b != 0) | (err > 0.0) | q)
+    # err 0: every operation was exact, y is the exact value (a tie included): decided
+    unsure = (e < 2047) & ((reach & (err > 0.0)) | q | ~(err <= 1e300))
     return np.uint8(unsure)
 
 
