@@ -31,7 +31,7 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.compiled.ranges import BIG as _BIG
 from ..conformance.compiled.ranges import TINY as _TINY
-from ..conformance.spec.expr.numpy_arith import NUMPY
+from ..conformance.spec.expr.numpy_arith import NUMPY, cut, uncut
 from ..conformance.spec.expr.walk import Arithmetic, Formula, require
 from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
@@ -313,6 +313,14 @@ class ErrorBound(Arithmetic):
         v, e = _p(value)
         return np.broadcast_to(v, rows), np.broadcast_to(e, rows)
 
+    def segments(self, f: Callable[[Pair], Pair], value: Pair, stride: int, size: int) -> Pair:
+        v, e = value
+        rv, re = f((cut(v, stride, size), cut(np.broadcast_to(e, np.shape(v)), stride, size)))
+        shape = np.shape(v)
+        return uncut(rv, shape, stride, size), uncut(
+            np.broadcast_to(re, np.shape(rv)), shape, stride, size
+        )
+
     @staticmethod
     def r_sum(x: Pair) -> Pair:
         v = np.asarray(x[0], np.float64)
@@ -348,7 +356,10 @@ class ErrorBound(Arithmetic):
     def r_logsumexp(x: Pair) -> Pair:
         v, e = x
         r = NUMPY.r_logsumexp(v)
-        return r, np.max(e, axis=-1, keepdims=True, initial=0.0) + 8 * U * (np.abs(r) + 1)
+        # one term: m + log(exp(0)) is the term itself (exp(0) and log(1) exact), no error of
+        # its own (a cross entropy of one class: logProb exactly 0)
+        own = 8 * U * (np.abs(r) + 1) if np.shape(v)[-1] > 1 else 0.0
+        return r, np.max(e, axis=-1, keepdims=True, initial=0.0) + own
 
     @staticmethod
     def r_gather(x: Pair, index: Pair, *geometry: int) -> Pair:

@@ -181,6 +181,8 @@ def _places(geometry: dict, length: int | None) -> dict[ir.Gather, tuple[str, st
     numbers."""
     out = {}
     for node, (stride, size) in geometry.items():
+        if not isinstance(node, ir.Along):
+            raise Unsupported("no row-kernel form for a reduction over part of a row")
         whole = stride == 1 and (length is None or size == length)
         out[node] = ("1", "n") if whole else (str(int(stride)), str(int(size)))
     return out

@@ -147,21 +147,24 @@ def live(spec: OpSpec, env: dict[str, Any]) -> list[ir.Reduce]:
 
 
 def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) -> tuple[int, ...]:
-    """The dims a call's rows span: those its reductions reduce (one set per formula), or,
-    without reductions, those its gathers pick along. CallError where reductions reduce
-    different dims or a gather's dim is not among them."""
+    """The dims a call's rows span: those its reductions reduce (the widest set: a reduction
+    over one of its dims is nested, computed over that dim's segments of each row), or,
+    without reductions, those its gathers pick along. CallError where a reduction's dims are
+    not within the widest set's, a nested one reduces more than one dim, or a gather's dim is
+    not among the rows'."""
     found = {reduced_dims(r, env, rank) for r in live(spec, env) if not isinstance(r, ir.Along)}
     picks = {reduced_dims(g, env, rank) for g in live(spec, env) if isinstance(g, ir.Along)}
     if not found and not picks and whole:  # an output of fewer elements, no live reduction
         found = {tuple(range(rank))}  # (a constant branch of a mean's formula): one row
     if not found:
         found = {tuple(sorted({d for p in picks for d in p}))}
-    if len(found) != 1:
-        raise CallError(
-            f"{spec.name}: the formula's reductions reduce different dims {sorted(found)} "
-            "(one set of dims per formula)"
-        )
-    (dims,) = found
+    dims = max(found, key=lambda d: (len(d), d))
+    for d in found:
+        if not set(d) <= set(dims) or (d != dims and len(d) != 1):
+            raise CallError(
+                f"{spec.name}: the formula's reductions reduce dims {sorted(found)}: one set of "
+                "dims per formula, and reductions nested in it over one of its dims"
+            )
     for p in picks:
         if not set(p) <= set(dims) and rank:
             raise CallError(
@@ -173,18 +176,19 @@ def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) 
 
 def geometry(
     spec: OpSpec, env: dict[str, Any], shape: tuple[int, ...], dims: tuple[int, ...]
-) -> dict[ir.Along, tuple[int, int]]:
-    """Each gather's or position's dim as (stride, size) inside a row spanning `dims` of
-    `shape` (walk.GATHER)."""
-    out: dict[ir.Along, tuple[int, int]] = {}
+) -> dict[ir.Node, tuple[int, int]]:
+    """Each gather's or position's dim, and each nested reduction's (over one dim of the
+    rows'), as (stride, size) inside a row spanning `dims` of `shape` (walk.GATHER)."""
+    out: dict[ir.Node, tuple[int, int]] = {}
     for g in live(spec, env):
-        if isinstance(g, ir.Along):
-            picked = reduced_dims(g, env, len(shape))
-            if not picked:  # a rank-0 x: its one element
-                out[g] = (1, 1)
-                continue
-            d = picked[0]
-            out[g] = (numel([shape[k] for k in dims if k > d]), shape[d])
+        picked = reduced_dims(g, env, len(shape))
+        if not isinstance(g, ir.Along) and (not picked or picked == tuple(dims)):
+            continue  # a reduction over the whole row
+        if not picked:  # a rank-0 x: its one element
+            out[g] = (1, 1)
+            continue
+        d = picked[0]
+        out[g] = (numel([shape[k] for k in dims if k > d]), shape[d])
     return out
 
 

@@ -155,3 +155,20 @@ def test_compiled_division_bound_is_its_residual():
         assert (e == 0) == (true == 0)
         assert e <= abs(qi) * 2.0**-52
     assert (out[:4] == 0).all()
+
+
+def test_one_term_logsumexp_is_exact(tmp_path, monkeypatch):
+    """logsumexp over one element is that element (exp(0) = 1, log(1) = 0 exactly): x -
+    logsumexp(x, -1) over rows of one is exactly 0, decided without mpmath (the numpy tier;
+    a cross entropy of one class)."""
+    reg = _spec(tmp_path, "self - logsumexp(self, -1)")
+    x = np.random.default_rng(2).normal(size=(500, 1)) * 50
+    asked: list[int] = []
+    real = rows.refine
+    monkeypatch.setattr(rows, "refine", lambda *a, **k: (asked.append(a[3].size), real(*a, **k))[1])
+    old = compiled_mode.set_mode("numpy")
+    try:
+        got = _run(reg, x, "FLOAT")
+    finally:
+        compiled_mode.set_mode(old)
+    assert not asked and (got == 0).all()

@@ -134,21 +134,31 @@ ROWS = {
     "value": callable,
     "allowed": callable,
 }
+SMOOTHED_CLASSES = {
+    "OUTS": tuple,
+    "PRODUCTS": tuple,
+    "SHAPES": tuple,
+    "REDUCTIONS": tuple,
+    "SMOOTHING": tuple,
+    "draw": callable,
+    "value": callable,
+    "allowed": callable,
+}
+KINDS = ("gradient", "elementwise", "loss", "halves", "classes", "rows", "smoothed_classes")
+TABLES = {"halves": HALVES, "classes": CLASSES, "rows": ROWS, "smoothed_classes": SMOOTHED_CLASSES}
 
 
 @pytest.mark.parametrize("name", oracles.names())
 def test_oracle_interface(name):
     mod = oracles.load(name)
-    assert oracles.kind(mod) in ("gradient", "elementwise", "loss", "halves", "classes", "rows"), (
-        f"{name}: unknown KIND"
-    )
+    assert oracles.kind(mod) in KINDS, f"{name}: unknown KIND"
     if oracles.kind(mod) == "loss":
         for attr in ("OUT", "INPUTS", "PRODUCTS", "SETTINGS", "DOMAIN", "REDUCTION"):
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
         assert callable(mod.element) and callable(mod.allowed) and callable(mod.base_scalars)
         return
-    if oracles.kind(mod) in ("halves", "classes", "rows"):
-        table = {"halves": HALVES, "classes": CLASSES, "rows": ROWS}[oracles.kind(mod)]
+    if oracles.kind(mod) in TABLES:
+        table = TABLES[oracles.kind(mod)]
         for attr, kind in table.items():
             assert hasattr(mod, attr), f"tests/oracles/{name}.py has no {attr}"
             value = getattr(mod, attr)

@@ -297,7 +297,7 @@ def test_rank0_and_bad_dims(tmp_path):
     with pytest.raises(CallError, match="out of range"):
         _run(reg2, np.ones((2, 3)), "FLOAT")
     reg3 = _spec(tmp_path, "sum(self, 0) + sum(self, 1)", name="reduce_fixture")
-    with pytest.raises(CallError, match="different dims"):
+    with pytest.raises(CallError, match="one set of dims per formula"):
         _run(reg3, np.ones((2, 3)), "FLOAT")
 
 

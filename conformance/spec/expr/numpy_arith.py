@@ -77,6 +77,9 @@ class NumpyArithmetic(Arithmetic):
     def rows_of(self, value: Any, rows: Any) -> Any:
         return np.broadcast_to(value, rows)
 
+    def segments(self, f: Callable[[Any], Any], value: Any, stride: int, size: int) -> Any:
+        return uncut(f(cut(value, stride, size)), np.shape(value), stride, size)
+
     def r_sum(self, x: Any) -> Any:
         if x.dtype == np.float64:
             return row_sum(x)[..., None]  # within an ulp of the exact sum (compiled/rowsum.py)
@@ -174,6 +177,25 @@ class NumpyArithmetic(Arithmetic):
 
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return np.errstate(all="ignore")
+
+
+def cut(rows: np.ndarray, stride: int, size: int) -> np.ndarray:
+    """Rows (R, L) as the segments along one dim (`stride`, `size` inside a row): (S, size), the
+    segments of each row in the row's order of their first elements (Arithmetic.segments)."""
+    r, length = rows.shape
+    outer = length // (size * stride) if size * stride else 0
+    cuts = rows.reshape(r, outer, size, stride).transpose(0, 1, 3, 2)
+    return cuts.reshape(r * outer * stride, size)
+
+
+def uncut(values: np.ndarray, shape: tuple[int, ...], stride: int, size: int) -> np.ndarray:
+    """cut's inverse for one value per segment ((S, 1)): each broadcast back over its segment,
+    rows of `shape` (R, L)."""
+    r, length = shape
+    outer = length // (size * stride) if size * stride else 0
+    v = np.asarray(values).reshape(r, outer, stride, 1)
+    full = np.broadcast_to(v, (r, outer, stride, size)).transpose(0, 1, 3, 2)
+    return full.reshape(r, length)
 
 
 NUMPY = require(NumpyArithmetic())  # float64

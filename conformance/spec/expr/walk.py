@@ -65,7 +65,8 @@ Env = dict[str, Any]
 Fn = Callable[[Env], Any]
 ROW = "\x00row"  # the environment's key for a reduction's row (no spec name can be this)
 # the environment's key for where each gather's dim lies in the rows: {Gather node: (stride,
-# size)}, the dim's stride and size inside a row (absent: the row is that dim alone)
+# size)}, the dim's stride and size inside a row (absent: the row is that dim alone); a
+# reduction over one dim of rows spanning more is there too (Arithmetic.segments)
 GATHER = "\x00gather"
 POS = "\x00pos"  # a scalar arithmetic's element environment: the element's position in its row
 
@@ -168,19 +169,35 @@ class Arithmetic:
         if f is None:
             raise self.lacks(node.fn)
         rows = env.get(ROW)
+        part = env.get(GATHER, {}).get(node)  # a reduction over one dim of rows spanning more
         if isinstance(rows, Row):
-            hit = rows.cache.get(id(node))
+            envs, key = rows.envs, id(node)
+            if part is not None:  # the segment of this element's row along the dim
+                stride, size = part
+                p = env[POS]
+                base = p - (p // stride) % size * stride
+                envs, key = envs[base : base + stride * size : stride], (id(node), base)
+            hit = rows.cache.get(key)
             if hit is None or hit[0] is not node:
                 names = names_read(node.x)
                 values = []
-                for e in rows.envs:
+                for e in envs:
                     rows.bind(e, names)
                     values.append(x(e))
-                hit = rows.cache[id(node)] = (node, f(values))
+                hit = rows.cache[key] = (node, f(values))
             return hit[1]
         if rows is None:
             raise ValueError(f"{node.fn}() needs rows: the formula is evaluated by rows")
+        if part is not None:
+            return self.segments(f, self.rows_of(x(env), rows), *part)
         return f(self.rows_of(x(env), rows))
+
+    def segments(self, f: Callable[[Any], Any], value: Any, stride: int, size: int) -> Any:
+        """An array arithmetic's reduction `f` of the last axis, over the segments of each row
+        along one dim (`stride`, `size` inside the row: a reduction nested in one over more
+        dims, a cross entropy's logsumexp over the classes inside its mean over the batch),
+        each segment's value broadcast back over it: the rows' shape again."""
+        raise ValueError(f"the {self.name} arithmetic has no reduction over part of a row")
 
     def gather(self, node: Gather, x: Fn, index: Fn, env: Env) -> Any:
         """The value of `gather(x, index, dim)` (node) at the elements of `env`: `x` at the
