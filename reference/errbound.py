@@ -141,6 +141,7 @@ def reaches(y: np.ndarray, err: Any, out_dtype: dt.DType, signed: bool = True) -
         differ = lo != hi
         if signed:
             differ |= np.signbit(lo) != np.signbit(hi)
+        differ &= reach != 0  # an exact value (-0.0 + 0 would be +0.0: a sign that is not open)
         # a bound of NaN (inf * 0 in the propagation) is no bound: refined
         differ |= np.isnan(reach)
     return differ & np.isfinite(y)
@@ -238,7 +239,10 @@ class ErrorBound(Arithmetic):
         (a, ea), (b, eb) = a, b
         v = np.multiply(a, b)
         e = np.abs(a) * eb + np.abs(b) * ea + ea * eb + _prod_err(a, b, v)
-        return v, _kept(e, ea, eb)
+        # a product by an exact zero is exactly zero, whatever the other factor's error (a
+        # masked term: an ignored row's weight 0 times an inexact probability)
+        zero = (np.equal(a, 0) & np.equal(ea, 0)) | (np.equal(b, 0) & np.equal(eb, 0))
+        return v, np.where(zero, 0.0, _kept(e, ea, eb))
 
     @staticmethod
     def div(a: Pair, b: Pair) -> Pair:

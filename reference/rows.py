@@ -30,7 +30,7 @@ numpy tiers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,7 @@ from ..conformance.spec.elements import element_shape, index_dims
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
-from ..conformance.spec.expr.walk import GATHER, POS, ROW, Formula, Row
+from ..conformance.spec.expr.walk import GATHER, POS, ROW, Formula, Row, stage
 from ..conformance.spec.interpret import attribute_env
 from ..conformance.spec.model import OpSpec
 from . import codegen, errbound, precise, settle
@@ -576,18 +576,24 @@ def refine(
         if not all(np.isfinite(v).all() for v in inputs.values() if v.dtype.kind == "f"):
             continue
         values = {nm: arr.tolist() for nm, arr in inputs.items()}
+        sums = exact_sums(spec, env, {nm: a[r : r + 1] for nm, a in raw.items()}, length)
         last: dict[int, float] = {}
         todo, bits = list(cols), precise.PRECISION
         while todo:
             with mpmath.workprec(bits):
                 base = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
-                envs = [_Element(base, values, j, m.mpf) for j in range(length)]
-                row = Row(envs, lambda e, names: walk.bind(e, names, ar))
-                for j, e in enumerate(envs):
-                    e[ROW], e[POS] = row, j
+                row = Row(
+                    _Elements(base, values, length, m.mpf), lambda e, names: walk.bind(e, names, ar)
+                )
+                row.envs.row = row  # type: ignore[attr-defined]
+                for node, total in sums.items():  # float64's exact sum: no walk of the row
+                    value = m.mpf(total)
+                    if node.fn == "mean":
+                        value = ar.div(value, m.mpf(length))
+                    row.cache[id(node)] = (node, value)
                 now: dict[int, float | None] = {}
                 for j in todo:
-                    v = walk.evaluate(envs[j], ar)
+                    v = walk.evaluate(row.envs[j], ar)
                     now[j] = None if v is None or not m.isfinite(v) else _convert(m.mpf(v), convert)
             done = [j for j in todo if now[j] is None or now[j] == last.get(j, math.nan)]
             for j in todo:
@@ -598,6 +604,68 @@ def refine(
             last.update({j: v for j, v in now.items() if v is not None})
             todo = [j for j in todo if j not in done] if bits < precise.MAX_PRECISION else []
             bits *= 2
+
+
+EXACT_SUMS_MIN = 64  # a flagged row this long first has its sums tried in float64 (exact_sums)
+
+
+def exact_sums(
+    spec: OpSpec, env: dict[str, Any], raw: dict[str, np.ndarray], length: int
+) -> dict[ir.Reduce, float]:
+    """The sums and means over a whole row (one row of `raw`) whose every term float64 computes
+    exactly and whose sum float64 holds exactly (errbound: a bound of 0, errbound.exact_sum):
+    their exact sum, so that mpmath need not walk the row for them (a mean's divisor of picked
+    class weights over 2^20 elements). Rows shorter than EXACT_SUMS_MIN: none tried."""
+    if length < EXACT_SUMS_MIN:
+        return {}
+    nested = env.get(GATHER, {})
+    found: dict[ir.Reduce, float] = {}
+    pairs: dict[str, Any] = {k: v if isinstance(v, str | tuple | dict) else (v, 0.0)
+                             for k, v in env.items()}  # fmt: skip
+    pairs[ROW] = (1, length)
+    for nm, a in raw.items():
+        pairs[nm] = (a.astype(np.float64), 0.0)
+    walk = Formula.of(spec.formula)
+    for node in live(spec, env):
+        if isinstance(node, ir.Along) or node.fn not in ("sum", "mean") or node in nested:
+            continue
+        with np.errstate(all="ignore"):
+            errbound.BOUNDED.state.undecided = False
+            walk.bind(pairs, ir.names_read(node.x), errbound.BOUNDED)
+            v, e = stage(node.x, errbound.BOUNDED)(pairs)
+            v = np.broadcast_to(v, (1, length))
+            e = np.broadcast_to(e, (1, length))
+            if np.any(errbound.BOUNDED.state.undecided) or not np.isfinite(v).all():
+                continue
+            if (e == 0).all() and errbound.exact_sum(v)[0, 0]:
+                found[node] = float(np.sum(v))
+    return found
+
+
+class _Elements(Sequence):
+    """A row's element environments for mpmath, each made when first read (a row of 2^20 whose
+    reductions are known already builds only the elements asked for); `row` is set once the
+    Row holding them exists."""
+
+    def __init__(self, base: dict[str, Any], values: dict[str, list], length: int, mpf: Any):
+        self.base, self.values, self.length, self.mpf = base, values, length, mpf
+        self.made: dict[int, _Element] = {}
+        self.row: Row | None = None
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, j: Any) -> Any:
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(self.length))]
+        e = self.made.get(j)
+        if e is None:
+            e = self.made[j] = _Element(self.base, self.values, j, self.mpf)
+            e[ROW], e[POS] = self.row, j
+        return e
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[j] for j in range(self.length))
 
 
 class _Element(dict):

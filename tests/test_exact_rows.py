@@ -172,3 +172,46 @@ def test_one_term_logsumexp_is_exact(tmp_path, monkeypatch):
     finally:
         compiled_mode.set_mode(old)
     assert not asked and (got == 0).all()
+
+
+def test_an_exact_zero_keeps_its_sign_decided():
+    """errbound.reaches: -0.0 with a bound of 0 is decided (y +- 0 would turn -0.0 into +0.0);
+    with any bound its sign is open."""
+    from aclnn_conformance.conformance.acl import dtypes as dt
+
+    y = np.array([-0.0, -0.0, 0.0])
+    got = errbound.reaches(y, np.array([0.0, 5e-324, 0.0]), dt.get("FLOAT"))
+    assert got.tolist() == [False, True, False]
+
+
+def test_refine_takes_an_exact_row_sum_without_walking_the_row(tmp_path, monkeypatch):
+    """A flagged element of a 4096-long row whose sum float64 computes exactly: rows.refine
+    seeds mpmath with that sum (rows.exact_sums) and makes only the element environments it
+    reads, and the element is the exact x0 / S rounded once."""
+    from aclnn_conformance.conformance.acl import dtypes as dt
+    from aclnn_conformance.conformance.acl.call import Call, TensorArg
+    from aclnn_conformance.conformance.spec.interpret import attribute_env
+
+    reg = _spec(tmp_path, "self / sum(self, -1)")
+    spec = reg.get("reduce_fixture")
+    x = np.random.default_rng(6).integers(1, 1 << 12, size=(1, 4096)).astype(np.float32)
+    call = Call(
+        "aclnnReduceFixture",
+        "atlas-a2",
+        {"self": TensorArg.from_array(x, "FLOAT"), "out": TensorArg.from_array(x, "FLOAT")},
+    )
+    env = attribute_env(spec, call)
+    made: list[int] = []
+
+    class Counted(rows._Element):
+        def __init__(self, *a):
+            made.append(1)
+            super().__init__(*a)
+
+    monkeypatch.setattr(rows, "_Element", Counted)
+    y = np.zeros((1, 4096))
+    rows.refine(spec, env, y, np.array([0]), {"self": x}, {"self": "FLOAT"}, "FLOAT")
+    assert len(made) < 8  # the element asked for, not the row
+    exact = Fraction(float(x[0, 0])) / sum((Fraction(float(v)) for v in x[0]), Fraction(0))
+    got = dt.round_to(y[:, :1], dt.get("FLOAT"))[0, 0]
+    assert got == np.float32(round_exact(exact, "FLOAT"))
