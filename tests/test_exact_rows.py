@@ -10,10 +10,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from aclnn_conformance.conformance.compiled import mode as compiled_mode
 from aclnn_conformance.reference import errbound, rows
 
-from tests.support.paths import HAVE_NUMBA
+from tests.support.paths import HAVE_NUMBA, kernel_mode
 from tests.support.rounding import NP, round_exact
 from tests.test_reductions import _run, _spec
 
@@ -105,11 +104,8 @@ def test_exact_ties_need_no_mpmath(tmp_path, monkeypatch, path, value, length):
     asked: list[int] = []
     real = rows.refine
     monkeypatch.setattr(rows, "refine", lambda *a, **k: (asked.append(a[3].size), real(*a, **k))[1])
-    old = compiled_mode.set_mode(path)
-    try:
+    with kernel_mode(path):
         got = _run(reg, x, "FLOAT")
-    finally:
-        compiled_mode.set_mode(old)
     assert not asked, f"{sum(asked)} elements went to mpmath"
     div = length if value.startswith("mean") else 1
     ties = 0
@@ -166,11 +162,8 @@ def test_one_term_logsumexp_is_exact(tmp_path, monkeypatch):
     asked: list[int] = []
     real = rows.refine
     monkeypatch.setattr(rows, "refine", lambda *a, **k: (asked.append(a[3].size), real(*a, **k))[1])
-    old = compiled_mode.set_mode("numpy")
-    try:
+    with kernel_mode("numpy"):
         got = _run(reg, x, "FLOAT")
-    finally:
-        compiled_mode.set_mode(old)
     assert not asked and (got == 0).all()
 
 

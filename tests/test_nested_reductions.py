@@ -10,10 +10,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 from aclnn_conformance.conformance.acl.call import Call, CallError, TensorArg
-from aclnn_conformance.conformance.compiled import mode as compiled_mode
 from aclnn_conformance.reference import engine
 
-from tests.support.paths import HAVE_NUMBA
+from tests.support.paths import HAVE_NUMBA, kernel_mode
 from tests.support.rounding import NP, round_exact
 from tests.test_reductions import _spec
 
@@ -52,11 +51,8 @@ def test_logsumexp_nested_in_a_sum_over_all(tmp_path, path, dtype):
         x = rng.normal(size=shape) * 4
         x[0, 0] = 30.0  # a dominant class: its row's terms mostly underflow
         x = x.astype(NP[dtype]).astype(np.float64)
-        old = compiled_mode.set_mode(path)
-        try:
+        with kernel_mode(path):
             got = _evaluate(reg, x, dtype)
-        finally:
-            compiled_mode.set_mode(old)
         assert got.status == 0, got.message
         out = np.asarray(got.outputs["out"]).astype(np.float64).reshape(shape)
         assert (out == out.reshape(-1)[0]).all()  # one value, every element

@@ -12,12 +12,11 @@ import mpmath
 import numpy as np
 import pytest
 from aclnn_conformance.conformance.acl.call import Call, TensorArg
-from aclnn_conformance.conformance.compiled import mode as compiled_mode
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.reference import engine
 
 from tests import oracles
-from tests.support.oracle_params import FLOATS, oracle_params
+from tests.support.oracle_params import FLOATS, on_compiled_rows, oracle_params
 from tests.support.rounding import NP, UINT, round_exact
 
 pytestmark = pytest.mark.registry
@@ -75,18 +74,7 @@ def test_row_ops_are_the_correctly_rounded_exact_values(name, product, dtype):
 @pytest.mark.parametrize("name", list(ORACLES))
 @pytest.mark.parametrize("dtype", ["FLOAT", "BF16"])
 def test_row_ops_compiled_rows_are_the_correctly_rounded_exact_values(name, dtype):
-    """The same on the compiled (numba) row tiers, which the reference takes for large outputs."""
-    pytest.importorskip("numba")
-    product = next(
-        p
-        for p in ORACLES[name].PRODUCTS
-        if dtype in ORACLES[name].allowed(ORACLES[name].INPUTS[0], p)
-    )
-    old = compiled_mode.set_mode("numba")
-    try:
-        _check_exact(name, product, dtype)
-    finally:
-        compiled_mode.set_mode(old)
+    on_compiled_rows(_check_exact, ORACLES[name], name, dtype, ORACLES[name].INPUTS[0])
 
 
 @pytest.mark.parametrize("name", list(ORACLES))

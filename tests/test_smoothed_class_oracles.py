@@ -19,13 +19,12 @@ import mpmath
 import numpy as np
 import pytest
 from aclnn_conformance.conformance.acl.call import Call, TensorArg
-from aclnn_conformance.conformance.compiled import mode as compiled_mode
 from aclnn_conformance.conformance.spec.registry import default_registry
 from aclnn_conformance.conformance.spec.shapes import shape_of
 from aclnn_conformance.reference import engine
 
 from tests import oracles
-from tests.support.oracle_params import oracle_params
+from tests.support.oracle_params import on_compiled_rows, oracle_params
 from tests.support.rounding import NP, UINT, round_exact
 
 pytestmark = pytest.mark.registry
@@ -72,7 +71,10 @@ def _call(name, product, dtype, arrays, settings, exact):
     return Call(name, product, args)
 
 
-def _check_exact(name: str, product: str, dtype: str) -> None:
+@pytest.mark.parametrize("name,product,dtype", _params())
+def test_smoothed_class_ops_are_the_correctly_rounded_exact_values(
+    name: str, product: str, dtype: str
+) -> None:
     mod = ORACLES[name]
     rng = np.random.default_rng(20261128)
     for shape in mod.SHAPES:
@@ -113,21 +115,8 @@ def _check_exact(name: str, product: str, dtype: str) -> None:
                         assert not np.asarray(o.outputs[out]).any(), (out, *where)
 
 
-@pytest.mark.parametrize("name,product,dtype", _params())
-def test_smoothed_class_ops_are_the_correctly_rounded_exact_values(name, product, dtype):
-    _check_exact(name, product, dtype)
-
-
 @pytest.mark.parametrize("name", list(ORACLES))
 @pytest.mark.parametrize("dtype", ["FLOAT", "BF16"])
 def test_smoothed_class_ops_compiled_rows_are_the_correctly_rounded_exact_values(name, dtype):
-    """The same on the compiled (numba) row tiers, which the reference takes for large outputs
-    (a formula they have no form for keeps the numpy tiers)."""
-    pytest.importorskip("numba")
-    mod = ORACLES[name]
-    product = next(p for p in mod.PRODUCTS if dtype in mod.allowed(mod.OUTS[0], p))
-    old = compiled_mode.set_mode("numba")
-    try:
-        _check_exact(name, product, dtype)
-    finally:
-        compiled_mode.set_mode(old)
+    check = test_smoothed_class_ops_are_the_correctly_rounded_exact_values
+    on_compiled_rows(check, ORACLES[name], name, dtype, ORACLES[name].OUTS[0])

@@ -24,3 +24,16 @@ def oracle_params(
                 if allows(mod, product, d):
                     out.append(pytest.param(name, product, d, id=f"{name}-{product}-{d}"))
     return out
+
+
+def on_compiled_rows(check: Callable[[str, str, str], None], mod: Any, name: str, dtype: str,
+                     param: str) -> None:  # fmt: skip
+    """check(name, product, dtype) with the compiled (numba) row tiers forced, for the first
+    product of the oracle `mod` whose `param` takes `dtype` (the reference takes those tiers
+    for large outputs; a formula they have no form for keeps the numpy tiers)."""
+    pytest.importorskip("numba")
+    from tests.support.paths import kernel_mode
+
+    product = next(p for p in mod.PRODUCTS if dtype in mod.allowed(param, p))
+    with kernel_mode("numba"):
+        check(name, product, dtype)

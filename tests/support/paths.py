@@ -3,10 +3,13 @@ the numpy evaluator, which must agree bit for bit (and each be correctly rounded
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+from collections.abc import Iterator
 
 import numpy as np
 from aclnn_conformance.conformance.acl.call import Call, Outcome
+from aclnn_conformance.conformance.compiled import mode as compiled_mode
 from aclnn_conformance.reference import engine, kernel
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
@@ -38,3 +41,14 @@ def assert_same_bits(a: np.ndarray, b: np.ndarray, context: str) -> None:
     assert not bad.size, (
         f"{context}: {bad.size} elements differ, first at {bad[0]}: {a[bad[0]]!r} vs {b[bad[0]]!r}"
     )
+
+
+@contextlib.contextmanager
+def kernel_mode(mode: str) -> Iterator[None]:
+    """The compiled/numpy switch (conformance/compiled/mode.py) set to `mode` inside the block,
+    restored after it."""
+    old = compiled_mode.set_mode(mode)
+    try:
+        yield
+    finally:
+        compiled_mode.set_mode(old)
