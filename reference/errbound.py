@@ -122,10 +122,16 @@ def faithful_mask(spec: OpSpec, env: dict[str, Any], n: int) -> tuple[np.ndarray
 
 def bounded(spec: OpSpec, env: dict[str, Any], n: Any) -> tuple[Any, Any, Any]:
     """(value, error bound, undecided) of the formula over `n` elements, walked in BOUNDED."""
-    pairs = {k: v if isinstance(v, str | tuple | dict) else (v, 0.0) for k, v in env.items()}
+    pairs = as_pairs(env)
     BOUNDED.state.undecided = False
     y, e = Formula.of(spec.formula).evaluate(pairs, BOUNDED, n)
     return y, e, BOUNDED.state.undecided
+
+
+def as_pairs(env: dict[str, Any]) -> dict[str, Any]:
+    """An environment as BOUNDED reads it: each number or array an exact (value, 0) pair; strings
+    and the walker's own entries (rows' shape, geometry) as they are."""
+    return {k: v if isinstance(v, str | tuple | dict) else (v, 0.0) for k, v in env.items()}
 
 
 def reaches(y: np.ndarray, err: Any, out_dtype: dt.DType, signed: bool = True) -> np.ndarray:

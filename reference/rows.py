@@ -582,10 +582,8 @@ def refine(
         while todo:
             with mpmath.workprec(bits):
                 base = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
-                row = Row(
-                    _Elements(base, values, length, m.mpf), lambda e, names: walk.bind(e, names, ar)
-                )
-                row.envs.row = row  # type: ignore[attr-defined]
+                row = Row([], lambda e, names: walk.bind(e, names, ar))
+                row.envs = _Elements(base, values, length, m.mpf, row)
                 for node, total in sums.items():  # float64's exact sum: no walk of the row
                     value = m.mpf(total)
                     if node.fn == "mean":
@@ -620,9 +618,7 @@ def exact_sums(
         return {}
     nested = env.get(GATHER, {})
     found: dict[ir.Reduce, float] = {}
-    pairs: dict[str, Any] = {k: v if isinstance(v, str | tuple | dict) else (v, 0.0)
-                             for k, v in env.items()}  # fmt: skip
-    pairs[ROW] = (1, length)
+    pairs = errbound.as_pairs({**env, ROW: (1, length)})
     for nm, a in raw.items():
         pairs[nm] = (a.astype(np.float64), 0.0)
     walk = Formula.of(spec.formula)
@@ -632,25 +628,24 @@ def exact_sums(
         with np.errstate(all="ignore"):
             errbound.BOUNDED.state.undecided = False
             walk.bind(pairs, ir.names_read(node.x), errbound.BOUNDED)
-            v, e = stage(node.x, errbound.BOUNDED)(pairs)
-            v = np.broadcast_to(v, (1, length))
-            e = np.broadcast_to(e, (1, length))
-            if np.any(errbound.BOUNDED.state.undecided) or not np.isfinite(v).all():
+            terms = errbound.BOUNDED.rows_of(stage(node.x, errbound.BOUNDED)(pairs), (1, length))
+            if np.any(errbound.BOUNDED.state.undecided) or not np.isfinite(terms[0]).all():
                 continue
-            if (e == 0).all() and errbound.exact_sum(v)[0, 0]:
-                found[node] = float(np.sum(v))
+            total, err = errbound.BOUNDED.r_sum(terms)  # a bound of 0: the exact sum
+            if err[0, 0] == 0:
+                found[node] = float(total[0, 0])
     return found
 
 
 class _Elements(Sequence):
     """A row's element environments for mpmath, each made when first read (a row of 2^20 whose
-    reductions are known already builds only the elements asked for); `row` is set once the
-    Row holding them exists."""
+    reductions are known already builds only the elements asked for), bound to `row`."""
 
-    def __init__(self, base: dict[str, Any], values: dict[str, list], length: int, mpf: Any):
-        self.base, self.values, self.length, self.mpf = base, values, length, mpf
+    def __init__(
+        self, base: dict[str, Any], values: dict[str, list], length: int, mpf: Any, row: Row
+    ):
+        self.base, self.values, self.length, self.mpf, self.row = base, values, length, mpf, row
         self.made: dict[int, _Element] = {}
-        self.row: Row | None = None
 
     def __len__(self) -> int:
         return self.length

@@ -77,7 +77,7 @@ class Row:
     (its inputs bound), `bind(env, names)` binds the lets an argument reads, and each reduction's
     value is kept once computed (a row's maximum is read by every element of the row)."""
 
-    envs: list[Env]
+    envs: Sequence[Env]
     bind: Callable[[Env, Iterable[str]], None] = lambda env, names: None
     cache: dict[int, Any] = field(default_factory=dict)
 
