@@ -260,7 +260,10 @@ class ErrorBound(Arithmetic):
         resid = np.abs((np.subtract(a, p) - _prod_err(v, b, p, signed=True)) / b)
         ok = _safe(v) & _safe(b) & _safe(a) & _nonzero(v, a)
         own = np.where(ok, resid, np.abs(v) * U + ETA)
-        return v, _kept(e + own, ea, eb)
+        # an infinite b (an overflow, its exact value beyond the range: OVERFLOW) leaves a
+        # quotient below |a| / 2^1023 (a / (1 + exp(3000)) is -0, exactly tiny)
+        over = np.where(np.isinf(b), (np.abs(a) + ea) * 2.0**-1022, 0.0)
+        return v, _kept(e + own + over, ea, eb)
 
     @staticmethod
     def pow(a: Pair, b: Pair) -> Pair:
@@ -418,7 +421,7 @@ def _library(name: str) -> Callable[[Pair], Pair]:
     plus its operand's error times the function's slope."""
     fn, slope = NUMPY.function(name), _SLOPES[name]
     own = U if name == "sqrt" else FUNC_ULPS * U
-    point = EXACT_AT.get(name)
+    point, pole, limit = EXACT_AT.get(name), POLE.get(name), OVERFLOW.get(name)
 
     def call(x: Pair) -> Pair:
         a, ea = x
@@ -426,7 +429,14 @@ def _library(name: str) -> Callable[[Pair], Pair]:
         mine = np.abs(v) * own + _underflow(v)
         if point is not None:  # exp(0) is 1, log(1) is 0: no error of the function's own
             mine = np.where(np.equal(a, point), 0.0, mine)
-        return v, _kept(np.abs(slope(a, v)) * ea + mine, ea, 0.0)
+        if pole is not None:  # log(0) is -inf exactly
+            mine = np.where(np.equal(a, pole), 0.0, mine)
+        # an exact argument propagates nothing (an infinite slope at a pole or at sqrt(0) too)
+        prop = np.where(np.greater(ea, 0.0), np.abs(slope(a, v)) * ea, 0.0)
+        e = _kept(prop + mine, ea, 0.0)
+        if limit is not None:  # exp(3000): an exact overflow
+            e = np.where(np.greater(np.subtract(a, ea), limit), 0.0, e)
+        return v, e
 
     return call
 
@@ -477,13 +487,24 @@ def _sum_err(a: Any, b: Any, s: Any) -> Any:
     """|a + b - s| exactly (Knuth's TwoSum); a bound where a value is not finite."""
     bb = s - a
     e = np.abs((a - (s - bb)) + (b - bb))
-    return np.where(np.isfinite(s), e, np.abs(s) * U)
+    # an infinite sum with no operand of the other sign lies beyond the range as its exact
+    # value does (1 + exp(3000)): IEEE's, as the compiled sum_err takes it; else no bound
+    beyond = np.isinf(s) & (np.sign(a) != -np.sign(s)) & (np.sign(b) != -np.sign(s))
+    return np.where(np.isfinite(s), e, np.where(beyond, 0.0, np.abs(s) * U))
 
 
 # the argument where each function's value is exact (a library returns it exactly: exp(0) = 1)
 # (not erfc: the compiled kernels' erfc(0) is 1 + 2^-52)
 EXACT_AT = {"exp": 0.0, "expm1": 0.0, "log1p": 0.0, "log": 1.0, "tanh": 0.0, "erf": 0.0,
             "erfinv": 0.0}  # fmt: skip
+# the argument where a function's value is exactly -inf (its pole): log(0), log1p(-1). An exact
+# argument there gives an exact -inf, which a clamp (maximum(log(x), -100)) turns into an
+# exact finite value; without it the bound is inf and every such row goes to mpmath.
+POLE = {"log": 0.0, "log1p": -1.0}
+# the argument beyond which an increasing function's value exceeds float64's range: an
+# argument past it (its bound included) gives +inf, taken as an exact overflow (bound 0: the
+# exact value lies beyond the range too), which a division turns into an exactly tiny value
+OVERFLOW = {"exp": 709.782712893384, "expm1": 709.782712893384}
 
 # |derivative| of each function as a function of (argument, value)
 _SLOPES = {

@@ -90,6 +90,19 @@ def _near_midpoint_float(y: np.ndarray, p: int, emin: int) -> np.ndarray:
     return finite & (a > 0) & (dist < GUARD)
 
 
+def is_tie(v: float, out_dtype: str) -> bool:
+    """Whether float64 v lies exactly half-way between two values of the narrow `out_dtype`.
+    An mpmath value there may be one whose perturbation fell below the working precision
+    (x - m - log(1 + e^-800) at 128 bits is x - m): the refinement does not stop on it before
+    MAX_PRECISION."""
+    fmt = narrow_format(out_dtype)
+    if fmt is None or not math.isfinite(v) or v == 0:
+        return False
+    e = max(math.frexp(abs(v))[1] - 1, fmt.emin)
+    q = abs(v) / math.ldexp(1.0, e - fmt.p + 1)  # exact: a power of two
+    return q - math.floor(q) == 0.5
+
+
 def _odd(x: Any) -> float:
     """mpf -> float64 rounded to odd: exact for one more correct rounding to a narrower float."""
     t = to_float(x._mpf_, rnd=round_down)
@@ -226,9 +239,11 @@ def refine(
     holds those elements' inputs only, in idx's order. y is updated in place where it owns
     its memory (a chunk's own values: no copy of a whole chunk for a handful of elements).
 
-    The precision doubles from PRECISION until two successive evaluations round alike, so a
-    term far below 128 bits (x = a subnormal next to 1) still decides its rounding; an exact
-    tie stays a tie and is then broken to even by the final rounding, as it should be."""
+    The precision doubles from PRECISION until two successive evaluations round alike and
+    are not an exact tie of the output (is_tie): a term far below 128 bits (x = a subnormal
+    next to a midpoint) is lost at both of two low precisions alike, so a tie goes on to
+    MAX_PRECISION, where such a term shows; an exact tie stays a tie and is then broken to
+    even by the final rounding, as it should be."""
     if idx.size == 0:
         return y
     if not (y.flags.writeable and y.flags.owndata):
@@ -252,7 +267,7 @@ def refine(
             if value is None:
                 break
             now = 0.0 if value == 0 else convert(value)
-            if now == last or bits >= MAX_PRECISION:
+            if (now == last and not is_tie(now, out_dtype)) or bits >= MAX_PRECISION:
                 break
             last, bits = now, bits * 2
         if value is None:

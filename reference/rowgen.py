@@ -36,10 +36,11 @@ from typing import Any
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.walk import GATHER, Arithmetic, Formula, stage, tensors_read
 from ..conformance.spec.model import OpSpec
-from .errbound import EXACT_AT
+from .errbound import EXACT_AT, OVERFLOW, POLE
 from .kernelsource import COMPILED, PRELUDE, VECMATH, Source, Unsupported, number
 
 U = 2.0**-53
+TINY_NORMAL = 2.0**-1022  # float64's smallest normal
 UD = 2.0**-102  # a double-double operation's relative error, generously
 # float64 functions: (source, ulps of their own error)
 F64 = {"exp": ("_vexp", 2), "expm1": ("_vexpm1", 3), "log1p": ("_vlog1p", 3),
@@ -67,7 +68,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from aclnn_conformance.conformance.compiled.ddmath import E, PI, dabs, dadd, ddiv, deq, derfc, dexp, dexpm1, dle, dlog, dlog1p
+from aclnn_conformance.conformance.compiled.ddmath import E, PI, dabs, dadd, dadd_err, ddiv, deq, derfc, dexp, dexpm1, dle, dlog, dlog1p
 from aclnn_conformance.conformance.compiled.ddmath import dlt, dmax, dmin, dmul, dneg, dsel, dsqrt, dsub, dtanh
 from aclnn_conformance.conformance.compiled.intrinsics import select as _sel
 from aclnn_conformance.conformance.compiled.rowmath import decide_dd, dexp_low, div_err, flag_f64, prod_err, sum_err
@@ -554,10 +555,12 @@ class Bounded(Arithmetic):
         """The loops of a sum; over buffered terms (no body), `n` of them; part: a long row's
         segment, ending with its partial state ({rv}s, {rv}c, {rv}a, {re}), unrounded."""
         if self.dd:
+            # each addition's own error as dadd_err bounds it (tight where a tiny term meets a
+            # large sum), the terms' bounds added; the float64 sum of bounds rounded up
             return [f"{rv} = (0.0, 0.0)", f"{re} = 0.0", f"{rv}a = 0.0", "for j in range(n):",
-                    *body, f"    {rv} = dadd({rv}, {x.v})", f"    {rv}a += abs({x.v}[0])",
-                    f"    {re} += {x.e}",
-                    f"{re} = {re} * (1.0 + n * 2.0**-52) + (n > 1) * (n * {UD!r} * {rv}a + {UD!r} * abs({rv}[0]))",
+                    *body, f"    {rv}t = {x.v}", f"    {re} += {x.e} + dadd_err({rv}, {rv}t)",
+                    f"    {rv} = dadd({rv}, {rv}t)", f"    {rv}a += abs({rv}t[0])",
+                    f"{re} = {re} * (1.0 + n * 2.0**-52)",
                     f"badr = badr or not (abs({rv}a) < _INF) or ({rv}[1] != {rv}[1])"]  # fmt: skip
         g = "(n * 2.0**-53 / (1.0 - n * 2.0**-53))"
         if not body:  # over buffered terms: four TwoSum cascades, their sums joined by TwoSums
@@ -674,8 +677,8 @@ class Bounded(Arithmetic):
     def add(self, a: Any, b: Any) -> Val:
         a, b = _n(a), _n(b)
         if self.dd:
-            t = self._tmp(f"dadd({a.v}, {b.v})", "0.0")
-            return self._tmp(t.v, self._err(a.e, b.e, f"{UD!r} * abs({t.v}[0])"))
+            own = f"dadd_err({a.v}, {b.v})"  # exact terms and tiny ones keep a tight bound
+            return self._tmp(f"dadd({a.v}, {b.v})", self._err(a.e, b.e, own))
         k = self.state.count
         return self._tmp(f"{a.v} + {b.v}", self._err(a.e, b.e, f"sum_err({a.v}, {b.v}, w{k})"))
 
@@ -737,15 +740,27 @@ class Bounded(Arithmetic):
             else:
                 target, ulps = F64[fn]
                 v, xh = f"w{k}", x.v
-                own = f"{ulps * 2 * U!r} * abs({v})"
-            point = None if self.dd else EXACT_AT.get(fn)
+                # a value below the normals is off by up to the smallest subnormal besides
+                # (exp(-825) is 0: without it, an exact 0 that decides a tie wrongly)
+                own = f"{ulps * 2 * U!r} * abs({v}) + _sel(abs({v}) < {TINY_NORMAL!r}, 5e-324, 0.0)"
+            exact = f" & ({x.v}[1] == 0.0)" if self.dd else ""  # the pair's low part 0
+            point, pole = EXACT_AT.get(fn), POLE.get(fn)
             if point is not None:  # exp(0) is 1, log(1) is 0: no error of the function's own
-                own = f"_sel({xh} == {point!r}, 0.0, {own})"
+                own = f"_sel(({xh} == {point!r}){exact}, 0.0, {own})"
+            if pole is not None:  # log(0) is -inf exactly
+                own = f"_sel(({xh} == {pole!r}){exact}, 0.0, {own})"
             prop = "0.0"
-            if x.e != "0.0":
-                prop = f"{SLOPE[fn].format(a=xh, v=v)} * {x.e}"
+            if x.e != "0.0":  # an exact argument propagates nothing (nor an infinite slope)
+                prop = f"_sel({x.e} > 0.0, {SLOPE[fn].format(a=xh, v=v)} * {x.e}, 0.0)"
             arg = x.v if self.dd else f"float({x.v})"
-            return self._tmp(f"{target}({arg})", self._err(prop, own))
+            value = f"{target}({arg})"
+            if self.dd and pole is not None:  # the pair functions poison their pole
+                value = f"dsel(({xh} == {pole!r}){exact}, (-_INF, 0.0), {value})"
+            err = self._err(prop, own)
+            limit = OVERFLOW.get(fn)
+            if limit is not None and not self.dd:  # exp(3000): an exact overflow
+                err = f"_sel(({xh} - {x.e}) > {limit!r}, 0.0, {err})"
+            return self._tmp(value, err)
 
         return call
 

@@ -268,7 +268,9 @@ def chunks(
             fast = None
             y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
             flagged = np.flatnonzero(mask.reshape(-1))
-            if flagged.size and pairs_wanted(route, flagged, out_rows[1], lay.length):
+            # (once compiled for this call, the pairs take every chunk's flagged rows)
+            wanted = pairs is not None or pairs_wanted(route, flagged, out_rows[1], lay.length)
+            if flagged.size and wanted:
                 pairs = pairs or Compiled.make_pairs(spec, env, route, lay.length)
                 if pairs is not None:
                     flagged = pairs.settle(raw, y, flagged)
@@ -520,7 +522,9 @@ def tier1(
         if route.refine_all:
             mask = finite.copy()
         elif route.fmt is not None:
-            differ = errbound.reaches(y, err, route.out_dtype)
+            # a zero's sign is not decided (all within reach rounding to zero: the comparison
+            # takes -0 for +0, as the elementwise tiers' flag_far)
+            differ = errbound.reaches(y, err, route.out_dtype, signed=False)
             # an error bound of 0: every operation was exact, the value is the exact one
             mask = finite & (differ | (precise.near_midpoint(y, name) & (err > 0)))
         elif name == "DOUBLE":
@@ -583,7 +587,7 @@ def refine(
             with mpmath.workprec(bits):
                 base = {k: (m.mpf(v) if isinstance(v, float) else v) for k, v in attrs.items()}
                 row = Row([], lambda e, names: walk.bind(e, names, ar))
-                row.envs = _Elements(base, values, length, m.mpf, row)
+                row.envs = _Elements(base, values, length, m.mpf, row, check)
                 for node, total in sums.items():  # float64's exact sum: no walk of the row
                     value = m.mpf(total)
                     if node.fn == "mean":
@@ -593,7 +597,10 @@ def refine(
                 for j in todo:
                     v = walk.evaluate(row.envs[j], ar)
                     now[j] = None if v is None or not m.isfinite(v) else _convert(m.mpf(v), convert)
-            done = [j for j in todo if now[j] is None or now[j] == last.get(j, math.nan)]
+            # a tie is not settled below MAX_PRECISION (precise.is_tie: a term below the
+            # precision, x - m - log(1 + e^-800), makes one at every low precision alike)
+            done = [j for j in todo if now[j] is None or (
+                now[j] == last.get(j, math.nan) and not precise.is_tie(now[j], out_dtype))]  # fmt: skip
             for j in todo:
                 if now[j] is not None and (j in done or bits >= precise.MAX_PRECISION):
                     c = 0 if per_row else j
@@ -639,12 +646,23 @@ def exact_sums(
 
 class _Elements(Sequence):
     """A row's element environments for mpmath, each made when first read (a row of 2^20 whose
-    reductions are known already builds only the elements asked for), bound to `row`."""
+    reductions are known already builds only the elements asked for), bound to `row`. `check`
+    (the case's time limit) is called every CHECK_EVERY elements made: a long row's reduction
+    in mpmath takes seconds, and the limit holds inside it too."""
+
+    CHECK_EVERY = 4096
 
     def __init__(
-        self, base: dict[str, Any], values: dict[str, list], length: int, mpf: Any, row: Row
+        self,
+        base: dict[str, Any],
+        values: dict[str, list],
+        length: int,
+        mpf: Any,
+        row: Row,
+        check: Callable[[], None] | None = None,
     ):
         self.base, self.values, self.length, self.mpf, self.row = base, values, length, mpf, row
+        self.check = check
         self.made: dict[int, _Element] = {}
 
     def __len__(self) -> int:
@@ -655,6 +673,8 @@ class _Elements(Sequence):
             return [self[k] for k in range(*j.indices(self.length))]
         e = self.made.get(j)
         if e is None:
+            if self.check is not None and len(self.made) % self.CHECK_EVERY == self.CHECK_EVERY - 1:
+                self.check()
             e = self.made[j] = _Element(self.base, self.values, j, self.mpf)
             e[ROW], e[POS] = self.row, j
         return e

@@ -21,7 +21,7 @@ from aclnn_conformance.reference import engine, rows
 from aclnn_conformance.reference.plan import plan
 
 from tests.support.paths import HAVE_NUMBA
-from tests.support.rounding import NP, round_exact
+from tests.support.rounding import NP, mismatches, round_exact
 from tests.test_reductions import _hard_softmax_rows, _log_softmax_mp, _run, _softmax_mp, _spec
 
 pytestmark = pytest.mark.skipif(
@@ -78,7 +78,7 @@ def test_compiled_softmax_rows_correctly_rounded(tmp_path, numba_path, dtype, wh
             [[round_exact(v, dtype) for v in oracle([mp.mpf(float(a)) for a in r])] for r in x],
             dtype=NP[dtype],
         )
-    bad = np.flatnonzero(_bits(got).ravel() != _bits(want).ravel())
+    bad = mismatches(got, want)
     assert not bad.size, (bad[:5], got.ravel()[bad[:5]], want.ravel()[bad[:5]])
 
 
@@ -469,7 +469,7 @@ def test_long_rows_correctly_rounded(tmp_path, short_long_rows, which):
             oracle = _softmax_mp if which == "softmax" else _log_softmax_mp
             want = [[round_exact(v, "FLOAT") for v in oracle([mp.mpf(a) for a in r])] for r in x]
     want = np.array(want, dtype=np.float32)
-    bad = np.flatnonzero(_bits(got).ravel() != _bits(want).ravel())
+    bad = mismatches(got, want)
     assert not bad.size, (bad[:5], got.ravel()[bad[:5]], want.ravel()[bad[:5]])
 
 

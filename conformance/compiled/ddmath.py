@@ -149,6 +149,25 @@ def dadd(a, b):  # pragma: no cover - compiled
 
 
 @njit(inline="always")
+def dadd_err(a, b):  # pragma: no cover - compiled
+    """|a + b - dadd(a, b)|, bounded from dadd's own steps: its TwoSums are exact, its two
+    float64 additions and its two FastTwoSums (exact where their operands are ordered) each
+    leave a residual that a TwoSum gives exactly; their magnitudes summed (that sum's own
+    rounding covered). Relative to the operands' low parts, not to the sum: an exact double
+    plus a tiny pair keeps a bound of the tiny pair's size."""
+    s, e = two_sum(a[0], b[0])
+    t, f = two_sum(a[1], b[1])
+    c, r1 = two_sum(e, t)
+    s2, e2 = fast_two_sum(s, c)
+    e2x = two_sum(s, c)[1]
+    w, r2 = two_sum(e2, f)
+    hi, lo = fast_two_sum(s2, w)
+    lox = two_sum(s2, w)[1]
+    lost = _sel(hi != 0, 0.0, abs(s))  # dadd keeps s's zero (or s) where hi is 0
+    return (abs(r1) + abs(e2x - e2) + abs(r2) + abs(lox - lo) + lost) * (1.0 + 2.0**-50)
+
+
+@njit(inline="always")
 def dneg(a):  # pragma: no cover - compiled
     return -a[0], -a[1]
 

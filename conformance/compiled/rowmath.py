@@ -48,7 +48,8 @@ def prod_err(a, b, p):  # pragma: no cover - compiled
 def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
     """The bound of q, a / b rounded with unit roundoff u, from its operands' bounds:
     (ea + |q| eb) / (|b| - eb) plus q's own rounding; infinite where eb reaches |b|, 0 where q
-    is not finite (IEEE); a q below TINY adds the smallest subnormal. u = 0: q is float64's
+    is not finite (IEEE); a q below TINY adds the smallest subnormal; an infinite b, |a| /
+    2^1022 (its exact value lies beyond float64's range: errbound.OVERFLOW). u = 0: q is float64's
     quotient, its own error |a - q b| / |b| (the residual, exact by fma where nothing
     underflows or overflows: 0 where q is exact, a mean over a power of two), else |q| 2^-53."""
     den = abs(b) - eb
@@ -57,7 +58,10 @@ def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
     if u == 0.0:
         safe = (min(abs(a), abs(b), abs(q)) >= TINY) & (max(abs(a), abs(b), abs(q)) < BIG)
         own = _sel(safe, abs(_fma(-q, b, a)) / abs(b) * (1.0 + 2.0**-51), abs(q) * 2.0**-53)
-    e = _sel(den > 0.0, prop, math.inf) + own + _sel(abs(q) >= TINY, 0.0, 5e-324)
+    # an infinite b (an overflow: its exact value beyond float64's range, as the bounds take
+    # it) leaves a quotient below |a| / 2^1023 (a / (1 + exp(3000)) is -0, exactly tiny)
+    over = _sel(abs(b) == math.inf, (abs(a) + ea) * 2.0**-1022, 0.0)
+    e = _sel(den > 0.0, prop, math.inf) + own + over + _sel(abs(q) >= TINY, 0.0, 5e-324)
     return _sel(abs(q) < math.inf, e, 0.0)
 
 
@@ -80,8 +84,10 @@ def flag_f64(y, err, q, drop, guard, emin):  # pragma: no cover - compiled
     reach = (r >= dist * ulp) | (r >= ((b & _MANT) + (half >> 1)) * ulp)
     reach = reach | (dist < (guard << min(shift, 52 - drop))) | (drop + shift > 52)
     # err 0: every operation was exact, y is the exact value (a tie included): decided
-    unsure = (e < 2047) & ((reach & (err > 0.0)) | q | ~(err <= 1e300))
-    return np.uint8(unsure)
+    unsure = (reach & (err > 0.0)) | ~(err <= 1e300)
+    # y and all within its reach round to zero: only that zero's sign is open (as flag_far)
+    zero = (e < emin) & (_double(b) + r < 0.5 * _double((emin + drop - 52) << 52))
+    return np.uint8((e < 2047) & ((unsure & ~zero) | q))
 
 
 @njit(inline="always")
@@ -122,13 +128,17 @@ def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
     b = _bits(hi) & _ABS
     e = b >> 52
     d = drop + max(emin - e, 0)  # the output's subnormal range: more bits dropped
-    if e == 2047 or d > 52 or lo != lo or not err <= 1e300:
+    if e == 2047 or lo != lo or not err <= 1e300:
+        return y, False
+    r = SAFETY * err
+    if e < emin and abs(hi) + abs(lo) + r < 0.5 * _double((emin + drop - 52) << 52):
+        return y, True  # all within reach rounds to zero: only its sign is open (flag_far)
+    if d > 52:
         return y, False
     half = 1 << (d - 1)
     ulp = _double((e - 52) << 52)
     mid = _double((_bits(hi) & ~((1 << d) - 1)) | half)  # the midpoint in hi's segment
-    dist = abs((hi - mid) + lo)  # hi - mid is exact (same binade)
-    r = SAFETY * err + abs(hi) * 2.0**-100
+    dist = abs((hi - mid) + lo) * (1.0 - 2.0**-52)  # hi - mid is exact (same binade)
     bottom = ((b & _MANT) + (half >> 1)) * ulp  # to the midpoint below the binade, about
     ok = (r < dist) & (r < (half >> 1) * ulp) & (r < bottom - abs(lo)) & (hi != 0.0)
     return y, ok

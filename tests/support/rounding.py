@@ -88,3 +88,13 @@ def _round_fraction(v: Fraction, dtype: str) -> np.generic:
             best = (key, c)
     assert best is not None
     return t.type(-best[1] if v < 0 else best[1])
+
+
+def mismatches(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Flat indices where two arrays of one float dtype differ bit for bit, a zero of either
+    sign matching the other (docs/reference-engine.md: where every value within the bound
+    rounds to zero, the reference keeps float64's sign; the comparison takes -0 for +0)."""
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
+    g, w = np.asarray(got).ravel(), np.asarray(want).ravel()
+    differ = g.view(bits) != w.view(bits)
+    return np.flatnonzero(differ & ~((g == 0) & (w == 0)))
