@@ -39,6 +39,10 @@ from ..conformance.spec.model import OpSpec
 GUARD = 2.0**-20  # in units of the output dtype's ulp
 PRECISION = 128  # bits of the first mpmath evaluation
 MAX_PRECISION = 4096  # enough for any term of a float64 input (2**-1074 next to 1)
+# an exact tie of two successive precisions goes on to this precision before it is taken (a
+# term of 2^-500 relative shows there: erfc(-17) = 2 - 2^-419); further, mpmath's erf of an
+# argument of 20-30 costs 10-35 ms an element (the vendor's GeluMul cases hold hundreds)
+TIE_PRECISION = 512
 
 
 def narrow_format(out_dtype: str) -> dt.FloatFormat | None:
@@ -90,11 +94,24 @@ def _near_midpoint_float(y: np.ndarray, p: int, emin: int) -> np.ndarray:
     return finite & (a > 0) & (dist < GUARD)
 
 
+def next_precision(bits: int, now: float, last: float | None, out_dtype: str) -> int | None:
+    """The precision of a refinement's next evaluation, or None where `now` (the value rounded
+    at `bits`) settles it: it rounds as the previous evaluation did (`last`) and is not an
+    exact tie of the output below TIE_PRECISION, or bits reached MAX_PRECISION."""
+    if bits >= MAX_PRECISION:
+        return None
+    if now == last:
+        if not is_tie(now, out_dtype) or bits >= TIE_PRECISION:
+            return None
+        return min(bits * 2, TIE_PRECISION)
+    return bits * 2
+
+
 def is_tie(v: float, out_dtype: str) -> bool:
     """Whether float64 v lies exactly half-way between two values of the narrow `out_dtype`.
     An mpmath value there may be one whose perturbation fell below the working precision
     (x - m - log(1 + e^-800) at 128 bits is x - m): the refinement does not stop on it before
-    MAX_PRECISION."""
+    TIE_PRECISION."""
     fmt = narrow_format(out_dtype)
     if fmt is None or not math.isfinite(v) or v == 0:
         return False
@@ -240,10 +257,12 @@ def refine(
     its memory (a chunk's own values: no copy of a whole chunk for a handful of elements).
 
     The precision doubles from PRECISION until two successive evaluations round alike and
-    are not an exact tie of the output (is_tie): a term far below 128 bits (x = a subnormal
-    next to a midpoint) is lost at both of two low precisions alike, so a tie goes on to
-    MAX_PRECISION, where such a term shows; an exact tie stays a tie and is then broken to
-    even by the final rounding, as it should be."""
+    are not an exact tie of the output (next_precision): a term far below 128 bits (x - m -
+    log(1 + e^-800)) is lost at both of two low precisions alike, so a tie goes on to
+    TIE_PRECISION, where such a term shows; an exact tie stays a tie and is then broken to
+    even by the final rounding, as it should be (and so is one whose perturbation lies below
+    about 2^-500 relative: erfc(-30) = 2 - 2^-1300, a log-softmax's terms below e^-700 that
+    the double-double tier drops: not certified)."""
     if idx.size == 0:
         return y
     if not (y.flags.writeable and y.flags.owndata):
@@ -261,15 +280,14 @@ def refine(
             if t is not None:
                 y[i] = y[i] if (t == 0 and y[i] == 0) else t
                 continue
-        bits, last = PRECISION, None
-        while True:
+        bits: int | None = PRECISION
+        last = None
+        while bits is not None:
             value = _value_at(spec, attrs, inputs, bits)
             if value is None:
                 break
             now = 0.0 if value == 0 else convert(value)
-            if (now == last and not is_tie(now, out_dtype)) or bits >= MAX_PRECISION:
-                break
-            last, bits = now, bits * 2
+            bits, last = next_precision(bits, now, last, out_dtype), now
         if value is None:
             continue
         # keep float64's zero when it has one: mpmath tracks no sign of zero

@@ -29,7 +29,6 @@ numpy tiers.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -464,10 +463,11 @@ class Compiled:
         rows, first = np.unique(idx // length, return_inverse=True)
         drop, guard, emin = self._format()
         left = []
-        for i in range(0, rows.size, DD_ROWS):
-            at = rows[i : i + DD_ROWS]
-            mine = idx[(first >= i) & (first < i + DD_ROWS)]
-            r, c = first[(first >= i) & (first < i + DD_ROWS)] - i, mine % length
+        per = max(DD_ROWS, DD_ELEMENTS // max(length, 1))  # short rows: more of them a call
+        for i in range(0, rows.size, per):
+            at = rows[i : i + per]
+            mine = idx[(first >= i) & (first < i + per)]
+            r, c = first[(first >= i) & (first < i + per)] - i, mine % length
             sub = {nm: np.ascontiguousarray(a[at]).astype(np.float64) for nm, a in raw.items()}
             yd = np.empty((at.size, length))
             undecided = np.zeros((at.size, length), np.uint8)
@@ -485,7 +485,8 @@ class Compiled:
         return np.sort(np.concatenate(left))
 
 
-DD_ROWS = 64  # rows of one double-double call (its buffers: this many rows of float64)
+DD_ROWS = 64  # rows of one double-double call at least (its buffers: rows of float64)
+DD_ELEMENTS = 1 << 18  # and as many more as this many elements hold (a call costs ~100 us)
 
 
 def tier1(
@@ -597,18 +598,18 @@ def refine(
                 for j in todo:
                     v = walk.evaluate(row.envs[j], ar)
                     now[j] = None if v is None or not m.isfinite(v) else _convert(m.mpf(v), convert)
-            # a tie is not settled below MAX_PRECISION (precise.is_tie: a term below the
+            # a tie goes on to TIE_PRECISION (precise.next_precision: a term below the
             # precision, x - m - log(1 + e^-800), makes one at every low precision alike)
-            done = [j for j in todo if now[j] is None or (
-                now[j] == last.get(j, math.nan) and not precise.is_tie(now[j], out_dtype))]  # fmt: skip
+            nxt = {j: None if now[j] is None else
+                   precise.next_precision(bits, now[j], last.get(j), out_dtype) for j in todo}  # fmt: skip
             for j in todo:
-                if now[j] is not None and (j in done or bits >= precise.MAX_PRECISION):
+                if now[j] is not None and nxt[j] is None:
                     c = 0 if per_row else j
                     old = y[r, c]
                     y[r, c] = old if (now[j] == 0 and old == 0) else now[j]
             last.update({j: v for j, v in now.items() if v is not None})
-            todo = [j for j in todo if j not in done] if bits < precise.MAX_PRECISION else []
-            bits *= 2
+            todo = [j for j in todo if nxt[j] is not None]
+            bits = min((b for b in nxt.values() if b is not None), default=bits)
 
 
 EXACT_SUMS_MIN = 64  # a flagged row this long first has its sums tried in float64 (exact_sums)

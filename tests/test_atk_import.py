@@ -561,3 +561,20 @@ def test_import_never_follows_a_symlink_planted_in_the_output(tmp_path):
     proc = cli("cases", "import-atk", LEAKY, "-o", linked)
     assert proc.returncode == 2 and "symbolic link" in proc.stderr, proc.stderr
     assert list(outside.iterdir()) == []
+
+
+def test_the_report_names_an_outputs_shape_rule():
+    """An output derived by the importer is described by its own shape rule where its param has
+    one (a per-row loss, a split's half), and as the inputs' broadcast only where it has none."""
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.conformance.vendor.atk.importer import describe_rule
+
+    reg = default_registry()
+    ruled = [(s, p.name) for s in map(reg.get, reg.names()) for p in s.outputs if p.shape]
+    free = [(s, p.name) for s in map(reg.get, reg.names()) for p in s.outputs if not p.shape]
+    assert ruled and free
+    for spec, out in ruled:
+        text = describe_rule(spec, out)
+        assert f"shape: its rule {next(p.shape for p in spec.outputs if p.name == out)}" in text
+    for spec, out in free:
+        assert describe_rule(spec, out).endswith("shape: broadcast of the tensor inputs")

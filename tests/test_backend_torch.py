@@ -243,6 +243,22 @@ def test_malformed_bindings_name_the_file_and_line(tmp_path, aten, needle):
     assert str(err.value).startswith(f"{spec.path}:") and needle in str(err.value)
 
 
+def test_a_binding_that_fills_not_every_written_output_is_refused(tmp_path):
+    """aclnnCrossEntropyLoss writes lossOut and logProbOut; aten::cross_entropy_loss returns the
+    loss alone: a binding returning [lossOut] would leave logProbOut as allocated and judge it."""
+    text = (REPO / "specs" / "ops" / "cross_entropy_loss.yaml").read_text(encoding="utf-8")
+    assert "\nbindings:" not in text  # the shipped spec has no ATen binding, for this reason
+    at = text.index("\natk:")
+    aten = (
+        "  aten:\n    op: cross_entropy_loss\n    args: [input, target]\n    returns: [lossOut]\n"
+    )
+    path = tmp_path / "cross_entropy_loss.yaml"
+    path.write_text(text[:at] + "\nbindings:\n" + aten + text[at:], encoding="utf-8")
+    with pytest.raises(BindingError) as err:
+        parse_aten_binding(load_spec(path))
+    assert str(err.value).startswith(f"{path}:") and "logProbOut" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("aten", "needle"),
     [

@@ -195,19 +195,35 @@ def test_refine_checks_the_time_limit_inside_a_long_row(tmp_path):
 
 
 @pytest.mark.parametrize("path", ["numpy", pytest.param("numba", marks=NUMBA)])
-def test_a_tie_broken_by_a_term_below_double_range(tmp_path, path):
-    """log_softmax([1000, 174.75]) in FLOAT16: the second element is -825.25 (a FLOAT16
-    midpoint: spacing 0.5 there) minus log(1 + e^-825.25), a term no float64 or pair holds.
-    mpmath at 128, 256, ... bits sees the exact tie at every precision below about 1200 bits;
-    refinement goes on past a tie (precise.is_tie), so it rounds away from the midpoint, to
-    -825.5, as the exact value does. By hand: e^-825.25 > 0, so the value lies below -825.25."""
-    reg = _spec(tmp_path, "self - m - log(sum(exp(self - m), -1))", "m = amax(self, -1)")
-    x = np.array([[1000.0, 174.75], [174.75, 1000.0], [1000.0, 1000.0 - 825.5]])
+def test_a_tie_broken_by_a_term_below_256_bits(tmp_path, path):
+    """erfc(-17) * 1.01171875 in BF16: erfc(-17) is 2 - 2^-419 (mpmath at 600 bits), so the
+    value lies just below 2.0234375, a BF16 midpoint (spacing 2^-6 on [2, 4)) that tie-to-even
+    would round up to 2.03125. mpmath at 128 and 256 bits sees the exact tie at both; the
+    refinement goes on past a tie (precise.next_precision, to TIE_PRECISION) and rounds down,
+    to 2.015625, as the exact value does. By hand: erfc(x) < 2 for every finite x."""
+    reg = _spec(tmp_path, "erfc(-self) * 1.01171875")
+    with mp.workprec(600):
+        gap = 2 - mp.erfc(-17)
+    assert 2.0**-430 < gap < 2.0**-400
     with kernel_mode(path):
-        got = _run(reg, x, "FLOAT16")
-    assert got[0, 1] == -825.5 and got[1, 0] == -825.5
-    assert got[2, 1] == -825.5  # -825.5 exactly, minus a tiny term: -825.5 still (not a tie)
-    assert got[0, 0] == 0 and got[1, 1] == 0
+        got = _run(reg, np.full((2, 3), 17.0), "BF16")
+    assert (got.astype(np.float64) == 2.015625).all(), got
+
+
+def test_next_precision_goes_past_a_tie_and_no_further():
+    """The refinement's schedule (precise.next_precision): doubling while two evaluations
+    disagree, up to MAX_PRECISION; two that agree settle it unless they are an exact tie of
+    the output, which goes on to TIE_PRECISION."""
+    from aclnn_conformance.reference import precise
+
+    tie, plain = 2.0234375, 2.02  # a BF16 midpoint; not one
+    assert precise.next_precision(128, tie, None, "BF16") == 256
+    assert precise.next_precision(256, tie, tie, "BF16") == min(512, precise.TIE_PRECISION)
+    assert precise.next_precision(precise.TIE_PRECISION, tie, tie, "BF16") is None
+    assert precise.next_precision(256, plain, plain, "BF16") is None
+    assert precise.next_precision(256, plain, 2.0, "BF16") == 512
+    assert precise.next_precision(precise.MAX_PRECISION, plain, 2.0, "BF16") is None
+    assert precise.next_precision(256, tie, tie, "DOUBLE") is None  # faithful: no ties
 
 
 @pytest.mark.parametrize("path", ["numpy", pytest.param("numba", marks=NUMBA)])
@@ -231,3 +247,24 @@ def test_a_quotient_by_an_overflowed_exp(tmp_path, monkeypatch, path):
     with mp.workdps(40):
         want = np.float32(round_exact(mp.mpf(10) ** 300 / (1 + mp.exp(710)), "FLOAT"))
     assert (big == want).all() and want > 4e-9
+
+
+@pytest.mark.parametrize("path", [pytest.param("numba", marks=NUMBA)])
+def test_a_value_in_the_outputs_lowest_cell_is_decided_by_the_pair(tmp_path, monkeypatch, path):
+    """log_softmax of [g, 0] rows in FLOAT16 at the maximum: -log(1 + e^-g), for g near 17 a
+    value in [2^-25, 2^-24), the half of FLOAT16's smallest subnormal cell that rounds to
+    -2^-24 (or, at g past about 17.3, to -0). rowmath.decide_dd decides it against the
+    midpoint 2^-25 (the bottom of its binade) without mpmath; mpmath says what it rounds to."""
+    reg = _spec(tmp_path, "self - m - log(sum(exp(self - m), -1))", "m = amax(self, -1)")
+    g = np.arange(16.0, 18.0, 0.125)
+    x = np.stack([g, np.zeros_like(g)], axis=1)
+    asked: list[int] = []
+    real = rows.refine
+    monkeypatch.setattr(rows, "refine", lambda *a, **k: (asked.append(a[3].size), real(*a, **k))[1])
+    with kernel_mode(path):
+        got = _run(reg, x, "FLOAT16")
+    assert not asked, f"{sum(asked)} elements went to mpmath"
+    with mp.workdps(40):
+        want = [np.float16(round_exact(-mp.log1p(mp.exp(-mp.mpf(v))), "FLOAT16")) for v in g]
+    assert got[:, 0].tolist() == [float(w) for w in want]
+    assert {float(w) for w in want} >= {-(2.0**-24), 0.0}  # both sides of the midpoint

@@ -133,8 +133,14 @@ def decide_dd(hi, lo, err, drop, emin):  # pragma: no cover - compiled
     r = SAFETY * err
     if e < emin and abs(hi) + abs(lo) + r < 0.5 * _double((emin + drop - 52) << 52):
         return y, True  # all within reach rounds to zero: only its sign is open (flag_far)
-    if d > 52:
-        return y, False
+    if d > 52:  # below the output's smallest subnormal cell
+        if d > 53:
+            return y, False
+        # y in [cell / 2, cell): it rounds to the cell unless it reaches the midpoint cell / 2,
+        # its binade's bottom (the subtraction is exact: the same binade)
+        mid = 0.5 * _double((emin + drop - 52) << 52)
+        dist = abs((abs(hi) - mid) + _sel(hi < 0.0, -lo, lo)) * (1.0 - 2.0**-52)
+        return y, (r < dist) & (hi != 0.0)
     half = 1 << (d - 1)
     ulp = _double((e - 52) << 52)
     mid = _double((_bits(hi) & ~((1 << d) - 1)) | half)  # the midpoint in hi's segment

@@ -10,7 +10,7 @@ An operator of the registry without a module here is checked by the op-generic t
 tests/test_oracles.py lists such operators (a warning, not a failure) and fails on a module whose
 name is not an operator of the registry (a stale oracle).
 
-Two interfaces, by the module's KIND:
+The interfaces, by the module's KIND:
 
 - KIND = "elementwise" (default for new modules; forward and backward ops of the activation
   family): the exact value of one output element from the input elements.
@@ -60,6 +60,16 @@ Two interfaces, by the module's KIND:
       draw(rng, shape) -> {tensor input: float64 array}
       value(arrays) -> {output: object array of mpf or IEEE special floats, the output's shape}
   tests/test_row_oracles.py runs them.
+- KIND = "smoothed_classes" (a class dim of 2-D inputs, an integer target with an ignore
+  index, a class weight, a reduction and a label smoothing: aclnnCrossEntropyLoss and its
+  grad): the exact outputs from whole input arrays.
+      OUTS: tuple, PRODUCTS, allowed(param, product): as "rows"
+      SHAPES: tuple of the input's (N, C) shapes to test
+      REDUCTIONS: tuple of reduction values, SMOOTHING: tuple of label smoothings to test
+      draw(rng, shape, reduction, ignore, weighted) -> {tensor input: float64 / int64 array}
+      value(arrays, s) -> {output: object array of mpf or IEEE special floats} (s: the call's
+                          reduction, ignoreIndex, labelSmoothing)
+  tests/test_smoothed_class_oracles.py runs them.
 - no KIND (the "gradient" interface of the five seed ops), below.
 
 The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's

@@ -116,6 +116,17 @@ def parse_aten_binding(spec: OpSpec) -> AtenBinding | None:
                 ("returns", i),
                 f"{r} is unused (the API never writes it): write {DROPPED} for this result",
             )
+    # an output the API writes that no result fills would stay as allocated and be judged
+    # (an in/out tensor ATen mutates in place is read back instead)
+    unfilled = [p.name for p in spec.outputs
+                if not p.unused and not p.is_inout and p.name not in returns]  # fmt: skip
+    if unfilled:
+        raise b.error(
+            ("returns",) if "returns" in raw else ("op",),
+            f"no result of {op} fills {', '.join(unfilled)}, which {spec.name} writes: list "
+            f"it in returns, or remove the binding (an ATen op that cannot give every output "
+            f"cannot judge the API)",
+        )
     translate: dict[str, dict[str, Any]] = {}
     for name, table in (raw.get("translate") or {}).items():
         if name not in (*args, *kwargs.values()):

@@ -123,14 +123,18 @@ def output_rule(spec: OpSpec, out: str) -> tuple[Check | None, tuple[DtypeTerm, 
 
 
 def describe_rule(spec: OpSpec, out: str) -> str:
+    """How the importer derives an output the file leaves out: its dtype, and its shape (the
+    output's own shape rule where it has one, else the inputs' broadcast)."""
     check, terms = output_rule(spec, out)
+    param = next((p for p in spec.params if p.name == out), None)
+    rule = getattr(param, "shape", None)
+    shape = (
+        f"shape: its rule {rule}" if rule is not None else "shape: broadcast of the tensor inputs"
+    )
     if check is None:
         ins = ", ".join(p.name for p in spec.tensor_inputs)
-        return f"{out}: promotion of the tensor inputs ({ins}); shape: their broadcast"
-    return (
-        f"{out}: dtype of {', '.join(str(t) for t in terms)} (clause {check.id}); "
-        "shape: broadcast of the tensor inputs"
-    )
+        return f"{out}: promotion of the tensor inputs ({ins}); {shape}"
+    return f"{out}: dtype of {', '.join(str(t) for t in terms)} (clause {check.id}); {shape}"
 
 
 def derive_output(spec: OpSpec, out: str, dtypes: dict[str, str]) -> str:
