@@ -275,16 +275,23 @@ def chunks(
                     flagged = pairs.settle(raw, y, flagged)
         else:
             y, flags, bad = got
-            if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values
-                y[bad], again = tier1(
-                    spec,
-                    env,
-                    {nm: a[bad] for nm, a in raw.items()},
-                    (bad.size, lay.length),
-                    route,
-                    per_row,
-                )
-                flags[bad] = again
+            if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values,
+                # and where one of those is finite, numpy's tier 1 (an ATK case of NaN
+                # gradients is 14 M elements of NaN: no bounds walked for them)
+                sub = {nm: a[bad] for nm, a in raw.items()}
+                y[bad] = ieee(spec, env, sub, (bad.size, lay.length), per_row)
+                flags[bad] = 0
+                some = np.isfinite(y[bad]).any(axis=1)
+                if some.any():
+                    at = bad[some]
+                    y[at], flags[at] = tier1(
+                        spec,
+                        env,
+                        {nm: a[some] for nm, a in sub.items()},
+                        (at.size, lay.length),
+                        route,
+                        per_row,
+                    )
             flagged = fast.settle(raw, y, settle.flagged(flags.reshape(-1)))
         if flagged.size:
             refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check, per_row)
@@ -487,6 +494,24 @@ class Compiled:
 
 DD_ROWS = 64  # rows of one double-double call at least (its buffers: rows of float64)
 DD_ELEMENTS = 1 << 18  # and as many more as this many elements hold (a call costs ~100 us)
+
+
+def ieee(
+    spec: OpSpec,
+    env: dict[str, Any],
+    raw: dict[str, np.ndarray],
+    shape: tuple[int, int],
+    per_row: bool = False,
+) -> np.ndarray:
+    """The formula's float64 values over rows, numpy's IEEE arithmetic and nothing bounded."""
+    chunk_env = dict(env)
+    chunk_env[ROW] = shape
+    for nm, arr in raw.items():
+        chunk_env[nm] = arr.astype(np.float64)
+    out = (shape[0], 1) if per_row else shape
+    with np.errstate(all="ignore"):
+        y = Formula.of(spec.formula).evaluate(chunk_env, NUMPY, shape)
+        return np.array(np.broadcast_to(y, shape)[:, : out[1]], dtype=np.float64)
 
 
 def tier1(

@@ -203,6 +203,29 @@ def test_rows_with_specials_follow_ieee_as_numpy(tmp_path, numba_path):
 
 
 @pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
+def test_rows_of_nan_take_ieee_values_without_bounds(tmp_path, numba_path, monkeypatch):
+    """Rows whose every value is NaN (an ATK case of NaN inputs: 14 M elements) take numpy's
+    IEEE values (rows.ieee) and never the bounded numpy tier; a row with a finite value among
+    its specials still does (rows.tier1), and both agree with the numpy path."""
+    value, let = SOFTMAX
+    reg = _spec(tmp_path, value, let)
+    calls: list[int] = []
+    real = rows.tier1
+    monkeypatch.setattr(rows, "tier1", lambda *a, **k: (calls.append(a[3][0]), real(*a, **k))[1])
+    nan = np.full((64, 5), np.nan)
+    got = _run(reg, nan, "FLOAT")
+    assert np.isnan(got).all() and not calls
+    x = np.array([[-np.inf, 2.0, np.inf], [np.nan, 1.0, 2.0], [-np.inf, 0.0, 1.0]])
+    got = _run(reg, x, "FLOAT")
+    compiled_mode.set_mode("numpy")
+    try:
+        want = _run(reg, x, "FLOAT")
+    finally:
+        compiled_mode.set_mode("numba")
+    assert np.array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 @pytest.mark.parametrize("which", ["softmax", "log_softmax"])
 def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, which):
     """DOUBLE: numpy's tier 1 (long double) flags what its bound does not trust (here: rows
