@@ -185,3 +185,49 @@ def test_an_atk_file_gives_an_in_out_tensors_input_values(tmp_path):
     assert_clean(conform("run", "--cases", str(out), "--results", str(res), "-q"), 0)
     (rec,) = [json.loads(x) for x in res.read_text(encoding="utf-8").splitlines()]
     assert rec["verdict"] == "pass" and "noise" in rec["dtypes"]
+
+
+INPLACE = REG.get("inplace_rrelu_with_noise")
+
+
+class _WritesInPlace(Backend):
+    """The in-place API: writes the given noise and self (self's storage holds the result)."""
+
+    capabilities = Capabilities(status="exact")
+    name = "writes-in-place"
+
+    def __init__(self, noise, self_after):
+        super().__init__(REG)
+        self.noise, self.after = noise, self_after
+
+    def execute(self, call: Call) -> Outcome:
+        ty = call.tensor("self").storage.dtype
+        return Outcome(0, {"noise": np.array(self.noise, ty), "self": np.array(self.after, ty)}, "")
+
+
+def _inplace_call() -> Call:
+    return Call("aclnnInplaceRReluWithNoise", "atlas-a2", {
+        "self": TensorArg.from_array(np.array(X), "BF16"),
+        "noise": TensorArg.from_array(np.full((8,), 5.0), "BF16"),
+        "lower": ScalarArg("FLOAT", 0.1), "upper": ScalarArg("FLOAT", 0.3),
+        "training": True, "seed": 0, "offset": 0})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("after", "verdict"),
+    [(GOOD_OUT, "pass"), (X, "fail"), ([v * 2 for v in GOOD_OUT], "fail")],
+    ids=["self-times-noise", "self-unchanged", "twice"],
+)
+def test_the_in_place_tensor_is_read_as_it_was_before_the_call(after, verdict):
+    """aclnnInplaceRReluWithNoise: self after = self before x noise. The relation reads the
+    in-place tensor's value before the call (spec.inplace_tensor) and judges its written value:
+    writing the product passes; leaving self unchanged, or writing twice the product, fails
+    (were self read after the call, self = self x noise would fail the right answer and pass
+    an unchanged self wherever noise is 1)."""
+    assert INPLACE.inplace_tensor == "self"
+    call = _inplace_call()
+    case = Case("hand/relations/1", INPLACE.name, call.product, "positive", call, (), 0, 0)
+    got = judge(INPLACE, case, _WritesInPlace(GOOD_NOISE, after), ORACLE)
+    assert got.verdict == verdict, got.reason
+    if verdict == "fail":
+        assert "out-is-self-times-noise" in got.reason

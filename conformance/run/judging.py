@@ -575,10 +575,14 @@ def relation_failures(
     """'' when every relation of `formula` holds at every element of the backend's outputs,
     else which relation fails where. The inputs and outputs are read whole, as float64, in the
     formula output's shape (inputs broadcast to it). An `equals` relation is judged like a
-    computed output: the expression's float64 value is the golden, under the output's policy."""
+    computed output: the expression's float64 value is the golden, under the output's policy.
+    An in/out tensor reads its written value, but for an in-place variant's own tensor
+    (spec.inplace_tensor), which reads its value before the call: its written value is the
+    relation's subject (aclnnInplaceRReluWithNoise: self = self before x noise)."""
     t = call.tensor(formula.output)
     shape = t.shape
     env: dict[str, Any] = attribute_env(spec, with_defaults(spec, call))
+    written: dict[str, np.ndarray] = {}
     with np.errstate(all="ignore"):
         for q in spec.tensor_inputs:
             env[q.name] = np.broadcast_to(call.tensor(q.name).view(), shape).astype(np.float64)
@@ -586,7 +590,9 @@ def relation_failures(
             t_q = call.args.get(q.name)
             if isinstance(t_q, TensorArg) and not q.unused and q.name in got.outputs:
                 view = TensorArg(t_q.dtype, t_q.shape, t_q.strides, t_q.offset, got.outputs[q.name])
-                env[q.name] = np.asarray(view.view()).astype(np.float64)
+                written[q.name] = np.asarray(view.view()).astype(np.float64)
+                if q.name != spec.inplace_tensor:
+                    env[q.name] = written[q.name]
         for r in formula.relations:
             where = (
                 np.broadcast_to(np.asarray(r.where.evaluate(env), dtype=bool), shape)
@@ -599,7 +605,7 @@ def relation_failures(
                     return f"relation {spec.clause(r.id)} ({r.equals.source}): {why}"
                 continue
             if r.form == "within":
-                ok = _within(t.dtype, env[formula.output], *(e.evaluate(env) for e in r.within))
+                ok = _within(t.dtype, written[formula.output], *(e.evaluate(env) for e in r.within))
             else:
                 ok = np.asarray(r.holds.evaluate(env), dtype=bool)
             ok = np.broadcast_to(ok, shape) | ~where
@@ -607,10 +613,11 @@ def relation_failures(
             if bad:
                 first = tuple(int(i) for i in np.argwhere(~ok)[0])
                 names = sorted({n for e in r.exprs for n in e.names} | {formula.output})
+                seen = {**env, formula.output: written[formula.output]}
                 shown = ", ".join(
-                    f"{n}={float(np.broadcast_to(env[n], shape)[first]):.9g}"
+                    f"{n}={float(np.broadcast_to(seen[n], shape)[first]):.9g}"
                     for n in names
-                    if n in env and isinstance(env[n], np.ndarray)
+                    if n in seen and isinstance(seen[n], np.ndarray)
                 )
                 text = (
                     " in ".join(e.source for e in r.exprs[::-1]) if r.within else r.exprs[-1].source

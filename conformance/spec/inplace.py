@@ -31,7 +31,7 @@ import re
 from typing import Any
 
 # Check kinds that relate two or more tensors: with one left they say nothing.
-_PAIRWISE = {"same_dtype", "same_shape", "broadcastable", "promotable"}
+_PAIRWISE = {"same_dtype", "same_shape", "same_format", "broadcastable", "promotable"}
 
 
 def _rename(value: Any, old: str, new: str) -> Any:
@@ -145,7 +145,8 @@ def derive(data: dict[str, Any]) -> dict[str, Any]:
     v["checks"] = [by_id[i] for i in first if i in by_id] + [
         c for c in checks if c["id"] not in first
     ]
-    v["formula"]["output"] = inp if v["formula"]["output"] == out else v["formula"]["output"]
+    for f in v["formulas"] if "formulas" in v else [v["formula"]]:  # out's formula is now inp's
+        f["output"] = inp if f["output"] == out else f["output"]
     for prop in v.get("properties", []):
         if "params" in prop:
             prop["params"] = _rename(prop["params"], out, inp)

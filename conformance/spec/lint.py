@@ -279,6 +279,7 @@ class Linter:
         if variant is None:
             return ()
         variant.inplace_of = data["name"]
+        variant.inplace_tensor = ip["input"]
         return (variant,)
 
     def params(self, raw: list[dict[str, Any]]) -> list[Param]:

@@ -332,6 +332,9 @@ class OpSpec:
     # name of the spec it was derived from.
     variants: tuple[OpSpec, ...] = ()
     inplace_of: str = ""
+    # For a variant, its in-place tensor (the input the written output took the place of): a
+    # relation reads it as it was before the call (the written value is its formula's subject)
+    inplace_tensor: str = ""
     # One formula per computed output (`formulas:`; `formula:` gives one); () means (formula,).
     formulas: tuple[Formula, ...] = ()
     # An output's own per-dtype tolerance overrides (`tolerance: {out: {DTYPE: {...}}}`)
