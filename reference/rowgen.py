@@ -114,6 +114,7 @@ def generate(
     length: int | None = None,
     long: bool = False,
     live: frozenset[ir.Reduce] | None = None,
+    every: bool = False,
 ) -> Source:
     """The row kernel's source for `spec`, the string parameters of `env` decided; dd: the
     double-double tier's; half: the FLOAT16 tensors (read from their bits); length: the rows'
@@ -122,7 +123,8 @@ def generate(
     row, the reduced dims dropped). long: the long-row kernel (float64 only; rows of LONG and
     more): each reduction's row in segments of SEG terms, reduced in parallel, their partial
     states combined error-free, so that no buffer holds a whole row. live: the reductions the
-    call's branches can reach (rows.live; None: all): the others are not computed (NaN)."""
+    call's branches can reach (rows.live; None: all): the others are not computed (NaN). every:
+    a double-double kernel over every row in parallel (a DOUBLE output's tier: rows.Compiled)."""
     _expressible(spec)
     tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
@@ -134,10 +136,12 @@ def generate(
     long = long and not dd
     body = Bounded(dd, long).body(spec, tensors, attrs, bools, strings, half, places, live)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    # the double-double tier runs on a few rows at a time: one thread, no fork and join; a long
-    # row's kernel takes its rows one by one, each row's segments in parallel
+    # the double-double tier runs on a few rows at a time: one thread, no fork and join (but
+    # over every row of a DOUBLE output: in parallel); a long row's kernel takes its rows one by
+    # one, each row's segments in parallel
+    serial = (dd and not every) or long
     text = HEADER.format(digest=_DIGEST, prelude=PRELUDE, args=", ".join(args), body="\n".join(body),
-                         parallel=not dd, loop="range" if dd or long else "prange",
+                         parallel=not dd or every, loop="range" if serial else "prange",
                          length="a0" if tensors else "y")  # fmt: skip
     return Source(text, tensors, attrs, half)
 

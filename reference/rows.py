@@ -293,6 +293,8 @@ def chunks(
                         per_row,
                     )
             flagged = fast.settle(raw, y, settle.flagged(flags.reshape(-1)))
+            if fast.every and flagged.size:  # DOUBLE: what the pairs leave, long double's rows
+                flagged = _long_double(spec, env, raw, y, flagged, route, per_row)
         if flagged.size:
             refine(spec, env, y, flagged, raw, route.in_dtypes, out_dtype.name, check, per_row)
         if per_row:
@@ -382,23 +384,34 @@ class Compiled:
     """The compiled row tiers of one call (rowgen.py): tier 1 in float64 with its bound, and
     the double-double rows that settle what tier 1 flags; what the pair cannot decide stays
     flagged for mpmath. FLOAT, FLOAT16 and BF16 outputs, where the one switch of
-    conformance/compiled/mode.py wants the compiled path."""
+    conformance/compiled/mode.py wants the compiled path; a DOUBLE output (faithful) has no
+    float64 tier (within an ulp is past float64's own bound): the pairs are its tier 1, over
+    every element in parallel (`every`)."""
 
     spec: OpSpec
     env: dict[str, Any]
     route: Plan
     f64: Any
     dd: Any
+    every: bool = False
 
     @classmethod
     def make(
         cls, spec: OpSpec, env: dict[str, Any], route: Plan, total: int, length: int
     ) -> Compiled | None:
-        if route.fmt is None or route.refine_all or route.complex_out:
+        if route.refine_all or route.complex_out or not (route.fmt or route.faithful):
             return None  # (a 64-bit integer input: chunks() checks it is within 2^53)
         if length == 0 or not compiled_mode.wanted(total):
             return None
         from . import kernel, rowgen  # numba is imported only where the compiled path runs
+
+        if route.fmt is None:  # DOUBLE, faithful: the pairs over every element, in parallel
+            try:
+                every = rowgen.generate(spec, env, True, length=length, live=frozenset(live(spec, env)), every=True)  # fmt: skip
+                dd = kernel._compiled(every)
+            except codegen.Unsupported:
+                return None
+            return None if dd is None else cls(spec, env, route, None, dd, every=True)
 
         half = frozenset(n for n, d in route.in_dtypes.items() if d == "FLOAT16")
         try:
@@ -454,18 +467,22 @@ class Compiled:
         flags = np.empty(shape, np.uint8)
         bad = np.empty(shape[0], np.bool_)
         drop, guard, emin = self._format()
+        first = self.dd if self.every else self.f64  # DOUBLE: the pairs decide or flag
+        if self.every:
+            flags.fill(1)  # (the pair kernel evaluates the elements flagged on entry)
+            raw = {nm: np.ascontiguousarray(a).astype(np.float64) for nm, a in raw.items()}
         try:
-            self.f64.fn(*self.f64._args(raw, self.env), y, flags, bad, drop, guard, emin)
+            first.fn(*first._args(raw, self.env), y, flags, bad, drop, guard, emin)
         except Exception as exc:  # numba cannot type these arguments
-            self.f64.fail(exc)
+            first.fail(exc)
             return None
         return y, flags, np.flatnonzero(bad)
 
     def settle(self, raw: dict[str, np.ndarray], y: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """The rows of the flagged elements `idx` (flat) again in double-double: where the
         pair decides, y takes it (rounded to odd). Returns the elements still undecided."""
-        if self.dd is None or idx.size == 0:
-            return idx
+        if self.dd is None or self.every or idx.size == 0:
+            return idx  # (no pairs, or the pairs were tier 1: what they left stays)
         length = y.shape[1]
         rows, first = np.unique(idx // length, return_inverse=True)
         drop, guard, emin = self._format()
@@ -494,6 +511,28 @@ class Compiled:
 
 DD_ROWS = 64  # rows of one double-double call at least (its buffers: rows of float64)
 DD_ELEMENTS = 1 << 18  # and as many more as this many elements hold (a call costs ~100 us)
+
+
+def _long_double(
+    spec: OpSpec,
+    env: dict[str, Any],
+    raw: dict[str, np.ndarray],
+    y: np.ndarray,
+    flagged: np.ndarray,
+    route: Plan,
+    per_row: bool,
+) -> np.ndarray:
+    """A DOUBLE output's elements the pairs left (flat indices into y): their rows through
+    numpy's tier 1 (long double, trusted where float64's bound shows little amplification: the
+    pairs' function bounds are generous, a log-softmax's x - m - log(S) leaves 1 % to it); the
+    elements it flags too are returned (for mpmath)."""
+    length = y.shape[1]
+    rows_, at = np.unique(flagged // length, return_inverse=True)
+    full = next(iter(raw.values())).shape[1] if raw else length
+    got, mask = tier1(spec, env, {nm: a[rows_] for nm, a in raw.items()}, (rows_.size, full), route, per_row)  # fmt: skip
+    cols = flagged % length
+    y[rows_[at], cols] = got[at, cols]
+    return flagged[mask[at, cols]]
 
 
 def ieee(

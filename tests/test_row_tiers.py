@@ -228,27 +228,28 @@ def test_rows_of_nan_take_ieee_values_without_bounds(tmp_path, numba_path, monke
 @pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 @pytest.mark.parametrize("which", ["softmax", "log_softmax"])
 def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, which):
-    """DOUBLE: numpy's tier 1 (long double) flags what its bound does not trust (here: rows
-    with a wide range, where x - max loses bits); the double-double rows settle them, and every
-    element is within an ulp of the exact value (mpmath at 60 digits)."""
+    """DOUBLE on the compiled path: the double-double rows are tier 1 over every element
+    (rows.Compiled.every, in parallel); what they leave goes through numpy's long double rows
+    (rows._long_double), and every element is within an ulp of the exact value (mpmath at 60
+    digits), rows of a wide range (where x - max loses bits) included."""
     value, let = SOFTMAX if which == "softmax" else LOG_SOFTMAX
     oracle = _softmax_mp if which == "softmax" else _log_softmax_mp
     reg = _spec(tmp_path, value, let)
     rng = np.random.default_rng(9)
     x = np.concatenate([rng.normal(size=(3, 200)) * 300, _hard_softmax_rows(rng, 200)])
     calls = []
-    real = rows.Compiled.settle
+    real = rows.Compiled.tier1
 
-    def spy(self, raw, y, idx):
-        calls.append(idx.size)
-        return real(self, raw, y, idx)
+    def spy(self, raw, shape):
+        calls.append(self.every)
+        return real(self, raw, shape)
 
-    rows.Compiled.settle = spy
+    rows.Compiled.tier1 = spy
     try:
         got = _run(reg, x, "DOUBLE")
     finally:
-        rows.Compiled.settle = real
-    assert sum(calls) > 0  # the pairs were asked
+        rows.Compiled.tier1 = real
+    assert calls and all(calls)  # the pairs were tier 1
     with mp.workdps(60):
         for i, r in enumerate(x):
             want = oracle([mp.mpf(float(a)) for a in r])
