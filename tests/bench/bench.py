@@ -181,12 +181,13 @@ CROSS_ENTROPY = (4096, 32000)  # the cross_entropy row's self: [rows, classes] F
 
 
 def cross_entropy_row(rows: int, classes: int) -> dict:
-    """The reference's cross entropy per row (gather under a logsumexp over the class dim)
-    against torch's, in a fresh process (bench_ops.py --cross-entropy)."""
+    """The reference's aclnnCrossEntropyLoss (reduction none: a gather under a logsumexp over
+    the class dim, and logProbOut) against torch's, in a fresh process (bench_ops.py
+    --cross-entropy)."""
     print(f"op: cross_entropy FLOAT [{rows}, {classes}]", file=sys.stderr, flush=True)
     args = [sys.executable, str(ROOT / "tests/bench/bench_ops.py"), "--cross-entropy", "FLOAT",
             str(rows), str(classes)]  # fmt: skip
-    base = {"op": "cross_entropy (none, fixture)", "dtype": "FLOAT", "log2n": None,
+    base = {"op": "cross_entropy_loss (none)", "dtype": "FLOAT", "log2n": None,
             "shape": [rows, classes]}  # fmt: skip
     try:
         proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -141,61 +141,38 @@ def measure(op: str, dtype: str, log2n: int, exact: bool) -> dict:
     return row
 
 
-# cross entropy per row (reduction none): the gather of the formula language under a reduction
-# over the class dim. A fixture spec (written here) until a cross_entropy_loss spec is shipped.
-CROSS_ENTROPY = """\
-format: 1
-op: aclnnCrossEntropyBench
-name: cross_entropy_bench
-summary: cross entropy per row, logsumexp(x_n) - x[n, t_n] (torch's reduction none, no weight)
-source:
-  doc: none
-products: [atlas-a2]
-params:
-  - {name: self, kind: tensor, role: input, c_type: "const aclTensor*"}
-  - {name: target, kind: tensor, role: input, c_type: "const aclTensor*", values: {index_of: {param: self, dim: -1}}}
-  - {name: out, kind: tensor, role: output, c_type: "aclTensor*"}
-dtype_sets:
-  float: {source: t, default: [FLOAT, FLOAT16, BF16, DOUBLE]}
-  index: {source: t, default: [INT64]}
-checks:
-  - {id: dtype-self, kind: dtype_in, params: [self], set: float, source: t}
-formula:
-  output: out
-  source: t
-  branches:
-    - {id: v, when: otherwise, value: "logsumexp(self, -1) - gather(self, target, -1)", source: t}
-"""  # noqa: E501
-
-
 def measure_cross_entropy(dtype: str, rows: int, classes: int) -> dict:
-    """The cross_entropy row: the reference (the fixture spec above) on a [rows, classes] self
-    of N(0, 2) values and targets in [0, classes), against torch's cross_entropy (reduction
-    none) on the same tensors, in this process."""
-    import tempfile
-
+    """The cross_entropy row: the shipped aclnnCrossEntropyLoss spec (reduction none, no
+    weight, no smoothing: lossOut per row and logProbOut) on a [rows, classes] input of N(0, 2)
+    values and targets in [0, classes), against torch's cross_entropy (reduction none, which
+    computes the log_softmax too) on the same tensors, in this process."""
     import torch
     from aclnn_conformance.conformance.acl import dtypes as dt
     from aclnn_conformance.conformance.acl.call import Call, TensorArg
-    from aclnn_conformance.conformance.spec.registry import Registry, load_spec
+    from aclnn_conformance.conformance.spec.registry import default_registry
     from aclnn_conformance.reference import engine
 
-    path = Path(tempfile.mkdtemp()) / "cross_entropy_bench.yaml"
-    path.write_text(CROSS_ENTROPY)
-    reg = Registry([load_spec(path)])
+    reg = default_registry()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((rows, classes), dtype=np.float32)
     x *= 2
     x = x.astype(dt.get(dtype).np, copy=False)  # FLOAT: no second copy
     t = rng.integers(0, classes, rows)
-    out = np.zeros(rows, x.dtype)
+    loss = np.zeros(rows, x.dtype)
+    logp = np.zeros(rows * classes, x.dtype)
     call = Call(
-        "cross_entropy_bench",
+        "aclnnCrossEntropyLoss",
         "atlas-a2",
-        {"self": TensorArg(dtype, (rows, classes), (classes, 1), 0, x.reshape(-1)),
+        {"input": TensorArg(dtype, (rows, classes), (classes, 1), 0, x.reshape(-1)),
          "target": TensorArg("INT64", (rows,), (1,), 0, t),
-         "out": TensorArg(dtype, (rows,), (1,), 0, out)},
+         "weightOptional": None, "reductionOptional": "none", "ignoreIndex": -100,
+         "labelSmoothing": 0.0, "lseSquareScaleForZloss": 0.0, "returnZloss": False,
+         "lossOut": TensorArg(dtype, (rows,), (1,), 0, loss),
+         "logProbOut": TensorArg(dtype, (rows, classes), (classes, 1), 0, logp),
+         "zlossOut": TensorArg(dtype, (rows,), (1,), 0, np.zeros(rows, x.dtype)),
+         "lseForZlossOut": TensorArg(dtype, (rows,), (1,), 0, np.zeros(rows, x.dtype))},
     )  # fmt: skip
+    out = loss
     kwargs = {"in_place": True} if "in_place" in engine.evaluate.__code__.co_varnames else {}
     t0 = time.perf_counter()
     engine.evaluate(call, reg, **kwargs)  # warm: the first call compiles (or loads the cache)
@@ -206,9 +183,9 @@ def measure_cross_entropy(dtype: str, rows: int, classes: int) -> dict:
     tt = torch.from_numpy(t)
     fn = lambda: torch.nn.functional.cross_entropy(tx, tt, reduction="none")  # noqa: E731
     fn()
-    row = {"op": "cross_entropy (none, fixture)", "dtype": dtype, "log2n": None,
+    row = {"op": "cross_entropy_loss (none)", "dtype": dtype, "log2n": None,
            "shape": [rows, classes], "supported": True, "ref_s": ref_s, "first_s": first,
-           "tensor_bytes": x.nbytes + t.nbytes + out.nbytes,
+           "tensor_bytes": x.nbytes + t.nbytes + out.nbytes + logp.nbytes,
            "torch_threads": torch.get_num_threads(), "torch_s": best_of(fn, 5)}  # fmt: skip
     row["peak_rss"] = ref_rss  # the reference's (torch's log_softmax holds another [N, C])
     row["peak_rss_with_torch"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
