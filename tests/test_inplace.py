@@ -56,10 +56,12 @@ def test_the_variant_has_one_inout_tensor_and_the_out_of_place_rules():
 @pytest.mark.parametrize("spec", SHIPPED, ids=lambda s: s.name)
 def test_every_shipped_variant_writes_into_an_input_of_its_base(spec):
     for v in spec.variants:
-        inout = [p for p in v.params if p.is_inout]
-        assert len(inout) == 1 and inout[0].name in {p.name for p in spec.tensor_inputs}
-        assert v.formula.output == inout[0].name
-        assert not set(p.name for p in spec.outputs) & set(v.param_names)
+        inout = {p.name for p in v.params if p.is_inout}
+        base_inout = {p.name for p in spec.params if p.is_inout}  # (RReluWithNoise's noise)
+        assert v.inplace_tensor in {p.name for p in spec.tensor_inputs} - base_inout
+        assert inout == {v.inplace_tensor} | base_inout
+        assert v.formula_of(v.inplace_tensor) is not None
+        assert not {p.name for p in spec.outputs if not p.is_inout} & set(v.param_names)
         assert {c.id for c in v.checks} <= {c.id for c in spec.checks}
         assert v.op.startswith("aclnnInplace")
 
