@@ -281,3 +281,26 @@ def test_the_large_profile_is_refused_with_a_case_directory(tmp_path):
     proc = conform("run", "--profile", "large", "--cases", tmp_path, "--results", tmp_path / "r")
     assert_clean(proc, 2)
     assert "--profile" in proc.stderr
+
+
+def test_flat_view_offsets_are_the_views_elements_in_c_order():
+    """FlatView.offsets (the trailing dims' pattern plus each block's base) gives, for random
+    views (broadcast dims, any strides, an offset) and random ranges, the storage index of each
+    element that numpy's own strided view holds there in C order (np.lib.stride_tricks)."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        rank = int(rng.integers(1, 5))
+        shape = tuple(int(x) for x in rng.integers(1, 7, rank))
+        own = tuple(s if rng.random() < 0.7 else 1 for s in shape)
+        strides = tuple(int(x) for x in rng.integers(0, 50, rank))
+        size = 3 + 1 + sum((a - 1) * b for a, b in zip(own, strides, strict=True))
+        storage = np.arange(size, dtype=np.int64)
+        flat = FlatView(TensorArg("INT64", own, strides, 3, storage), shape)
+        view = np.lib.stride_tricks.as_strided(
+            storage[3:], own, tuple(8 * s for s in strides), writeable=False
+        )
+        want = np.broadcast_to(view, shape).reshape(-1)  # the storage index is the value
+        for _ in range(5):
+            a = int(rng.integers(0, flat.size))
+            b = int(rng.integers(a + 1, flat.size + 1))
+            assert np.array_equal(flat.offsets(a, b), want[a:b]), (shape, own, strides, a, b)

@@ -31,6 +31,20 @@ def ranges(total: int, chunk: int) -> Iterator[tuple[int, int]]:
         yield start, min(start + chunk, total)
 
 
+def _walk(
+    idx: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], offset: int
+) -> np.ndarray:
+    """Storage offsets of the flat indices idx of a view of `shape` and `strides` (C order)."""
+    off = np.full(idx.size, offset, dtype=np.int64)
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n == 1:
+            continue
+        idx, r = np.divmod(idx, n)
+        if s:
+            off += r * s
+    return off
+
+
 class FlatView:
     """Elements of `t`'s view broadcast to `shape`, by flat index in C order."""
 
@@ -47,20 +61,33 @@ class FlatView:
         self.strides = tuple(strides)
         self.offset = int(t.offset)
         self.size = numel(self.shape)
+        self._patterns: dict[int, np.ndarray] = {}  # trailing dims from k: their offsets
         same = tuple(t.shape) == self.shape
         self.contiguous = same and tuple(t.strides) == contiguous_strides(self.shape)
 
     def offsets(self, start: int, stop: int) -> np.ndarray:
-        """Storage indices of flat elements [start, stop)."""
-        idx = np.arange(start, stop, dtype=np.int64)
-        off = np.full(stop - start, self.offset, dtype=np.int64)
-        for n, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
-            if n == 1:
-                continue
-            idx, r = np.divmod(idx, n)
-            if s:
-                off += r * s
-        return off
+        """Storage indices of flat elements [start, stop): the trailing dims' pattern (their
+        offsets within one block of them, computed once) added to each block's base, the
+        leading dims' offset of that block (one divmod walk over blocks, not elements: a
+        broadcast gradient's offsets cost an addition per element)."""
+        count = stop - start
+        k, size = len(self.shape), 1
+        while k > 0 and size * self.shape[k - 1] <= max(count, 1):
+            k, size = k - 1, size * self.shape[k - 1]
+        if size <= 1:
+            return _walk(
+                np.arange(start, stop, dtype=np.int64), self.shape, self.strides, self.offset
+            )
+        pattern = self._patterns.get(k)
+        if pattern is None:
+            pattern = self._patterns[k] = _walk(
+                np.arange(size, dtype=np.int64), self.shape[k:], self.strides[k:], 0
+            )
+        b0, b1 = start // size, (stop - 1) // size + 1
+        base = _walk(
+            np.arange(b0, b1, dtype=np.int64), self.shape[:k], self.strides[:k], self.offset
+        )
+        return (base[:, None] + pattern[None, :]).reshape(-1)[start - b0 * size : stop - b0 * size]
 
     def get(self, start: int, stop: int) -> np.ndarray:
         """Elements [start, stop) as a 1-D array (a view of the storage where it can be)."""
