@@ -362,8 +362,10 @@ def _empty_rows(
 
 COMPILED_CHUNK = 1 << 20  # elements of a chunk at least, on the compiled path
 # mpmath element evaluations (flagged rows times their length) from which the double-double
-# rows are worth compiling after numpy's tier 1 (mpmath: about 30 us an element, twice)
-PAIRS_MIN = 1 << 14
+# rows are worth compiling after numpy's tier 1 (mpmath: about 30 us an element, twice; a tie
+# goes on to TIE_PRECISION: 1.5 ms. LogSoftmax's ATK case 0055, 3,454 elements of BF16 ties in
+# rows of 9, took 5 s in mpmath; the kernel is compiled once and cached on disk)
+PAIRS_MIN = 1 << 10
 
 
 def pairs_wanted(route: Plan, flagged: np.ndarray, length: int, walked: int | None = None) -> bool:
