@@ -182,18 +182,11 @@ def test_refine_takes_an_exact_row_sum_without_walking_the_row(tmp_path, monkeyp
     seeds mpmath with that sum (rows.exact_sums) and makes only the element environments it
     reads, and the element is the exact x0 / S rounded once."""
     from aclnn_conformance.conformance.acl import dtypes as dt
-    from aclnn_conformance.conformance.acl.call import Call, TensorArg
-    from aclnn_conformance.conformance.spec.interpret import attribute_env
 
     reg = _spec(tmp_path, "self / sum(self, -1)")
     spec = reg.get("reduce_fixture")
     x = np.random.default_rng(6).integers(1, 1 << 12, size=(1, 4096)).astype(np.float32)
-    call = Call(
-        "aclnnReduceFixture",
-        "atlas-a2",
-        {"self": TensorArg.from_array(x, "FLOAT"), "out": TensorArg.from_array(x, "FLOAT")},
-    )
-    env = attribute_env(spec, call)
+    env = fixture_env(spec, x)
     made: list[int] = []
 
     class Counted(rows._Element):
@@ -208,3 +201,12 @@ def test_refine_takes_an_exact_row_sum_without_walking_the_row(tmp_path, monkeyp
     exact = Fraction(float(x[0, 0])) / sum((Fraction(float(v)) for v in x[0]), Fraction(0))
     got = dt.round_to(y[:, :1], dt.get("FLOAT"))[0, 0]
     assert got == np.float32(round_exact(exact, "FLOAT"))
+
+
+def fixture_env(spec, x: np.ndarray) -> dict:
+    """The attribute environment of a FLOAT call of the reduce fixture on x (rows.refine's)."""
+    from aclnn_conformance.conformance.acl.call import Call, TensorArg
+    from aclnn_conformance.conformance.spec.interpret import attribute_env
+
+    t = {"self": TensorArg.from_array(x, "FLOAT"), "out": TensorArg.from_array(x, "FLOAT")}
+    return attribute_env(spec, Call("aclnnReduceFixture", "atlas-a2", t))

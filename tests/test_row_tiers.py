@@ -185,6 +185,15 @@ def test_double_double_decisions_agree_with_mpmath(tmp_path, numba_path):
         assert got == round_exact(want[i][j], "FLOAT16"), (i, j)
 
 
+def _numpy_run(reg, x: np.ndarray, dtype: str) -> np.ndarray:
+    """_run on the numpy tiers (the compiled switch set back to numba after)."""
+    compiled_mode.set_mode("numpy")
+    try:
+        return _run(reg, x, dtype)
+    finally:
+        compiled_mode.set_mode("numba")
+
+
 @pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
 def test_rows_with_specials_follow_ieee_as_numpy(tmp_path, numba_path):
     """A row whose reductions meet an infinity or NaN is evaluated by the numpy tier (IEEE):
@@ -193,12 +202,7 @@ def test_rows_with_specials_follow_ieee_as_numpy(tmp_path, numba_path):
     reg = _spec(tmp_path, value, let)
     x = np.array([[0.0, np.nan, 1.0], [0.0, np.inf, 1.0], [-np.inf, 2.0, 3.0], [-np.inf] * 3])
     got = _run(reg, x, "FLOAT")
-    compiled_mode.set_mode("numpy")
-    try:
-        want = _run(reg, x, "FLOAT")
-    finally:
-        compiled_mode.set_mode("numba")
-    assert np.array_equal(_bits(got), _bits(want))
+    assert np.array_equal(_bits(got), _bits(_numpy_run(reg, x, "FLOAT")))
     assert got[2, 0] == 0 and got[2, 2] == np.float32(1 / (1 + np.exp(-1)))
 
 
@@ -213,16 +217,9 @@ def test_rows_of_nan_take_ieee_values_without_bounds(tmp_path, numba_path, monke
     real = rows.tier1
     monkeypatch.setattr(rows, "tier1", lambda *a, **k: (calls.append(a[3][0]), real(*a, **k))[1])
     nan = np.full((64, 5), np.nan)
-    got = _run(reg, nan, "FLOAT")
-    assert np.isnan(got).all() and not calls
+    assert np.isnan(_run(reg, nan, "FLOAT")).all() and not calls
     x = np.array([[-np.inf, 2.0, np.inf], [np.nan, 1.0, 2.0], [-np.inf, 0.0, 1.0]])
-    got = _run(reg, x, "FLOAT")
-    compiled_mode.set_mode("numpy")
-    try:
-        want = _run(reg, x, "FLOAT")
-    finally:
-        compiled_mode.set_mode("numba")
-    assert np.array_equal(_bits(got), _bits(want))
+    assert np.array_equal(_bits(_run(reg, x, "FLOAT")), _bits(_numpy_run(reg, x, "FLOAT")))
 
 
 @pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)

@@ -165,18 +165,12 @@ def test_a_clamped_log_at_its_pole_is_exact(tmp_path, monkeypatch, path):
 def test_refine_checks_the_time_limit_inside_a_long_row(tmp_path):
     """rows.refine calls the case's time check while mpmath walks one long row (not only
     between rows): a 20,000-element row's single flagged element is stopped within it."""
-    from aclnn_conformance.conformance.acl.call import Call, TensorArg
-    from aclnn_conformance.conformance.spec.interpret import attribute_env
+    from tests.test_exact_rows import fixture_env
 
     reg = _spec(tmp_path, "exp(self) / sum(exp(self), -1)")
     spec = reg.get("reduce_fixture")
     x = np.random.default_rng(8).normal(size=(1, 20000)).astype(np.float32)
-    call = Call(
-        "aclnnReduceFixture",
-        "atlas-a2",
-        {"self": TensorArg.from_array(x, "FLOAT"), "out": TensorArg.from_array(x, "FLOAT")},
-    )
-    env = attribute_env(spec, call)
+    env = fixture_env(spec, x)
     calls: list[int] = []
 
     class Stop(Exception):
