@@ -543,16 +543,19 @@ def ieee(
     raw: dict[str, np.ndarray],
     shape: tuple[int, int],
     per_row: bool = False,
+    ar: Any = NUMPY,
+    dtype: Any = np.float64,
 ) -> np.ndarray:
-    """The formula's float64 values over rows, numpy's IEEE arithmetic and nothing bounded."""
+    """The formula's values over rows in numpy's IEEE arithmetic `ar` (complex128: COMPLEX),
+    nothing bounded; per_row: the rows' first column."""
     chunk_env = dict(env)
     chunk_env[ROW] = shape
     for nm, arr in raw.items():
-        chunk_env[nm] = arr.astype(np.float64)
-    out = (shape[0], 1) if per_row else shape
+        chunk_env[nm] = arr.astype(dtype)
+    cols = 1 if per_row else shape[1]
     with np.errstate(all="ignore"):
-        y = Formula.of(spec.formula).evaluate(chunk_env, NUMPY, shape)
-        return np.array(np.broadcast_to(y, shape)[:, : out[1]], dtype=np.float64)
+        y = Formula.of(spec.formula).evaluate(chunk_env, ar, shape)
+        return np.array(np.broadcast_to(y, shape)[:, :cols], dtype=dtype)
 
 
 def tier1(
@@ -574,10 +577,8 @@ def tier1(
     chunk_env[ROW] = shape
     with np.errstate(all="ignore"):
         if route.complex_out:  # complex128, numpy's arithmetic, nothing settled (as elementwise)
-            for nm, arr in raw.items():
-                chunk_env[nm] = arr.astype(np.complex128)
-            y = Formula.of(spec.formula).evaluate(chunk_env, COMPLEX, shape)
-            return np.array(np.broadcast_to(y, shape)[:, : out[1]]), np.zeros(out, bool)
+            y = ieee(spec, env, raw, shape, per_row, COMPLEX, np.complex128)
+            return y, np.zeros(out, bool)
         for nm, arr in raw.items():
             chunk_env[nm] = arr.astype(np.float64)
         y, err, undecided = errbound.bounded(spec, chunk_env, shape)
