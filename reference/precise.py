@@ -41,7 +41,7 @@ PRECISION = 128  # bits of the first mpmath evaluation
 MAX_PRECISION = 4096  # enough for any term of a float64 input (2**-1074 next to 1)
 # an exact tie of two successive precisions goes on to this precision before it is taken (a
 # term of 2^-500 relative shows there: erfc(-17) = 2 - 2^-419); further, mpmath's erf of an
-# argument of 20-30 costs 10-35 ms an element (the vendor's GeluMul cases hold hundreds)
+# argument of 20-30 costs 10-35 ms an element (the vendor's gated-GELU cases hold hundreds)
 TIE_PRECISION = 512
 
 
@@ -261,7 +261,7 @@ def refine(
     log(1 + e^-800)) is lost at both of two low precisions alike, so a tie goes on to
     TIE_PRECISION, where such a term shows; an exact tie stays a tie and is then broken to
     even by the final rounding, as it should be (and so is one whose perturbation lies below
-    about 2^-500 relative: erfc(-30) = 2 - 2^-1300, a log-softmax's terms below e^-700 that
+    about 2^-500 relative: erfc(-30) = 2 - 2^-1300, a log-sum-exp's terms below e^-700 that
     the double-double tier drops: not certified)."""
     if idx.size == 0:
         return y

@@ -363,7 +363,7 @@ def _empty_rows(
 COMPILED_CHUNK = 1 << 20  # elements of a chunk at least, on the compiled path
 # mpmath element evaluations (flagged rows times their length) from which the double-double
 # rows are worth compiling after numpy's tier 1 (mpmath: about 30 us an element, twice; a tie
-# goes on to TIE_PRECISION: 1.5 ms. LogSoftmax's ATK case 0055, 3,454 elements of BF16 ties in
+# goes on to TIE_PRECISION: 1.5 ms. A log-normalising ATK case, 3,454 elements of BF16 ties in
 # rows of 9, took 5 s in mpmath; the kernel is compiled once and cached on disk)
 PAIRS_MIN = 1 << 10
 
@@ -526,7 +526,7 @@ def _long_double(
 ) -> np.ndarray:
     """A DOUBLE output's elements the pairs left (flat indices into y): their rows through
     numpy's tier 1 (long double, trusted where float64's bound shows little amplification: the
-    pairs' function bounds are generous, a log-softmax's x - m - log(S) leaves 1 % to it); the
+    pairs' function bounds are generous, a row's x - m - log(S) leaves 1 % to it); the
     elements it flags too are returned (for mpmath)."""
     length = y.shape[1]
     rows_, at = np.unique(flagged // length, return_inverse=True)

@@ -578,7 +578,7 @@ def relation_failures(
     computed output: the expression's float64 value is the golden, under the output's policy.
     An in/out tensor reads its written value, but for an in-place variant's own tensor
     (spec.inplace_tensor), which reads its value before the call: its written value is the
-    relation's subject (aclnnInplaceRReluWithNoise: self = self before x noise)."""
+    relation's subject (an in-place noise product: self = self before x noise)."""
     t = call.tensor(formula.output)
     shape = t.shape
     env: dict[str, Any] = attribute_env(spec, with_defaults(spec, call))
