@@ -31,6 +31,7 @@ from ..conformance.acl import dtypes as dt
 from ..conformance.acl.call import Call, CallError, Outcome, TensorArg, arg_problem
 from ..conformance.acl.views import BLOCK, FlatView, numel, ranges
 from ..conformance.run.backend import OracleTimeout
+from ..conformance.spec.elements import placed
 from ..conformance.spec.expr import ir
 from ..conformance.spec.expr.walk import Formula, tensors_read
 from ..conformance.spec.interpret import attribute_env, validate, with_defaults
@@ -193,7 +194,8 @@ def chunks(
     shape = tuple(call.tensor(spec.formula.output).shape)
     total = numel(shape)
     env: dict[str, Any] = attribute_env(spec, call)
-    flats = {n: FlatView(call.tensor(n), shape) for n in tensors_read(spec)}
+    laid = placed(spec, call, env)  # a channel weight laid along its dim (`along:`)
+    flats = {n: FlatView(laid.get(n) or call.tensor(n), shape) for n in tensors_read(spec)}
     route = plan(spec, call, exact)
     out_dtype = route.out_dtype
     numpy = NumpyEvaluator(spec, env, route)

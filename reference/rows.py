@@ -42,6 +42,7 @@ from ..conformance.acl.views import FlatView, numel
 from ..conformance.compiled import mode as compiled_mode
 from ..conformance.spec.elements import element_shape, index_dims
 from ..conformance.spec.expr import ir
+from ..conformance.spec.expr.language import SPANS
 from ..conformance.spec.expr.mpeval import mp_arithmetic
 from ..conformance.spec.expr.numpy_arith import NUMPY, numpy_arithmetic
 from ..conformance.spec.expr.walk import GATHER, POS, ROW, Formula, Row, stage
@@ -75,8 +76,8 @@ def reduced_dims(node: ir.Reduce, env: dict[str, Any], rank: int) -> tuple[int, 
     """The dims `node` reduces for a call (its attribute env) on an output of `rank`: sorted,
     negative ones wrapped; a rank-0 tensor reduces its one element over dim 0 or -1. Raises
     CallError for a dim out of range or named twice."""
-    if node.param is not None:
-        v = env.get(node.param)
+    if node.param is not None:  # an int / int_array parameter, or a tensor laid along a dim
+        v = env.get(node.param, env.get(SPANS.format(node.param)))
         dims = tuple(int(d) for d in (v if isinstance(v, list | tuple) else [v]))
     elif node.dims is not None:
         dims = node.dims

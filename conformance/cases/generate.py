@@ -302,6 +302,7 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
             plans += _scalar_plans(spec, product, base)
             plans += _null_plans(spec, product, base)
             plans += _list_plans(spec, product, base)
+            plans += _laid_plans(spec, product, base)
             if (
                 not large_done
                 and product == spec.products[0]
@@ -468,6 +469,22 @@ def _list_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePl
                 items = tuple(ScalarPlan(ddt, v) for v in values)
                 args = {**base, p.name: ListPlan(p.kind, items)}
                 out.append(make_plan(spec, product, "positive", args, f"list={p.name}:{tag}", []))
+    return out
+
+
+def _laid_plans(spec: OpSpec, product: str, base: dict[str, Any]) -> list[CasePlan]:
+    """Positive cases per tensor laid `along:` a dim (a channel weight of C elements in the base
+    case): one element (1-D, and 0-d), which broadcasts over every channel, and the C elements
+    in a 2-D (C, 1) shape, which the library reads by their count."""
+    out = []
+    for p in spec.tensor_inputs:
+        if p.along is None or not isinstance(base.get(p.along.of), TensorPlan):
+            continue
+        size = p.along.size(tuple(base[p.along.of].shape))
+        shapes = {"1": (1,), "0d": ()} | ({f"{size}x1": (size, 1)} if size > 1 else {})
+        for tag, shape in shapes.items():
+            args = with_shapes(base, {p.name: shape})
+            out.append(make_plan(spec, product, "positive", args, f"along={p.name}:{tag}", []))
     return out
 
 

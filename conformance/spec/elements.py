@@ -6,7 +6,8 @@ dim: it is placed with a size-1 dim inserted at dim, so that it is constant alon
 gather picks in. The output either has the elements' shape (every elementwise formula, a normalisation over a dim)
 or the elements' shape with the formula's reduced / gathered dims removed or kept as 1 (NLL's
 `reduction: none`, one value per row): then each output element is its row's value. A 1-D
-tensor a gather picks from (a per-class weight) lies along the gather's dim.
+tensor a gather picks from (a per-class weight) lies along the gather's dim, and so does a tensor
+laid along a dim by its element count (`along:`, a channel weight of any shape).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..acl.call import Call, CallError, TensorArg
+from ..acl.call import Call, CallError, TensorArg, contiguous_strides
 from .expr import ir
 from .expr.walk import Formula, tensors_read
 from .model import OpSpec
@@ -63,7 +64,8 @@ def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg
         if name not in dims:
             args[name] = _kept(spec, call, env, name, args[name])
     out = call.args.get(spec.formula.output)
-    others = [len(t.shape) for n, t in args.items() if n not in dims]
+    laid = {p.name: p.along.dim for p in spec.tensor_inputs if p.along is not None}
+    others = [len(t.shape) for n, t in args.items() if n not in dims and n not in laid]
     others += [len(out.shape)] if isinstance(out, TensorArg) else []
     for name, d in dims.items():
         t = args.get(name)
@@ -79,6 +81,13 @@ def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg
             t, shape=t.shape[:k] + (1,) + t.shape[k:], strides=t.strides[:k] + (0,) + t.strides[k:]
         )
     rank = max(others, default=0)
+    try:  # the elements' shape without the laid tensors
+        full = np.broadcast_shapes(*(t.shape for n, t in args.items() if n not in laid))
+    except ValueError:
+        full = None
+    for name, d in laid.items():
+        if name in args and tuple(args[name].shape) != full:  # (not already one per element)
+            args[name] = _laid(name, args[name], d, rank)
     for name, d in vector_dims(spec, env).items():
         t = args.get(name)
         if t is None or len(t.shape) != 1 or rank <= 1 or name in dims or not -rank <= d < rank:
@@ -90,6 +99,22 @@ def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg
             strides=(0,) * k + tuple(t.strides) + (0,) * (rank - 1 - k),
         )
     return args
+
+
+def _laid(name: str, t: TensorArg, dim: int, rank: int) -> TensorArg:
+    """Tensor `t` (`along: {dim}`) as the formula reads it beside elements of `rank` dims: its
+    n elements, in C order whatever its shape, along `dim` ((1, n, 1, 1) for dim 1 of a rank-4
+    self); one element as a 0-d tensor, which broadcasts over every element. Raises CallError
+    for n > 1 where the elements have no dim `dim` (the check numel_along rejects it first)."""
+    n = t.numel
+    if n == 1:
+        shape: tuple[int, ...] = ()
+    elif rank > dim:
+        shape = (1,) * dim + (n,) + (1,) * (rank - 1 - dim)
+    else:
+        raise CallError(f"{name}: {n} elements laid along dim {dim} of {rank}-d elements")
+    values = np.ascontiguousarray(t.view()).reshape(-1)
+    return replace(t, shape=shape, strides=contiguous_strides(shape), offset=0, storage=values)
 
 
 def _kept(spec: OpSpec, call: Call, env: dict[str, Any], name: str, t: TensorArg) -> TensorArg:

@@ -34,6 +34,7 @@ from .model import (
     LIST_KINDS,
     NUMBER_KINDS,
     TERM_PROMOTE,
+    Along,
     Branch,
     Check,
     Deviation,
@@ -85,6 +86,7 @@ class Linter:
         # arrays and lists: no expression reads them elementwise (checks and shape rules do)
         self.unreadable: dict[str, str] = {}
         self.kinds: dict[str, str] = {}  # every parameter's kind (a reduction's dim: int)
+        self.laid: set[str] = set()  # tensors laid `along:` a dim (a reduction may name one)
 
     def err(self, path: Iterable[Any], message: str, extra_lines: int = 0) -> None:
         self.problems.append(
@@ -104,12 +106,13 @@ class Linter:
             self.err(path, f"{exc.message} in expression {str(text)!r}", offset)
             return None
         dims = {r.param for r in ir.reductions(e.ir) if r.param}
-        for name in sorted(dims):
+        for name in sorted(dims - self.laid):
             if self.kinds.get(name) not in ("int", "int_array"):
                 self.err(
                     path,
                     f"{name} is a {self.kinds.get(name, 'name')}: a reduction's dim must be an "
-                    f"int or int_array parameter, an int literal or `all` (expression {text!r})",
+                    f"int or int_array parameter, a tensor laid `along:` a dim, an int literal "
+                    f"or `all` (expression {text!r})",
                 )
         for node in ir.splits(e.ir):
             if node.param is not None and self.kinds.get(node.param) != "int":
@@ -184,6 +187,7 @@ class Linter:
         by_name = {p.name: p for p in params}
         self.unreadable = {p.name: p.kind for p in params if p.kind in (*ARRAY_KINDS, *LIST_KINDS)}
         self.kinds = {p.name: p.kind for p in params}
+        self.laid = {p.name for p in params if p.along is not None}
         sets = self.dtype_sets(data.get("dtype_sets", {}), prods)
         checks = [self.check(i, c, by_name, sets) for i, c in enumerate(data["checks"])]
         raw_formulas, formula_paths = _formula_sections(data)
@@ -346,6 +350,7 @@ class Linter:
                     rng,
                     bool(p.get("unused", False)),
                     index_of=self.index_of(i, p, raw),
+                    along=self.along(i, p, raw),
                 )
             )
             if "shape" in p:
@@ -373,11 +378,22 @@ class Linter:
         attrs = [q for q in self.doc.data.get("params", []) if q.get("kind") != "tensor"]
         known = [q["name"] for q in attrs if q.get("kind") in ("int", "bool", "string", "float")]
         strings = [q["name"] for q in attrs if q.get("kind") == "string"]
+        tensors = [
+            q.name for q in earlier[:-1] if q.is_tensor
+        ]  # a `when` reads numel(x), size(x, k)
         try:
-            rule = parse_rule(p["shape"], known, strings)
+            rule = parse_rule(p["shape"], known + tensors, strings)
         except ShapeSyntaxError as exc:
             self.err(where, f"{name}: shape rule: {exc}")
             return None
+        for cond, _ in rule.cases:
+            bare = {n.name for n in ir.walk(cond.ir) if isinstance(n, ir.Var)} if cond else set()
+            for t in sorted(bare & set(tensors)):
+                self.err(
+                    where,
+                    f"{name}: shape rule's `when` reads tensor {t} itself: it may read "
+                    f"numel({t}) and size({t}, k)",
+                )
         kinds = {q["name"]: q.get("kind") for q in self.doc.data.get("params", [])}
         for t in rule.tensors:
             if t == name:
@@ -468,6 +484,30 @@ class Linter:
             )
             ok = False
         return IndexOf(src, dim, ignore) if ok else None
+
+    def along(self, i: int, p: dict[str, Any], raw: list[dict[str, Any]]) -> Along | None:
+        """A tensor input's `along: {of, dim}`: `of` an earlier tensor, `dim` an int literal of
+        0 or more; the tensor has no shape rule (its shape is free, its element count is what
+        the check `numel_along` tests)."""
+        v = p.get("along")
+        if v is None:
+            return None
+        where = ("params", i, "along")
+        name = p["name"]
+        earlier = {q.get("name"): q.get("kind") for q in raw[:i]}
+        of, dim = v.get("of"), v.get("dim")
+        problems = []
+        if p["kind"] != "tensor" or p.get("role", "input") != "input":
+            problems.append("only a tensor input is laid along a dim")
+        if "shape" in p:
+            problems.append("a tensor laid along a dim has no shape rule (its shape is free)")
+        if earlier.get(of) != "tensor":
+            problems.append(f"along.of {of!r} is not a tensor parameter before it")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+            problems.append(f"along.dim {dim!r} is not an int literal of 0 or more")
+        for problem in problems:
+            self.err(where, f"{name}: {problem}")
+        return None if problems else Along(of, dim)
 
     def param_values(
         self, i: int, p: dict[str, Any]

@@ -51,6 +51,22 @@ class IndexOf:
 
 
 @dataclass(frozen=True)
+class Along:
+    """A tensor read by its element count along one dim of another (`along: {of: self, dim:
+    1}`): n elements, whatever their shape, lie along `dim` of the formula's elements (n = 1
+    broadcasts over them all): a channel weight, (C) or (1, C, 1) read as (1, C, 1, 1) beside a
+    (N, C, H, W) self. The size it must hold is `of`'s along `dim`, 1 where `of` has `dim` dims
+    or fewer (the vendor's and ATen's "channels")."""
+
+    of: str
+    dim: int
+
+    def size(self, shape: tuple[int, ...]) -> int:
+        """The element count a tensor laid along `of` of this shape holds (besides 1)."""
+        return int(shape[self.dim]) if len(shape) > self.dim else 1
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     kind: str  # one of PARAM_KINDS
@@ -71,6 +87,8 @@ class Param:
     unused: bool = False
     # an integer tensor whose values index another tensor along a dim (`values: {index_of:}`)
     index_of: IndexOf | None = None
+    # a tensor input read by its element count along a dim of another (`along:`)
+    along: Along | None = None
     # A tensor's shape rule (`shape:`, conformance.spec.shapes.ShapeRule); None: an output is
     # the broadcast of the tensor inputs, an input is free.
     shape: Any = None

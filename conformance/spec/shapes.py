@@ -23,6 +23,7 @@ executed; a conditional rule's `when:` goes through the expression language's wh
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .expr.language import Expr, ExprError, compile_expr
+from .expr.language import MAX_DIMS, NUMEL, SIZE, Expr, ExprError, compile_expr
 
 FORMS = ("same", "scalar", "broadcast", "reduce", "split", "list")
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -310,8 +311,14 @@ def shape_of(
     """The shape `rule` gives, from the tensors' `shapes` (name -> shape) and the non-tensor
     parameters' values `attrs` (name -> int, list of ints, bool or string). Raises ShapeError
     where the shapes cannot meet it (say why)."""
+    env = dict(attrs)
+    for name, s in shapes.items() if len(rule.cases) > 1 else ():  # numel(x), size(x, k)
+        env[NUMEL.format(name)] = math.prod(int(n) for n in s)
+        dims = tuple(s) or (1,)
+        for k in range(-min(len(dims), MAX_DIMS), min(len(dims), MAX_DIMS)):
+            env[SIZE.format(name, k)] = int(dims[k])
     for cond, term in rule.cases:
-        if cond is None or bool(np.all(cond.evaluate(dict(attrs)))):
+        if cond is None or bool(np.all(cond.evaluate(env))):
             return term_shape(term, shapes, attrs)
     raise ShapeError(f"shape rule {rule}: no `when` holds")
 

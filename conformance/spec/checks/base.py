@@ -14,7 +14,7 @@ import numpy as np
 
 from ...acl import dtypes as dt
 from ...acl.call import ArrayArg, Call, CallError, ScalarArg, TensorArg
-from ..expr.language import MAX_DIMS, NUMEL, SIZE
+from ..expr.language import MAX_DIMS, NUMEL, SIZE, SPANS
 from ..model import Check, DtypeTerm, OpSpec, Param
 
 if TYPE_CHECKING:
@@ -99,6 +99,14 @@ def attribute_env(spec: OpSpec, call: Call) -> dict[str, Any]:
             dims = tuple(t.shape) or (1,)  # size(x, k): a 0-d tensor as one dim of size 1
             for k in range(-min(len(dims), MAX_DIMS), min(len(dims), MAX_DIMS)):
                 env[sizes[k]] = int(dims[k])
+            of = call.args.get(p.along.of) if p.along is not None else None
+            if hasattr(of, "shape"):  # laid along a dim: the dims a reduction to it reduces
+                rank, one = len(of.shape), env[numel] == 1
+                env[SPANS.format(p.name)] = tuple(
+                    d
+                    for d in range(rank)
+                    if one or d != p.along.dim  # type: ignore[union-attr]
+                )
     return env
 
 

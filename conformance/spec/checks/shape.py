@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...acl.call import ArrayArg, Call
 from ...acl.planned import TensorPlan, with_shapes
-from ..model import Check, OpSpec
+from ..model import Check, OpSpec, Param
 from ..shapes import ShapeError, rule_order, shape_of
 from .base import NAME, Args, CheckKind, Mutations, Violation, arg, attribute_env, broadcast
 
@@ -203,6 +203,48 @@ class NumelAtLeast(CheckKind):
                 yield f"{n}:1", with_shapes(base, {n: (1,)})
 
 
+class NumelAlong(CheckKind):
+    """Each tensor named (a tensor input laid `along:` a dim of another) holds 1 element or as
+    many as its `along.of` has along `along.dim` (1 where that tensor has no such dim): a
+    channel weight, whatever its shape."""
+
+    name = "numel_along"
+    param_kind = "tensor"
+    credit = frozenset({"shape"})
+
+    @classmethod
+    def param_problem(cls, name: str, p: Param) -> str | None:
+        problem = super().param_problem(name, p)
+        if problem is None and p.along is None:
+            return f"{cls.name}: {name} is laid along no dim (give it `along: {{of, dim}}`)"
+        return problem
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        problem = next(filter(None, (cls._count(spec, check, call, n) for n in check.params)), "")
+        if problem:
+            raise Violation(check, problem)
+        return False
+
+    @staticmethod
+    def _count(spec: OpSpec, check: Check, call: Call, name: str) -> str:
+        """Why tensor `name` holds the wrong element count, or ""."""
+        along = spec.param(name).along
+        want = along.size(arg(call, check, along.of).shape)  # type: ignore[union-attr]
+        got = _numel(arg(call, check, name).shape)
+        if got in (1, want):
+            return ""
+        return f"{name} has {got} elements, not 1 or {along.of}'s {want} along dim {along.dim}"  # type: ignore[union-attr]
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        for n in check.params:
+            along = spec.param(n).along
+            want = along.size(tuple(getattr(base.get(along.of), "shape", ())))
+            bad = want + 1 if want + 1 != 1 else 2
+            yield f"{n}:{bad}", with_shapes(base, {n: (bad,)})
+
+
 class ShapeIsBroadcast(CheckKind):
     """The tensors named have the broadcast shape of the tensors `of`."""
 
@@ -262,8 +304,10 @@ def planned_shapes(args: Args) -> tuple[dict[str, tuple[int, ...]], dict[str, An
 def derive_shapes(spec: OpSpec, args: Args) -> Args:
     """`args` with every tensor that has a `shape:` rule given the shape its rule computes, in
     dependency order (rule_order: after the tensors it reads); a rule the call cannot meet (an
-    odd split) leaves the tensor as it is, for the check that rejects it."""
-    out = dict(args)
+    odd split) leaves the tensor as it is, for the check that rejects it. A tensor laid along a
+    dim (`along:`) holding neither 1 element nor its `of`'s channels gets (channels,): before
+    the rules (one may read its numel) and again after them (its `of` may be ruled)."""
+    out = _laid_shapes(spec, dict(args))
     for p in rule_order(spec.params):  # each after the ruled tensors it reads
         if not isinstance(out.get(p.name), TensorPlan):
             continue
@@ -272,6 +316,17 @@ def derive_shapes(spec: OpSpec, args: Args) -> Args:
             out[p.name] = replace(out[p.name], shape=shape_of(p.shape, shapes, attrs))
         except ShapeError:
             continue
+    return _laid_shapes(spec, out)
+
+
+def _laid_shapes(spec: OpSpec, out: Args) -> Args:
+    for p in spec.tensor_inputs:  # (channels,) unless it holds 1 or them; no channels: (0,)
+        t, of = out.get(p.name), out.get(p.along.of) if p.along else None
+        if p.along is None or not isinstance(t, TensorPlan) or not isinstance(of, TensorPlan):
+            continue
+        size = p.along.size(tuple(of.shape))
+        if _numel(tuple(t.shape)) not in {1, size} - {0}:
+            out[p.name] = replace(t, shape=(size,))
     return out
 
 

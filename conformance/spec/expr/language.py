@@ -117,6 +117,9 @@ FUNCTIONS.update({name: 3 for name in SPLITS})
 NUMEL = "numel({})"
 #: size(x, k) reads this name, bound to the size of x's own dim k (k as written, negative or not)
 SIZE = "size({}, {})"
+#: a reduction over a tensor laid along a dim (`sum(x, weight)`) reads this name, bound to the
+#: dims that tensor broadcasts over (every dim of its `of` but `dim`; all of them for one element)
+SPANS = "dims-not-spanned({})"
 MAX_DIMS = 8  # a reduction's literal dims: each in [-8, 7]
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
