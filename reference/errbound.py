@@ -31,7 +31,7 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.compiled.ranges import BIG as _BIG
 from ..conformance.compiled.ranges import TINY as _TINY
-from ..conformance.spec.expr.numpy_arith import NUMPY, cut, uncut
+from ..conformance.spec.expr.numpy_arith import NUMPY, cut, uncut, uncut_rows
 from ..conformance.spec.expr.walk import Arithmetic, Formula, require
 from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
@@ -384,6 +384,23 @@ class ErrorBound(Arithmetic):
         return picked, np.where(np.isnan(err), 0.0, err)
 
     @staticmethod
+    def r_cumsum(x: Pair, *geometry: int) -> Pair:
+        """The prefix sums as numpy sums them (in order), each bound by its terms' bounds plus
+        the roundings of the additions before it: an addition rounds by at most u |partial
+        sum|, so the k-th prefix is off by at most u (|s_2| + ... + |s_k|); counted here from
+        |s_1| and with 2u, for slack."""
+        v = np.asarray(x[0], np.float64)
+        s = NUMPY.r_cumsum(v, *geometry)
+        e = NUMPY.r_cumsum(np.broadcast_to(np.asarray(x[1], np.float64), v.shape), *geometry)
+        own = 2 * U * NUMPY.r_cumsum(np.abs(s), *geometry)
+        if geometry:  # a prefix of terms on one grid is exact (a tie's prefix: exact_sum)
+            stride, size = geometry
+            exact = uncut_rows(exact_prefix(cut(v, stride, size)), v.shape, stride, size)
+        else:
+            exact = exact_prefix(v)
+        return s, e + np.where(exact, 0.0, own)
+
+    @staticmethod
     def r_position(*geometry: Any) -> Pair:
         """Each element's index along the dim: an exact integer, no error."""
         return NUMPY.r_position(*geometry), 0.0
@@ -403,17 +420,34 @@ def exact_sum(v: np.ndarray) -> np.ndarray:
     (each term's lowest set bit; a zero is any multiple) and the sum of their magnitudes is
     below 2^(k + 53). Squares and sums of FLOAT16 / BF16 / FLOAT values often are: rounding
     such a sum needs no bound, a tie included."""
-    a = np.abs(v)
+    a, lsb, finite = _grid(v)
+    k = lsb.min(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        total = np.sum(a, axis=-1, keepdims=True) * (1.0 + 2 * a.shape[-1] * U)  # rounded up
+        top = np.ldexp(1.0, np.minimum(k, 2000) + 53)
+    return np.isfinite(total) & finite.all(axis=-1, keepdims=True) & (total < top)
+
+
+def exact_prefix(v: np.ndarray) -> np.ndarray:
+    """exact_sum for every prefix of each row (v's last axis; the mask has v's shape): the
+    prefix's terms on one grid 2^k and the sum of their magnitudes below 2^(k + 53)."""
+    a, lsb, finite = _grid(v)
+    k = np.minimum.accumulate(lsb, axis=-1)
+    with np.errstate(all="ignore"):
+        total = np.cumsum(a, axis=-1) * (1.0 + 2 * a.shape[-1] * U)  # rounded up
+        top = np.ldexp(1.0, np.minimum(k, 2000) + 53)
+    return np.isfinite(total) & np.logical_and.accumulate(finite, axis=-1) & (total < top)
+
+
+def _grid(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(|v|, the position of each term's lowest set bit (a zero: far above any), finite)."""
+    a = np.abs(np.asarray(v, np.float64))
     bits = a.view(np.int64)
     expo = bits >> 52
     sig = (bits & ((1 << 52) - 1)) | np.where(expo > 0, 1 << 52, 0)
     low = np.frexp((sig & -sig).astype(np.float64))[1] - 1  # the lowest set bit's position
     lsb = np.where(sig == 0, 1 << 20, low + np.maximum(expo, 1) - 1075)
-    k = lsb.min(axis=-1, keepdims=True)
-    with np.errstate(all="ignore"):
-        total = np.sum(a, axis=-1, keepdims=True) * (1.0 + 2 * a.shape[-1] * U)  # rounded up
-        top = np.ldexp(1.0, np.minimum(k, 2000) + 53)
-    return np.isfinite(total) & (expo < 2047).all(axis=-1, keepdims=True) & (total < top)
+    return a, lsb, expo < 2047
 
 
 def _library(name: str) -> Callable[[Pair], Pair]:

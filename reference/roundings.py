@@ -121,6 +121,12 @@ class RoundingCount(Arithmetic):
 
     r_gather = _same
 
+    def cumsum(self, node: Any, x: Callable[[Any], Any], env: Any) -> int:
+        """A prefix sum rounds once per addition."""
+        return self.r_cumsum(x(env))
+
+    r_cumsum = _many
+
     def position(self, node: Any, env: Any) -> int:
         """An element's index along a dim is an exact integer: no rounding."""
         return self.r_position()

@@ -329,8 +329,10 @@ def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
     # a 0-d tensor cannot be split in halves (a min_rank check, or its one element is odd)
     splits = any(t.form == "split" for p in spec.params if p.shape for t in p.shape.terms())
     ranks = (1, 2, 4, 8) if splits else (0, 1, 2, 4, 8)
-    ruled = {p.name for p in spec.params if p.is_tensor and p.shape is not None}
-    if ruled:  # shape rules derive those tensors: the free ones cover the ranks their checks allow
+    # shape rules derive those tensors (and a tensor laid along a dim takes its count from its
+    # `of`): the free ones cover the ranks their checks allow
+    ruled = {p.name for p in spec.params if p.is_tensor and (p.shape or p.along) is not None}
+    if ruled:
         free = [p.name for p in spec.tensor_inputs if p.name not in ruled]
         lo = max((c.min for c in spec.checks if c.kind == "min_rank" and set(c.params) & set(free)), default=0)  # fmt: skip
         hi = min((c.max for c in spec.checks if c.kind == "max_rank" and set(c.params) & set(free)), default=8)  # fmt: skip

@@ -114,6 +114,13 @@ class Linter:
                     f"int or int_array parameter, a tensor laid `along:` a dim, an int literal "
                     f"or `all` (expression {text!r})",
                 )
+        for node in ir.along(e.ir):  # one dim: gather, position, cumsum
+            if node.param is not None and self.kinds.get(node.param) == "int_array":
+                self.err(
+                    path,
+                    f"{node.param} is an int_array: {node.fn}() runs along one dim, an int "
+                    f"parameter or an int literal (expression {text!r})",
+                )
         for node in ir.splits(e.ir):
             if node.param is not None and self.kinds.get(node.param) != "int":
                 self.err(

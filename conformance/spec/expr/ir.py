@@ -124,6 +124,13 @@ class Position(Along):
     operation (fn "position"); `x` is a placeholder (Num(0)) no arithmetic evaluates."""
 
 
+@dataclass(frozen=True)
+class Cumsum(Along):
+    """`cumsum(x, dim)`: at each element, the sum of `x` over the elements of its row along
+    `dim` up to and including it (a literal dim or an int parameter). A row operation (fn
+    "cumsum") like a gather: it reduces nothing, each element has its own prefix."""
+
+
 def position(dims: tuple[int, ...] | None = None, param: str | None = None) -> Position:
     """The Position node along a literal dim or an int parameter's."""
     return Position("position", Num(0), dims=dims, param=param)

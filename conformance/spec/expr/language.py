@@ -36,6 +36,7 @@ from .ir import (
     Compare,
     Concat,
     Const,
+    Cumsum,
     Gather,
     Half,
     Logic,
@@ -106,6 +107,9 @@ FUNCTIONS["gather"] = 3
 # target is `position(dim) == target`); each arithmetic implements it as r_position
 # (walk.py: Arithmetic.position)
 FUNCTIONS["position"] = 1
+# cumsum(x, dim): each element's prefix sum along dim (ir.Cumsum, a row operation); each
+# arithmetic implements it as r_cumsum (walk.py: Arithmetic.cumsum)
+FUNCTIONS["cumsum"] = 2
 # the split of a tensor in two halves along a dim (conformance/spec/split.py binds them): the
 # walker's own, like where
 SPLITS: dict[str, str] = {
@@ -304,6 +308,8 @@ class _Compiler:
             return self._gather(node, depth)
         if fname == "position":
             return self._position(node)
+        if fname == "cumsum":
+            return self._cumsum(node, depth)
         if fname == "half":
             return self._half(node)
         if fname == "concat":
@@ -382,6 +388,12 @@ class _Compiler:
         if isinstance(dim, ast.Tuple):
             raise _fail(dim, "position(): one dim (an int literal or an int parameter)")
         return position(dims=(_literal_dim("position", dim),))
+
+    def _cumsum(self, node: ast.Call, depth: int) -> Node:
+        """cumsum(x, dim): dim is one int literal or an int parameter's name."""
+        x = self.compile(node.args[0], depth)
+        d, param = self._split_dim("cumsum", node.args[1])
+        return Cumsum("cumsum", x, dims=None if d is None else (d,), param=param)
 
     def _split_dim(self, fname: str, dim: ast.AST) -> tuple[int | None, str | None]:
         """A split's dim: an int literal (-8..7) or a parameter's name (lint: an int one)."""

@@ -137,6 +137,16 @@ class MpArithmetic(ScalarOperators, Arithmetic):
             return self.m.nan
         return at(int(index))
 
+    def r_cumsum(self, xs: list[Any]) -> list[Any]:
+        """Each prefix's exact sum (mpf_add at precision 0), rounded once to the working
+        precision: the row's prefixes, in order."""
+        m = self.m
+        acc, out = libmp.fzero, []
+        for v in xs:
+            acc = libmp.mpf_add(acc, (v if isinstance(v, mpmath.mpf) else m.mpf(v))._mpf_, 0)
+            out.append(m.make_mpf(libmp.mpf_pos(acc, m.prec, libmp.round_nearest)))
+        return out
+
     def r_position(self, k: int) -> Any:
         """This element's index along the position's dim (walk.py: Arithmetic.position)."""
         return self.m.mpf(k)

@@ -153,6 +153,15 @@ class NumpyArithmetic(Arithmetic):
         p = np.arange(length) // stride % max(length if size is None else size, 1)
         return p.astype(self.dtype).reshape(1, length)
 
+    def r_cumsum(self, x: Any, stride: int = 1, size: int | None = None) -> Any:
+        """Each element's prefix sum along the cumsum's dim (walk.py: Arithmetic.cumsum),
+        summed in order (np.cumsum): the dim has `stride` and `size` inside a row, by default
+        the row itself."""
+        x = np.asarray(x, dtype=np.result_type(x, self.dtype))
+        if size is None or (stride == 1 and size == x.shape[-1]):
+            return np.cumsum(x, axis=-1)
+        return uncut_rows(np.cumsum(cut(x, stride, size), axis=-1), x.shape, stride, size)
+
     def function(self, fn: str) -> Callable[..., Any]:
         """The ufunc of the language function `fn` (the error-bound tier reuses it)."""
         return getattr(self, "f_" + fn)
@@ -186,6 +195,14 @@ def cut(rows: np.ndarray, stride: int, size: int) -> np.ndarray:
     outer = length // (size * stride) if size * stride else 0
     cuts = rows.reshape(r, outer, size, stride).transpose(0, 1, 3, 2)
     return cuts.reshape(r * outer * stride, size)
+
+
+def uncut_rows(values: np.ndarray, shape: tuple[int, ...], stride: int, size: int) -> np.ndarray:
+    """cut's inverse for one value per element of each segment ((S, size)): rows of `shape`."""
+    r, length = shape
+    outer = length // (size * stride) if size * stride else 0
+    v = np.asarray(values).reshape(r, outer, stride, size).transpose(0, 1, 3, 2)
+    return v.reshape(r, length)
 
 
 def uncut(values: np.ndarray, shape: tuple[int, ...], stride: int, size: int) -> np.ndarray:

@@ -45,6 +45,7 @@ from .ir import (
     Compare,
     Concat,
     Const,
+    Cumsum,
     Gather,
     Half,
     Logic,
@@ -171,26 +172,35 @@ class Arithmetic:
         rows = env.get(ROW)
         part = env.get(GATHER, {}).get(node)  # a reduction over one dim of rows spanning more
         if isinstance(rows, Row):
-            envs, key = rows.envs, id(node)
-            if part is not None:  # the segment of this element's row along the dim
-                stride, size = part
-                p = env[POS]
-                base = p - (p // stride) % size * stride
-                envs, key = envs[base : base + stride * size : stride], (id(node), base)
-            hit = rows.cache.get(key)
-            if hit is None or hit[0] is not node:
-                names = names_read(node.x)
-                values = []
-                for e in envs:
-                    rows.bind(e, names)
-                    values.append(x(e))
-                hit = rows.cache[key] = (node, f(values))
-            return hit[1]
+            return self._row_value(node, x, f, rows, env, part)[0]
         if rows is None:
             raise ValueError(f"{node.fn}() needs rows: the formula is evaluated by rows")
         if part is not None:
             return self.segments(f, self.rows_of(x(env), rows), *part)
         return f(self.rows_of(x(env), rows))
+
+    @staticmethod
+    def _row_value(
+        node: Reduce, x: Fn, f: Callable[[Any], Any], rows: Row, env: Env, part: Any
+    ) -> tuple[Any, int]:
+        """A scalar arithmetic's `f` of the argument's values along this element's row (the
+        segment along one dim where `part`, (stride, size), is given), computed once per row
+        (segment) and kept in the row's cache; with this element's index in it."""
+        envs, key, k = rows.envs, id(node), env[POS]
+        if part is not None:  # the segment of this element's row along the dim
+            stride, size = part
+            k = (env[POS] // stride) % size
+            base = env[POS] - k * stride
+            envs, key = envs[base : base + stride * size : stride], (id(node), base)
+        hit = rows.cache.get(key)
+        if hit is None or hit[0] is not node:
+            names = names_read(node.x)
+            values = []
+            for e in envs:
+                rows.bind(e, names)
+                values.append(x(e))
+            hit = rows.cache[key] = (node, f(values))
+        return hit[1], k
 
     def segments(self, f: Callable[[Any], Any], value: Any, stride: int, size: int) -> Any:
         """An array arithmetic's reduction `f` of the last axis, over the segments of each row
@@ -247,6 +257,25 @@ class Arithmetic:
             raise ValueError("position() needs rows: the formula is evaluated by rows")
         stride, size = env.get(GATHER, {}).get(node, (1, rows[-1]))
         return f(tuple(rows), stride, size)
+
+    def cumsum(self, node: Cumsum, x: Fn, env: Env) -> Any:
+        """The value of `cumsum(x, dim)` (node) at the elements of `env`: each one's prefix sum
+        along dim within its row. Array arithmetics: `r_cumsum(x rows)` along the last axis, or
+        `r_cumsum(x rows, stride, size)` where the rows span more dims (env[GATHER]); scalar
+        ones: `r_cumsum(values)` of the argument along this element's row (a list of the
+        prefixes, computed once per row), this element's prefix picked."""
+        f = getattr(self, "r_cumsum", None)
+        if f is None:
+            raise self.lacks("cumsum")
+        rows = env.get(ROW)
+        if isinstance(rows, Row):
+            prefixes, k = self._row_value(node, x, f, rows, env, env.get(GATHER, {}).get(node))
+            return prefixes[k]
+        if rows is None:
+            raise ValueError("cumsum() needs rows: the formula is evaluated by rows")
+        geometry = env.get(GATHER, {}).get(node)
+        xr = self.rows_of(x(env), rows)
+        return f(xr) if geometry is None else f(xr, *geometry)
 
     def rows_of(self, value: Any, rows: Any) -> Any:
         """An argument's value as rows of the shape `rows` (array arithmetics broadcast)."""
@@ -321,6 +350,9 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
     if isinstance(node, Position):
         where_ = ar.position
         return lambda env: where_(node, env)
+    if isinstance(node, Cumsum):
+        x, prefix = stage(node.x, ar), ar.cumsum
+        return lambda env: prefix(node, x, env)
     if isinstance(node, Reduce):
         x, reduce = stage(node.x, ar), ar.reduce
         return lambda env: reduce(node, x, env)
