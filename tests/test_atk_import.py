@@ -578,3 +578,44 @@ def test_the_report_names_an_outputs_shape_rule():
         assert f"shape: its rule {next(p.shape for p in spec.outputs if p.name == out)}" in text
     for spec, out in free:
         assert describe_rule(spec, out).endswith("shape: broadcast of the tensor inputs")
+
+
+def test_branches_are_credited_chunk_by_chunk_over_the_elements_only(tmp_path, monkeypatch):
+    """The importer credits branches over chunks of the elements, each input already read as
+    the formula reads it (one value per element): a chunk of n elements is walked as n, not
+    re-placed (a gather's index, a per-row gradient and a class weight each given a dim of
+    their own made an NLLLossBackward chunk of 2^18 walk 2^36 elements). Written here: an
+    NLLLossBackward case of 3 x 50 with reduction none; targets 7 (and the ignore index)."""
+    from aclnn_conformance.conformance.spec.expr import walk as walk_mod
+    from aclnn_conformance.conformance.vendor.atk import importer
+
+    def tensor(name, dtype, shape, rng):
+        return {"name": name, "type": "tensor", "required": True, "dtype": dtype,
+                "shape": shape, "range_values": rng}  # fmt: skip
+
+    def attr(name, value):
+        return {"name": name, "type": "attr", "required": True, "dtype": "int",
+                "shape": None, "range_values": value}  # fmt: skip
+
+    case = {"id": 0, "aclnn_name": "NLLLossBackward", "inputs": [
+        tensor("gradOutput", "fp32", [3], [-1, 1]), tensor("self", "fp32", [3, 50], [-1, 1]),
+        tensor("target", "int64", [3], [7, 7]), tensor("weight", "fp32", [50], [1, 2]),
+        attr("reduction", 0), attr("ignoreIndex", -100),
+        tensor("totalWeight", "fp32", [1], [1, 2]),
+    ]}  # fmt: skip
+    src = tmp_path / "nll.json"
+    src.write_text(json.dumps([case]), "utf-8")
+    walked: list[int] = []
+    taken = walk_mod.Formula.taken
+
+    def spy(self, env, arith, n):
+        walked.append(int(n))
+        return taken(self, env, arith, n)
+
+    monkeypatch.setattr(walk_mod.Formula, "taken", spy)
+    monkeypatch.setattr(importer, "BRANCH_CHUNK", 16)
+    _import(src, tmp_path / "out")
+    assert walked and max(walked) <= 16 and sum(walked) == 150
+    (c,) = _cases(tmp_path / "out").values()
+    # reduction 0: the `none` branch, and the one-hot let its value reads; no other branch
+    assert {"none", "one-hot"} <= set(c.clauses) and not {"mean", "sum"} & set(c.clauses)

@@ -81,12 +81,8 @@ def placed(spec: OpSpec, call: Call, env: dict[str, Any]) -> dict[str, TensorArg
             t, shape=t.shape[:k] + (1,) + t.shape[k:], strides=t.strides[:k] + (0,) + t.strides[k:]
         )
     rank = max(others, default=0)
-    try:  # the elements' shape without the laid tensors
-        full = np.broadcast_shapes(*(t.shape for n, t in args.items() if n not in laid))
-    except ValueError:
-        full = None
     for name, d in laid.items():
-        if name in args and tuple(args[name].shape) != full:  # (not already one per element)
+        if name in args:
             args[name] = _laid(name, args[name], d, rank)
     for name, d in vector_dims(spec, env).items():
         t = args.get(name)

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ..acl.call import Call
+from ..acl.call import Call, TensorArg
 from ..acl.views import FlatView, numel, ranges
 from .checks.base import Violation, accepted_nulls, attribute_env, with_defaults
 from .checks.kinds import kind_of
 from .elements import element_shape
 from .expr.numpy_arith import NUMPY
-from .expr.walk import Formula
+from .expr.walk import Formula, tensors_read
 from .model import Check, OpSpec
 from .split import split_call, splits
 from .tables import status_name
@@ -102,15 +102,21 @@ def formula_env(
     return env
 
 
-def branch_hits(spec: OpSpec, call: Call) -> list[str]:
+def branch_hits(spec: OpSpec, call: Call, flat: bool = False) -> list[str]:
     """Ids of the formula branches that at least one output element of a valid call takes (the
-    formula walk's `taken`, chunk by chunk), over every output's formula."""
+    formula walk's `taken`, chunk by chunk), over every output's formula. flat: the call's
+    tensors already hold one value per element, 1-D (the ATK importer's chunks, each input
+    read as the formula reads it): they are not placed again (a gather's index, a per-row
+    gradient, a class weight laid along its dim would each take a dim of its own)."""
     ids: list[str] = []
     for sub in spec.computed:
         out = call.args.get(sub.formula.output)
         if out is None:
             continue
-        total = numel(element_shape(sub, call, attribute_env(sub, call))[0])
+        if flat:
+            total = numel(call.tensor(sub.formula.output).shape)
+        else:
+            total = numel(element_shape(sub, call, attribute_env(sub, call))[0])
         branches = sub.formula.branches
         if len(branches) == 1 and branches[0].when is None:  # taken wherever there is an element
             ids += [branches[0].id] if total else []
@@ -118,10 +124,22 @@ def branch_hits(spec: OpSpec, call: Call) -> list[str]:
         walk = Formula.of(sub.formula)
         hit: set[int] = set()
         for start, stop in ranges(total, 1 << 20):
-            taken = walk.taken(formula_env(sub, call, start, stop), NUMPY, stop - start)
+            env = _flat_env(sub, call, start, stop) if flat else formula_env(sub, call, start, stop)
+            taken = walk.taken(env, NUMPY, stop - start)
             hit |= {int(i) for i in np.unique(taken[~np.isnan(taken)])}
         ids += [br.id for i, br in enumerate(sub.formula.branches) if i in hit]
     return ids
+
+
+def _flat_env(spec: OpSpec, call: Call, start: int, stop: int) -> dict[str, Any]:
+    """formula_env of a call whose tensors are 1-D, one value per element (branch_hits flat)."""
+    env = attribute_env(spec, call)
+    for name in tensors_read(spec):
+        t = call.args.get(name)
+        if isinstance(t, TensorArg):
+            v = np.asarray(t.view()).reshape(-1)[start:stop]
+            env[name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+    return env
 
 
 def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:

@@ -442,7 +442,7 @@ def credited(spec: OpSpec, plan: Planned, files: dict[str, Path]) -> list[str]:
             args[k] = TensorArg(t.dtype, (b - a,), (1,), 0, vals)
         for f in spec.formulas:
             args[f.output] = _light(plan.args[f.output].dtype, (b - a,))
-        hits.update(branch_hits(spec, Call(spec.name, "", args)))
+        hits.update(branch_hits(spec, Call(spec.name, "", args), flat=True))
     ordered = [br.id for f in spec.formulas for br in f.branches if br.id in hits]
     return lets_used(spec, ordered) + ordered
 
