@@ -380,8 +380,9 @@ def test_shapes_cover_ranks_empty_tensors_and_broadcast(op, cases):
 def test_one_case_per_op_has_at_least_a_million_elements(op, cases):
     spec = REG.get(op)
     out = spec.formula.output
-    ruled = {p.name for p in spec.params if p.is_tensor and p.shape is not None}
-    if ruled:  # a ruled output may be one element (a mean): the free inputs carry the million
+    # a ruled output may be one element (a mean), a laid weight C: the free inputs carry it
+    ruled = {p.name for p in spec.params if p.is_tensor and (p.shape or p.along) is not None}
+    if ruled:
         free = [p.name for p in spec.tensor_inputs if p.name not in ruled]
         big = [
             c for c in _positive(cases[op]) if all(c.call.args[n].numel >= 1 << 20 for n in free)
