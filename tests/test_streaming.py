@@ -263,8 +263,9 @@ def test_the_large_profile_adds_model_shapes_for_every_op():
             continue  # KNOWN GAP (closing note): no model shapes for an op with an index tensor yet
         mine = [p for s, p in added if s.name == spec.name]
         model = [p for p in mine if "shape=model-" in p.id]
-        shapes = {tuple(a.shape) for p in model for k, a in p.args  # (a ruled or laid tensor:
-                  if hasattr(a, "shape") and (spec.param(k).shape or spec.param(k).along) is None}  # its rule's)  # fmt: skip
+        # a ruled or laid tensor takes its rule's shape: the free ones carry the model shapes
+        shapes = {tuple(a.shape) for p in model for k, a in p.args
+                  if hasattr(a, "shape") and (spec.param(k).shape or spec.param(k).along) is None}  # fmt: skip
         if shapes != set(MODEL_SHAPES):  # a rank the checks refuse: leading dims merged
             low = min((c.max for c in spec.checks if c.kind == "max_rank" and c.max), default=8)
             assert low < max(map(len, MODEL_SHAPES)), spec.name
