@@ -194,7 +194,8 @@ def chunks(
     shape = tuple(call.tensor(spec.formula.output).shape)
     total = numel(shape)
     env: dict[str, Any] = attribute_env(spec, call)
-    laid = placed(spec, call, env)  # a channel weight laid along its dim (`along:`)
+    # a channel weight laid along its dim (`along:`); nothing else is placed without rows
+    laid = placed(spec, call, env) if any(p.along for p in spec.tensor_inputs) else {}
     flats = {n: FlatView(laid.get(n) or call.tensor(n), shape) for n in tensors_read(spec)}
     route = plan(spec, call, exact)
     out_dtype = route.out_dtype
