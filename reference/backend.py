@@ -7,7 +7,7 @@ from typing import Any
 from ..conformance.acl.call import Call, Outcome
 from ..conformance.run.backend import Backend, BackendOptionError, Capabilities
 from . import kernel
-from .engine import evaluate
+from .engine import evaluate, prepare
 
 VERSION = "0.2.0"
 
@@ -35,6 +35,10 @@ class ReferenceBackend(Backend):
 
     def execute(self, call: Call) -> Outcome:
         return evaluate(call, self.registry, exact=self.exact, in_place=True)
+
+    def prepare_call(self, call: Call) -> None:
+        """The kernels this call compiles, compiled before its clock starts (engine.prepare)."""
+        prepare(call, self.registry, exact=self.exact)
 
     def execute_by(self, call: Call, deadline: float | None) -> Outcome:
         """execute, stopped between chunks past the deadline (OracleTimeout)."""

@@ -20,6 +20,7 @@ from aclnn_conformance.conformance.acl.call import Call, ScalarArg, TensorArg
 from aclnn_conformance.conformance.acl.views import BLOCK, FlatView
 from aclnn_conformance.conformance.cases.casedir import read_case, write_case
 from aclnn_conformance.conformance.cases.generate import MODEL_SHAPES, build, plan_op, plan_suite
+from aclnn_conformance.conformance.compiled import mode as compiled_mode
 from aclnn_conformance.conformance.judge import accumulate
 from aclnn_conformance.conformance.judge.result import Result
 from aclnn_conformance.conformance.run.judging import judge
@@ -222,6 +223,34 @@ def test_compiling_the_oracles_kernels_is_not_charged_to_the_timeout(monkeypatch
     case = build(spec, next(p for p in plan_op(spec) if p.kind == "positive"), 0)
     judged = judge(spec, case, REF, REF, "reference", timeout=1.0)
     assert prepared and judged.verdict == "pass", judged.reason
+
+
+@pytest.mark.gates
+def test_compiling_the_reference_backends_kernels_is_not_charged_to_the_timeout(monkeypatch):
+    """The reference as the backend compiles its kernels before the case's clock starts
+    (Backend.prepare_call): a cold compilation longer than the timeout leaves the case a pass
+    (an ATK case of GeGluBackward timed out at 17 s under load; 1 s with its kernel cached)."""
+    pytest.importorskip("numba")
+    from aclnn_conformance.reference import kernel
+
+    real = kernel._load
+    loads = []
+
+    def slow(key, text):
+        time.sleep(1.5)  # a cold compilation, longer than the timeout
+        loads.append(key)
+        return real(key, text)
+
+    monkeypatch.setattr(kernel, "_load", slow)
+    monkeypatch.setattr(kernel, "_loaded", {})  # every kernel cold
+    spec = REG.get("leaky_relu_backward")
+    case = build(spec, next(p for p in plan_op(spec) if "shape=large" in p.id), 0)
+    old = compiled_mode.set_mode("numba")  # the compiled path at this case's 2^20 elements
+    try:
+        judged = judge(spec, case, ReferenceBackend(registry=REG), REF, "reference", timeout=1.0)
+    finally:
+        compiled_mode.set_mode(old)
+    assert loads and judged.verdict == "pass", judged.reason
 
 
 @pytest.mark.gates

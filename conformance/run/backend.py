@@ -169,6 +169,10 @@ class Backend:
         per-case timeout measures the case only; the isolation worker calls it before it
         reports ready. A BackendError here is a setup error of the run."""
 
+    def prepare_call(self, call: Call) -> None:
+        """Do, before the case's clock starts, what running `call` would do once per machine
+        rather than per case (the reference compiles its kernels); nothing by default."""
+
     def with_registry(self, registry: Registry) -> Backend:
         """This backend over other specs (a shallow copy): the judge recomputes an oracle that
         implements the specs with a spec deviation's formula swapped in."""
