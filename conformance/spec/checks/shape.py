@@ -241,7 +241,7 @@ class NumelAlong(CheckKind):
         for n in check.params:
             along = spec.param(n).along
             want = along.size(tuple(getattr(base.get(along.of), "shape", ())))
-            bad = want + 1 if want + 1 != 1 else 2
+            bad = want + 1 if want else 2  # neither 1 nor want
             yield f"{n}:{bad}", with_shapes(base, {n: (bad,)})
 
 
