@@ -84,20 +84,26 @@ def formula_domain(spec: OpSpec, call: Call) -> tuple[tuple[int, ...], bool]:
 
 
 def formula_env(
-    spec: OpSpec, call: Call, start: int = 0, stop: int | None = None
+    spec: OpSpec, call: Call, start: int = 0, stop: int | None = None, flat: bool = False
 ) -> dict[str, Any]:
     """Attributes plus every input tensor the formula reads as float64, broadcast to the
     formula's elements (elements.py: the output view's shape, or the inputs' one where the
     output drops reduced dims; flat elements [start, stop) of it: large cases are walked a
     chunk at a time); a formula splitting tensors in halves sees the views split_call makes
-    (split.py)."""
+    (split.py). flat: the tensors already hold one value per element (branch_hits flat), each
+    read as it is."""
     env = attribute_env(spec, call)
     call = split_call(spec, call)
-    shape, args = element_shape(spec, call, env)  # an absent optional tensor is not among them
+    if flat:
+        read = tensors_read(spec)
+        args = {n: t for n, t in call.args.items() if n in read and isinstance(t, TensorArg)}
+        shape = None
+    else:  # an absent optional tensor is not among them
+        shape, args = element_shape(spec, call, env)
     for name, t in args.items():
-        flat = FlatView(t, shape)
+        view = FlatView(t, t.shape if shape is None else shape)
         with np.errstate(all="ignore"):
-            v = flat.get(start, flat.size if stop is None else stop)
+            v = view.get(start, view.size if stop is None else stop)
             env[name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
     return env
 
@@ -124,22 +130,11 @@ def branch_hits(spec: OpSpec, call: Call, flat: bool = False) -> list[str]:
         walk = Formula.of(sub.formula)
         hit: set[int] = set()
         for start, stop in ranges(total, 1 << 20):
-            env = _flat_env(sub, call, start, stop) if flat else formula_env(sub, call, start, stop)
+            env = formula_env(sub, call, start, stop, flat)
             taken = walk.taken(env, NUMPY, stop - start)
             hit |= {int(i) for i in np.unique(taken[~np.isnan(taken)])}
         ids += [br.id for i, br in enumerate(sub.formula.branches) if i in hit]
     return ids
-
-
-def _flat_env(spec: OpSpec, call: Call, start: int, stop: int) -> dict[str, Any]:
-    """formula_env of a call whose tensors are 1-D, one value per element (branch_hits flat)."""
-    env = attribute_env(spec, call)
-    for name in tensors_read(spec):
-        t = call.args.get(name)
-        if isinstance(t, TensorArg):
-            v = np.asarray(t.view()).reshape(-1)[start:stop]
-            env[name] = v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
-    return env
 
 
 def lets_used(spec: OpSpec, hits: list[str]) -> list[str]:
