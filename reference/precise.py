@@ -270,29 +270,65 @@ def refine(
     attrs = attributes_of(spec, env)
     convert = float if out_dtype == "DOUBLE" else _odd
     exact = rational(spec)
-    for j, i in enumerate(idx):
+    if not exact and not all(math.isfinite(v) for v in attrs.values() if isinstance(v, float)):
+        return y  # mpmath gives no element a value (_value_at): a beta of inf, say
+    first, inverse = unique_elements(exact_inputs, idx.size)
+    values = np.full(first.size, np.nan)
+    for j, k in enumerate(first):
         if deadline is not None and j % 64 == 63:
             deadline()
-        inputs = {name: arr[j] for name, arr in exact_inputs.items()}
-        if exact:
-            v = _value_rational(spec, attrs, inputs)
-            t = None if v is None else _from_fraction(v, out_dtype)
-            if t is not None:
-                y[i] = y[i] if (t == 0 and y[i] == 0) else t
-                continue
-        bits: int | None = PRECISION
-        last = None
-        while bits is not None:
-            value = _value_at(spec, attrs, inputs, bits)
-            if value is None:
-                break
-            now = 0.0 if value == 0 else convert(value)
-            bits, last = next_precision(bits, now, last, out_dtype), now
-        if value is None:
-            continue
-        # keep float64's zero when it has one: mpmath tracks no sign of zero
-        y[i] = y[i] if (now == 0 and y[i] == 0) else now
+        inputs = {name: arr[k] for name, arr in exact_inputs.items()}
+        t = _refined(spec, attrs, inputs, out_dtype, convert, exact)
+        if t is not None:
+            values[j] = t
+    now = values[inverse]
+    old = y[idx]
+    # keep float64's value where mpmath gives none, and its zero (mpmath has no sign of zero)
+    keep = np.isnan(now) | ((now == 0) & (old == 0))
+    y[idx] = np.where(keep, old, now)
     return y
+
+
+def unique_elements(exact_inputs: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inverse): the position of the first of each distinct tuple of inputs among n
+    elements, and each element's tuple number -- one evaluation serves every repeat (a vendor
+    case fills 1.7 M elements with one value). Tuples compare by their bits (64-bit values)."""
+    if not exact_inputs or n < 2:
+        return np.zeros(min(n, 1), np.intp), np.zeros(n, np.intp)
+    keys = np.stack(
+        [
+            np.ascontiguousarray(a if a.itemsize == 8 else a.astype(np.float64)).view(np.uint64)
+            for a in exact_inputs.values()
+        ],
+        axis=1,
+    )
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def _refined(
+    spec: OpSpec,
+    attrs: dict[str, Any],
+    inputs: dict[str, Any],
+    out_dtype: str,
+    convert: Callable[[Any], float],
+    exact: bool,
+) -> float | None:
+    """One element's refined float64 (None: the formula has no finite value there)."""
+    if exact:
+        v = _value_rational(spec, attrs, inputs)
+        t = None if v is None else _from_fraction(v, out_dtype)
+        if t is not None:
+            return t
+    bits: int | None = PRECISION
+    last = None
+    while bits is not None:
+        value = _value_at(spec, attrs, inputs, bits)
+        if value is None:
+            return None
+        now = 0.0 if value == 0 else convert(value)
+        bits, last = next_precision(bits, now, last, out_dtype), now
+    return now
 
 
 def beyond_float64(exact_inputs: dict[str, np.ndarray], n: int) -> np.ndarray:

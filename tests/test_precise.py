@@ -118,3 +118,52 @@ def test_exact_ties_behind_a_division_by_three_round_to_even(name, dtype, monkey
     assert len(ties) > 10 and calls["rational"] > 0  # (x/3 exact in float64: no refinement)
     # the oracle's mpmath zero has no sign: compare values (-0 == +0)
     assert np.array_equal(got.astype(np.float64), want.astype(np.float64), equal_nan=True)
+
+
+def test_repeated_elements_are_evaluated_once_each_and_scattered_back(monkeypatch):
+    """A vendor case fills 1.7 M elements with one value: refinement evaluates each distinct
+    input once and gives every repeat its value. Softplus log(1 + e^x) in DOUBLE against
+    mpmath at 300 bits; -inf inputs have no finite value there and keep float64's."""
+    import mpmath
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.reference import precise
+
+    spec = default_registry().get("softplus")
+    distinct = np.array([-3.25, 0.1, 7.0, -np.inf])
+    rng = np.random.default_rng(3)
+    pick = rng.integers(0, distinct.size, 40000)
+    x = distinct[pick]
+    y = np.full(x.size, 0.5)
+    seen = []
+    original = precise._value_at
+
+    def counted(spec, attrs, inputs, bits):
+        seen.append(float(inputs["self"]))
+        return original(spec, attrs, inputs, bits)
+
+    monkeypatch.setattr(precise, "_value_at", counted)
+    env = {"beta": 1.0, "threshold": 20.0}
+    got = precise.refine(spec, env, y, np.arange(x.size), {"self": x}, "DOUBLE")
+    with mpmath.workprec(300):
+        want = [float(mpmath.log(1 + mpmath.exp(mpmath.mpf(v)))) for v in distinct[:3]]
+    want = np.array([*want, 0.5])[pick]
+    assert np.array_equal(got, want)
+    assert len(set(seen)) == 4 and len(seen) <= 4 * 4  # a few precisions each, not 40000
+
+
+def test_an_infinite_attribute_leaves_every_element_as_float64_gave_it(monkeypatch):
+    """beta = inf (a vendor case): mpmath has no finite value at any element, so refinement
+    keeps float64's values without evaluating 277 k elements one by one."""
+    from aclnn_conformance.conformance.spec.registry import default_registry
+    from aclnn_conformance.reference import precise
+
+    def never(*a):
+        raise AssertionError("evaluated")
+
+    monkeypatch.setattr(precise, "_value_at", never)
+    spec = default_registry().get("softplus")
+    x = np.linspace(-5, 5, 1001)
+    y = np.where(x > 0, x, 0.0)
+    env = {"beta": float("inf"), "threshold": 20.0}
+    got = precise.refine(spec, env, y.copy(), np.arange(x.size), {"self": x}, "FLOAT")
+    assert np.array_equal(got, y)
