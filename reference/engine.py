@@ -209,8 +209,9 @@ def chunks(
     if rows.reductions(spec):
         spec = _decided(spec, attribute_env(spec, call))
     if rows.reductions(spec):  # a formula with reductions: by rows
+        check = _deadline_check(deadline)
         yield from rows.chunks(
-            spec, call, exact=exact, check=_deadline_check(deadline), chunk=chunk, values=values
+            spec, call, exact=exact, check=check, chunk=chunk, values=values, into=into
         )
         return
     shape = tuple(call.tensor(spec.formula.output).shape)

@@ -276,6 +276,12 @@ class ErrorBound(Arithmetic):
         return v, _kept(e, ea, eb)
 
     @staticmethod
+    def choose(cond: Pair) -> bool | None:
+        """One side for every element where the condition is one value (NumpyArithmetic's)."""
+        c = _p(cond)[0]
+        return bool(c) if np.ndim(c) == 0 else None
+
+    @staticmethod
     def where(cond: Pair, a: Pair, b: Pair) -> Pair:
         c = _p(cond)[0]
         return np.where(c, a[0], b[0]), np.where(c, a[1], b[1])

@@ -92,6 +92,7 @@ class Kernel:
         self.narrow_fn = getattr(module, "kernel_narrow", None)
         self.counts_fn = getattr(module, "block_counts", None)
         self.indices_fn = getattr(module, "flag_indices", None)
+        self.store_fn = getattr(module, "store", None)  # a row kernel's
 
     def fail(self, exc: BaseException) -> None:
         """Numba could not compile this kernel for these argument types: numpy runs it."""

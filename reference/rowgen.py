@@ -93,6 +93,12 @@ def kernel({args}, y, flags, bad, drop, guard, emin):
         badr = False
 {body}
         bad[r] = badr
+
+
+@njit(parallel=True, cache=True)
+def store(y, out):  # the values into a FLOAT or DOUBLE output: the machine's cast (RNE)
+    for k in prange(out.shape[0]):
+        out[k] = y[k]
 """
 
 
@@ -114,7 +120,6 @@ def generate(
     length: int | None = None,
     long: bool = False,
     live: frozenset[ir.Reduce] | None = None,
-    every: bool = False,
 ) -> Source:
     """The row kernel's source for `spec`, the string parameters of `env` decided; dd: the
     double-double tier's; half: the FLOAT16 tensors (read from their bits); length: the rows'
@@ -123,8 +128,8 @@ def generate(
     row, the reduced dims dropped). long: the long-row kernel (float64 only; rows of LONG and
     more): each reduction's row in segments of SEG terms, reduced in parallel, their partial
     states combined error-free, so that no buffer holds a whole row. live: the reductions the
-    call's branches can reach (rows.live; None: all): the others are not computed (NaN). every:
-    a double-double kernel over every row in parallel (a DOUBLE output's tier: rows.Compiled)."""
+    call's branches can reach (rows.live; None: all): the others are not computed (NaN). Rows
+    run in parallel (a long row's segments)."""
     _expressible(spec)
     tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
@@ -136,12 +141,11 @@ def generate(
     long = long and not dd
     body = Bounded(dd, long).body(spec, tensors, attrs, bools, strings, half, places, live)
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
-    # the double-double tier runs on a few rows at a time: one thread, no fork and join (but
-    # over every row of a DOUBLE output: in parallel); a long row's kernel takes its rows one by
-    # one, each row's segments in parallel
-    serial = (dd and not every) or long
+    # rows in parallel (the double-double tier's flagged rows too: a row of 8192 terms in pairs
+    # costs 1.5 ms); a long row's kernel takes its rows one by one, each row's segments in
+    # parallel
     text = HEADER.format(digest=_DIGEST, prelude=PRELUDE, args=", ".join(args), body="\n".join(body),
-                         parallel=not dd or every, loop="range" if serial else "prange",
+                         parallel=True, loop="range" if long else "prange",
                          length="a0" if tensors else "y")  # fmt: skip
     return Source(text, tensors, attrs, half)
 

@@ -124,7 +124,9 @@ def live(spec: OpSpec, env: dict[str, Any]) -> list[ir.Reduce]:
     """The reductions and gathers a call can evaluate: those of the branches its attributes
     (`env`) do not rule out -- a branch whose condition reads attributes only is taken by every
     element or by none (NLL's `reduction == 0` per row, `otherwise` a mean over the batch) --
-    with the conditions tested before them and the lets they read."""
+    with the conditions tested before them and the lets they read; inside them, a `where`
+    whose condition reads attributes only takes one arm for the whole call (a kernel's
+    switch: a smoothing term's sum is not computed where the smoothing is 0)."""
     walk = Formula.of(spec.formula)
     hits: list[int] = []
     for i, (when, _) in enumerate(walk.branches):
@@ -143,7 +145,33 @@ def live(spec: OpSpec, env: dict[str, Any]) -> list[ir.Reduce]:
     for i, (when, value) in enumerate(walk.branches[: max(hits, default=-1) + 1]):
         exprs += [when] if when is not None else []
         exprs += [value] if i in hits else []
-    return [r for e in exprs for r in ir.reductions(e.ir)]
+    return [r for e in exprs for r in _reached(e.ir, env)]
+
+
+def _reached(node: ir.Node, env: dict[str, Any]) -> list[ir.Reduce]:
+    """The reductions and row operations under `node` a call evaluates: both arms of a `where`,
+    but only the taken one where its condition reads attributes only (`env`, no reduction)."""
+    out: list[ir.Reduce] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Reduce):
+            out.append(n)
+        if isinstance(n, ir.Where) and decided(n.cond, env):
+            with np.errstate(all="ignore"):
+                held = bool(np.all(stage(n.cond, NUMPY)(dict(env))))
+            stack.append(n.a if held else n.b)
+            continue
+        stack.extend(ir.children(n))
+    return out
+
+
+def decided(cond: ir.Node, env: dict[str, Any]) -> bool:
+    """Whether a condition reads attributes only (names bound in `env`, no reduction, no row
+    operation): one truth value for the whole call."""
+    return ir.names_read(cond) <= set(env) and not any(
+        isinstance(n, ir.Reduce) for n in ir.walk(cond)
+    )
 
 
 def row_dims(spec: OpSpec, env: dict[str, Any], rank: int, whole: bool = False) -> tuple[int, ...]:
@@ -217,9 +245,12 @@ def chunks(
     check: Callable[[], None] | None = None,
     chunk: int | None = None,
     values: bool = True,
+    into: FlatView | None = None,
 ) -> Iterator[tuple[int, int, np.ndarray | None, np.ndarray]]:
     """engine.chunks for a formula with reductions: (start, stop, rounded result, float64
-    values) per run of whole blocks of the output (see the module docstring)."""
+    values) per run of whole blocks of the output (see the module docstring); into: the
+    output's view, into whose storage the rounded result goes where it is contiguous and
+    shares no memory with an input (the result yielded is then that slice of it)."""
     env: dict[str, Any] = attribute_env(spec, call)
     shape, args = element_shape(spec, call, env)
     out_shape = tuple(call.tensor(spec.formula.output).shape)
@@ -234,6 +265,11 @@ def chunks(
     route = plan(spec, call, exact)
     out_dtype = route.out_dtype
     flats = {nm: FlatView(t, shape) for nm, t in args.items()}
+    direct = (
+        into is not None
+        and into.contiguous
+        and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values())
+    )
     size = max(1, lay.block_size)
     # the compiled row tiers where rowgen.py can write the formula (codegen.Unsupported: the
     # numpy tiers), its output the elements' shape or one value per row
@@ -303,7 +339,13 @@ def chunks(
             start, stop = o0 * rows_per_block, o1 * rows_per_block
         else:
             flat = lay.from_rows(y, o1 - o0)
-        result = None if values and route.fmt is not None else dt.round_to(flat, out_dtype)
+        dest = into.storage[into.offset + start : into.offset + stop] if direct else None  # type: ignore[union-attr]
+        if values and route.fmt is not None:
+            result = None
+        elif dest is not None and fast is not None and fast.store(flat, dest):
+            result = dest
+        else:
+            result = dt.round_to(flat, out_dtype, dest)
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
@@ -361,7 +403,7 @@ def _empty_rows(
     )
 
 
-COMPILED_CHUNK = 1 << 20  # elements of a chunk at least, on the compiled path
+COMPILED_CHUNK = 1 << 22  # elements of a chunk at least, on the compiled path
 # mpmath element evaluations (flagged rows times their length) from which the double-double
 # rows are worth compiling after numpy's tier 1 (mpmath: about 30 us an element, twice; a tie
 # goes on to TIE_PRECISION: 1.5 ms. A log-normalising ATK case, 3,454 elements of BF16 ties in
@@ -410,7 +452,9 @@ class Compiled:
 
         if route.fmt is None:  # DOUBLE, faithful: the pairs over every element, in parallel
             try:
-                every = rowgen.generate(spec, env, True, length=length, live=frozenset(live(spec, env)), every=True)  # fmt: skip
+                every = rowgen.generate(
+                    spec, env, True, length=length, live=frozenset(live(spec, env))
+                )
                 dd = kernel._compiled(every)
             except codegen.Unsupported:
                 return None
@@ -480,6 +524,17 @@ class Compiled:
             first.fail(exc)
             return None
         return y, flags, np.flatnonzero(bad)
+
+    def store(self, flat: np.ndarray, dest: np.ndarray) -> bool:
+        """Write the values `flat` into a FLOAT or DOUBLE output slice `dest` in parallel (the
+        cast rounds as dtypes.round_to's does); False where it cannot (dest another dtype)."""
+        k = self.f64 or self.dd
+        if k.store_fn is None or dest.dtype not in (np.float32, np.float64):
+            return False
+        if flat.ndim != 1 or not flat.flags.c_contiguous or flat.dtype != np.float64:
+            return False
+        k.store_fn(flat, dest)
+        return True
 
     def settle(self, raw: dict[str, np.ndarray], y: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """The rows of the flagged elements `idx` (flat) again in double-double: where the

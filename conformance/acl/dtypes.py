@@ -188,22 +188,27 @@ def _round_to_odd_f32(x: np.ndarray) -> np.ndarray:
     return y
 
 
-def round_to(values: np.ndarray, dtype: DType) -> np.ndarray:
-    """Round float64 (or complex128) values once, correctly (RNE), to `dtype`'s host storage."""
+def round_to(values: np.ndarray, dtype: DType, out: np.ndarray | None = None) -> np.ndarray:
+    """Round float64 (or complex128) values once, correctly (RNE), to `dtype`'s host storage;
+    out: write them there (the output's own storage: no second copy of a chunk) and return it."""
     target = dtype.np
     values = np.asarray(values)
-    if dtype.category == "complex":  # each part rounded once; past the range: inf, no warning
-        with np.errstate(over="ignore", invalid="ignore"):
-            return values.astype(target)
-    if dtype.category != "float" or target in (np.dtype(np.float64), np.dtype(np.float32)):
-        with np.errstate(invalid="ignore", over="ignore"):
-            return values.astype(target)
-    if target == np.dtype(np.float16):
-        with np.errstate(invalid="ignore", over="ignore"):
-            # numpy rounds double->half directly; copy=False: no copy of float64 values
-            return values.astype(np.float64, copy=False).astype(np.float16)
+    # numpy's own cast is the rounding (complex: each part once; past the range: inf)
+    cast = dtype.category != "float" or target in (np.dtype(np.float64), np.dtype(np.float32))
     with np.errstate(invalid="ignore", over="ignore"):
-        return _round_to_odd_f32(values.astype(np.float64, copy=False)).astype(target)
+        if cast and out is not None:
+            np.copyto(out, values, casting="unsafe")
+            return out
+        if cast:
+            rounded = values.astype(target)
+        elif target == np.dtype(np.float16):  # numpy rounds double->half directly
+            rounded = values.astype(np.float64, copy=False).astype(np.float16)
+        else:
+            rounded = _round_to_odd_f32(values.astype(np.float64, copy=False)).astype(target)
+    if out is None:
+        return rounded
+    out[...] = rounded
+    return out
 
 
 def tag(names: Iterable[str]) -> str:

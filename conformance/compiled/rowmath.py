@@ -52,12 +52,15 @@ def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
     2^1022 (its exact value lies beyond float64's range: errbound.OVERFLOW). u = 0: q is float64's
     quotient, its own error |a - q b| / |b| (the residual, exact by fma where nothing
     underflows or overflows: 0 where q is exact, a mean over a power of two), else |q| 2^-53."""
+    # divisions by reciprocals: a row's sum as b (softmax) makes them loop invariants that the
+    # compiler hoists; the two roundings of x * (1 / d) and the product by 1 + 2^-50 stay
+    # above x / d
     den = abs(b) - eb
-    prop = (ea + abs(q) * eb) / _sel(den > 0.0, den, 1.0)
+    prop = (ea + abs(q) * eb) * (1.0 / _sel(den > 0.0, den, 1.0)) * (1.0 + 2.0**-50)
     own = abs(q) * u
     if u == 0.0:
         safe = (min(abs(a), abs(b), abs(q)) >= TINY) & (max(abs(a), abs(b), abs(q)) < BIG)
-        own = _sel(safe, abs(_fma(-q, b, a)) / abs(b) * (1.0 + 2.0**-51), abs(q) * 2.0**-53)
+        own = _sel(safe, abs(_fma(-q, b, a)) * (1.0 / abs(b)) * (1.0 + 2.0**-50), abs(q) * 2.0**-53)
     # an infinite b (an overflow: its exact value beyond float64's range, as the bounds take
     # it) leaves a quotient below |a| / 2^1023 (a / (1 + exp(3000)) is -0, exactly tiny)
     over = _sel(abs(b) == math.inf, (abs(a) + ea) * 2.0**-1022, 0.0)

@@ -58,6 +58,12 @@ class NumpyArithmetic(Arithmetic):
     ne = staticmethod(np.not_equal)
     where = staticmethod(np.where)
 
+    @staticmethod
+    def choose(cond: Any) -> bool | None:
+        """One side for every element where the condition is one value (it reads attributes
+        only: a kernel's switch); the other side is not evaluated."""
+        return bool(cond) if np.ndim(cond) == 0 else None
+
     f_exp = staticmethod(np.exp)
     f_expm1 = staticmethod(np.expm1)
     f_log1p = staticmethod(np.log1p)
