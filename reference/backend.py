@@ -7,7 +7,7 @@ from typing import Any
 from ..conformance.acl.call import Call, Outcome
 from ..conformance.run.backend import Backend, BackendOptionError, Capabilities
 from . import kernel
-from .engine import evaluate, prepare
+from .engine import evaluate, prepare, working_bytes
 
 VERSION = "0.2.0"
 
@@ -39,6 +39,10 @@ class ReferenceBackend(Backend):
     def prepare_call(self, call: Call) -> None:
         """The kernels this call compiles, compiled before its clock starts (engine.prepare)."""
         prepare(call, self.registry, exact=self.exact)
+
+    def working_bytes(self, call: Call) -> int:
+        """Memory evaluating `call` needs beyond its tensors (engine.working_bytes)."""
+        return working_bytes(call, self.registry)
 
     def execute_by(self, call: Call, deadline: float | None) -> Outcome:
         """execute, stopped between chunks past the deadline (OracleTimeout)."""

@@ -150,6 +150,34 @@ def prepare(call: Call, registry: Registry | None = None, *, exact: bool = False
         return  # evaluate says what is wrong with the call
 
 
+def working_bytes(call: Call, registry: Registry | None = None) -> int:
+    """Memory evaluating `call` needs beyond its tensors (rows.working_bytes: the outputs with
+    reductions; an elementwise output streams in chunks of fixed size), for the runner's
+    budget; 0 for a call the checks reject or that is malformed (evaluate says why)."""
+    reg = registry or default_registry()
+    try:
+        spec = reg.get(call.op)
+        if not any(rows.reductions(sub) for sub in spec.computed):
+            return 0
+        _check_call_shape(spec, call)
+        if not validate(spec, call).ok_to_compute:
+            return 0
+        _check_ruled_shapes(spec, call)
+        call = with_defaults(spec, call)
+        need = 0
+        for sub in spec.computed:
+            out = call.args.get(sub.formula.output)
+            if not isinstance(out, TensorArg) or out.is_empty:
+                continue
+            sub_call = split_call(sub, call)
+            sub = _decided(sub, attribute_env(sub, sub_call))
+            if rows.reductions(sub):
+                need = max(need, rows.working_bytes(sub, sub_call))
+        return need
+    except (CallError, UnknownOp, ShapeError):
+        return 0
+
+
 class GoldenStream:
     """The exact values of an output (float64, before the final rounding), chunk by chunk."""
 

@@ -374,6 +374,42 @@ def test_p16_storage_bytes_count_in_the_case_budget():
     assert not over_budget(call, (1 << 20) + 120, frozenset({"out"}))
 
 
+def _cross_entropy(reduction: str, n: int, c: int) -> Call:
+    f = lambda *shape: TensorArg.from_array(np.zeros(shape, np.float32), "FLOAT")  # noqa: E731
+    return Call(
+        "aclnnCrossEntropyLoss",
+        "atlas-a2",
+        {"input": f(n, c), "target": TensorArg.from_array(np.zeros(n, np.int64), "INT64"),
+         "weightOptional": None, "reductionOptional": reduction, "ignoreIndex": -100,
+         "labelSmoothing": 0.0, "lseSquareScaleForZloss": 0.0, "returnZloss": False,
+         "lossOut": f(n) if reduction == "none" else f(1), "logProbOut": f(n, c),
+         "zlossOut": f(n) if reduction == "none" else f(1), "lseForZlossOut": f(n)},
+    )  # fmt: skip
+
+
+def test_p16_a_reduction_over_all_counts_its_working_memory_in_the_budget(tmp_path):
+    """A mean over every element that holds a reduction per row (the cross entropy's mean of
+    logsumexp rows) is evaluated as one row of all N x C elements by the numpy tiers: about
+    NUMPY_BYTES an element beyond the storages. The same shape with reduction none streams
+    in chunks of rows. The runner refuses the mean under a budget its storages fit in, with
+    one message naming both figures."""
+    from aclnn_conformance.reference import rows
+    from aclnn_conformance.reference.backend import ReferenceBackend
+
+    ref = ReferenceBackend()
+    n, c = 512, 1024
+    mean = _cross_entropy("mean", n, c)
+    need, _name, _numel = case_bytes(mean, frozenset({"lossOut", "logProbOut"}))
+    work = ref.working_bytes(mean)
+    assert work >= n * c * rows.NUMPY_BYTES  # the mean's one row of every element
+    assert ref.working_bytes(_cross_entropy("none", n, c)) <= work / 8  # rows of c, streamed
+    budget = need + work // 2
+    why = over_budget(mean, budget, frozenset({"lossOut", "logProbOut"}), work)
+    assert "to evaluate it" in why and "--max-case-bytes" in why
+    assert not over_budget(mean, need + work, frozenset({"lossOut", "logProbOut"}), work)
+    assert ref.working_bytes(Call("relu", "atlas-a2", {})) == 0  # malformed: evaluate says why
+
+
 # -- point 12: an output view that overlaps itself is malformed --------------------------------
 
 

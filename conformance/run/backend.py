@@ -173,6 +173,12 @@ class Backend:
         """Do, before the case's clock starts, what running `call` would do once per machine
         rather than per case (the reference compiles its kernels); nothing by default."""
 
+    def working_bytes(self, call: Call) -> int:
+        """Memory running `call` needs beyond its tensors' storages, where it is known (the
+        reference's rows of a reduction over all are evaluated whole): the runner adds it to
+        the case's bytes against --max-case-bytes. 0 by default."""
+        return 0
+
     def with_registry(self, registry: Registry) -> Backend:
         """This backend over other specs (a shallow copy): the judge recomputes an oracle that
         implements the specs with a spec deviation's formula swapped in."""

@@ -336,7 +336,12 @@ def _run(item: Item, cfg: RunConfig, reg: Registry, backend: Backend, oracle: Ba
             dtypes={},
         )
     outputs = frozenset(p.name for p in spec.outputs)
-    refused = over_budget(case.call, cfg.max_case_bytes, outputs) or overlapping(case.call, outputs)
+    work = oracle.working_bytes(case.call)
+    if backend is not oracle:
+        work = max(work, backend.working_bytes(case.call))
+    refused = over_budget(case.call, cfg.max_case_bytes, outputs, work) or overlapping(
+        case.call, outputs
+    )
     if refused:
         rec = Result(
             id=item.id,
@@ -437,18 +442,22 @@ def case_bytes(call: Any, outputs: frozenset[str] = frozenset()) -> tuple[int, s
     return total, name, largest
 
 
-def over_budget(call: Any, budget: int | None, outputs: frozenset[str] = frozenset()) -> str:
-    """The reason a case is refused for its size ('' when it fits), decided before allocating."""
+def over_budget(
+    call: Any, budget: int | None, outputs: frozenset[str] = frozenset(), work: int = 0
+) -> str:
+    """The reason a case is refused for its size ('' when it fits), decided before allocating;
+    work: what evaluating it needs beyond its storages (Backend.working_bytes)."""
     if not budget:
         return ""
     need, name, numel = case_bytes(call, outputs)
-    if need <= budget:
+    if need + work <= budget:
         return ""
     size = partial(safeio.size_text, exact=False)
+    working = f" and {size(work)} to evaluate it" if work else ""
     return (
-        f"case needs about {size(need)} of memory (its storages; {numel:,} elements in "
-        f"the view of {name}), above --max-case-bytes {size(budget)}; raise it if this "
-        "machine has the memory"
+        f"case needs about {size(need + work)} of memory (its storages{working}; {numel:,} "
+        f"elements in the view of {name}), above --max-case-bytes {size(budget)}; raise it if "
+        "this machine has the memory"
     )
 
 
