@@ -96,12 +96,15 @@ def _near_midpoint_float(y: np.ndarray, p: int, emin: int) -> np.ndarray:
 
 def next_precision(bits: int, now: float, last: float | None, out_dtype: str) -> int | None:
     """The precision of a refinement's next evaluation, or None where `now` (the value rounded
-    at `bits`) settles it: it rounds as the previous evaluation did (`last`) and is not an
-    exact tie of the output below TIE_PRECISION, or bits reached MAX_PRECISION."""
+    at `bits`) settles it: it rounds as the previous evaluation did (`last`) and is neither an
+    exact tie of the output nor zero below TIE_PRECISION, or bits reached MAX_PRECISION. A zero
+    may be a cancellation whose term fell below the precision as a tie's perturbation does:
+    log_softmax's x - (m + log(1 + e^-186)) at its row's maximum is 0 at 128 and 256 bits and
+    -1.07e-81 at 512."""
     if bits >= MAX_PRECISION:
         return None
     if now == last:
-        if not is_tie(now, out_dtype) or bits >= TIE_PRECISION:
+        if not (is_tie(now, out_dtype) or now == 0) or bits >= TIE_PRECISION:
             return None
         return min(bits * 2, TIE_PRECISION)
     return bits * 2

@@ -586,7 +586,7 @@ class Compiled:
                 self.dd = None
                 return idx
             ok = (undecided[r, c] == 0) & ~bad[r]
-            y.reshape(-1)[mine[ok]] = yd[r[ok], c[ok]]
+            y[mine[ok] // length, mine[ok] % length] = yd[r[ok], c[ok]]  # (y in any order)
             left.append(mine[~ok])
         return np.sort(np.concatenate(left))
 
@@ -662,7 +662,9 @@ def tier1(
         for nm, arr in raw.items():
             chunk_env[nm] = arr.astype(np.float64)
         y, err, undecided = errbound.bounded(spec, chunk_env, shape)
-        y = np.array(np.broadcast_to(y, shape)[:, : out[1]], dtype=np.float64)
+        # C order: the rows' flat indices (flags, the pairs' writes) are row-major; numpy's
+        # walk of a transposed layout (a reduction over dim 0) gives Fortran-ordered values
+        y = np.array(np.broadcast_to(y, shape)[:, : out[1]], dtype=np.float64, order="C")
         err = np.broadcast_to(err, shape)[:, : out[1]]
         undecided = np.broadcast_to(undecided, shape)[:, : out[1]]
         finite = np.isfinite(y)
@@ -687,6 +689,7 @@ def tier1(
                     :, : out[1]
                 ],
                 dtype=np.float64,
+                order="C",
             )
             finite = np.isfinite(y)
             mask = finite & ~(err * errbound.SAFETY < AMPLIFICATION * errbound.U * np.abs(y))
@@ -709,7 +712,9 @@ def refine(
 ) -> None:
     """y (rows, length; float64 values) with the `flagged` elements (flat indices) evaluated
     again in mpmath over their rows: nearest float64 for DOUBLE, else rounded to odd for the
-    final rounding. A row with a non-finite input keeps float64's IEEE values. per_row: y holds
+    final rounding. A row with a NaN input keeps float64's IEEE values; mpmath takes infinities
+    (a -inf logit's softmax term is 0, and its row's other elements are refined), and an
+    element it finds no finite value for keeps float64's. per_row: y holds
     one value per row (rows, 1), that of the row's first element."""
     length = next(iter(raw.values())).shape[1] if per_row and raw else y.shape[1]
     flagged = flagged * length if per_row else flagged
@@ -725,8 +730,8 @@ def refine(
         if check is not None and n % 8 == 7:
             check()
         inputs = {nm: precise.exact_values(a[r], in_dtypes[nm]) for nm, a in raw.items()}
-        if not all(np.isfinite(v).all() for v in inputs.values() if v.dtype.kind == "f"):
-            continue
+        if any(np.isnan(v).any() for v in inputs.values() if v.dtype.kind == "f"):
+            continue  # (a NaN's row: IEEE's values; an infinity is mpmath's own: exp(-inf) = 0)
         values = {nm: arr.tolist() for nm, arr in inputs.items()}
         sums = exact_sums(spec, env, {nm: a[r : r + 1] for nm, a in raw.items()}, length)
         last: dict[int, float] = {}

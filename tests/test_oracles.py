@@ -144,8 +144,20 @@ SMOOTHED_CLASSES = {
     "value": callable,
     "allowed": callable,
 }
-KINDS = ("gradient", "elementwise", "loss", "halves", "classes", "rows", "smoothed_classes")
-TABLES = {"halves": HALVES, "classes": CLASSES, "rows": ROWS, "smoothed_classes": SMOOTHED_CLASSES}
+DIM_ROWS = {
+    "INPUTS": tuple,
+    "OUT": str,
+    "DIM": str,
+    "PRODUCTS": tuple,
+    "SHAPES": tuple,
+    "draw": callable,
+    "value": callable,
+    "allowed": callable,
+}
+KINDS = ("gradient", "elementwise", "loss", "halves", "classes", "rows", "smoothed_classes",
+         "dim_rows")  # fmt: skip
+TABLES = {"halves": HALVES, "classes": CLASSES, "rows": ROWS, "smoothed_classes": SMOOTHED_CLASSES,
+          "dim_rows": DIM_ROWS}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", oracles.names())

@@ -70,6 +70,17 @@ The interfaces, by the module's KIND:
       value(arrays, s) -> {output: object array of mpf or IEEE special floats} (s: the call's
                           reduction, ignoreIndex, labelSmoothing)
   tests/test_smoothed_class_oracles.py runs them.
+- KIND = "dim_rows" (tensor inputs of one shape, an int dim parameter, one output of that
+  shape, each output slice along dim computed from the inputs' slices: aclnnSoftmax,
+  aclnnLogSoftmax and their backwards): the exact output from whole input arrays.
+      INPUTS: tuple (tensor inputs, C order; the first gives the dtype list), OUT: str,
+      DIM: str (the dim parameter; negative dims wrap, a rank-0 input counts as rank 1),
+      PRODUCTS, allowed(param, product): as "elementwise" (DOUBLE included where the doc has it)
+      SHAPES: tuple of the inputs' shapes to test (ranks 0 to 4; every dim of each is tested)
+      draw(rng, shape) -> {tensor input: float64 array}
+      value(arrays, dim) -> object array of mpf or IEEE special floats, the output's shape
+                          (mpmath per slice along dim at the caller's working precision)
+  tests/test_dim_row_oracles.py runs them.
 - no KIND (the "gradient" interface of the five seed ops), below.
 
 The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's

@@ -59,13 +59,16 @@ def round_exact(v: Any, dtype: str) -> np.generic:
         return np.float64(float(v))  # mpmath converts to the nearest double
     sign, a = (-1, -v) if v < 0 else (1, v)
     best = None
-    for c in _candidates(float(a), dtype):
-        val = OVERFLOW[dtype] if np.isinf(c) else mpmath.mpf(float(c))
-        dist = abs(val - a)
-        bits = int(np.asarray(c).view(UINT[t.itemsize]))
-        key = (dist, bits & 1)  # nearest first, then the even bit pattern
-        if best is None or key < best[0]:
-            best = (key, c)
+    # the distances exactly, whatever precision the caller works at (a 300-bit value minus a
+    # candidate at mpmath's default 53 bits would make a near-midpoint a false tie)
+    with mpmath.workprec(4096):
+        for c in _candidates(float(a), dtype):
+            val = OVERFLOW[dtype] if np.isinf(c) else mpmath.mpf(float(c))
+            dist = abs(val - a)
+            bits = int(np.asarray(c).view(UINT[t.itemsize]))
+            key = (dist, bits & 1)  # nearest first, then the even bit pattern
+            if best is None or key < best[0]:
+                best = (key, c)
     assert best is not None
     c = best[1]
     return t.type(-c if sign < 0 else c)
