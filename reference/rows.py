@@ -713,7 +713,7 @@ def refine(
     """y (rows, length; float64 values) with the `flagged` elements (flat indices) evaluated
     again in mpmath over their rows: nearest float64 for DOUBLE, else rounded to odd for the
     final rounding. A row with a NaN input keeps float64's IEEE values; mpmath takes infinities
-    (a -inf logit's softmax term is 0, and its row's other elements are refined), and an
+    (exp(-inf) = 0: a -inf term is 0, and its row's other elements are refined), and an
     element it finds no finite value for keeps float64's. per_row: y holds
     one value per row (rows, 1), that of the row's first element."""
     length = next(iter(raw.values())).shape[1] if per_row and raw else y.shape[1]

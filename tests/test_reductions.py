@@ -178,9 +178,12 @@ def _softmax_mp(row: list) -> list:
 
 
 def _log_softmax_mp(row: list) -> list:
+    """x - top - log1p(the other terms' sum): exact at the working precision (log of a sum
+    that rounded to 1 loses a term of e^-186 at 60 digits)."""
     top = max(row)
-    s = mp.fsum(mp.exp(v - top) for v in row)
-    return [v - top - mp.log(s) for v in row]
+    k = row.index(top)
+    rest = mp.fsum(mp.exp(v - top) for i, v in enumerate(row) if i != k)
+    return [v - top - mp.log1p(rest) for v in row]
 
 
 def _hard_softmax_rows(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -52,7 +52,7 @@ def div_err(a, ea, b, eb, q, u):  # pragma: no cover - compiled
     2^1022 (its exact value lies beyond float64's range: errbound.OVERFLOW). u = 0: q is float64's
     quotient, its own error |a - q b| / |b| (the residual, exact by fma where nothing
     underflows or overflows: 0 where q is exact, a mean over a power of two), else |q| 2^-53."""
-    # divisions by reciprocals: a row's sum as b (softmax) makes them loop invariants that the
+    # divisions by reciprocals: a row's sum as b (a normalisation) makes them loop invariants the
     # compiler hoists; the two roundings of x * (1 / d) and the product by 1 + 2^-50 stay
     # above x / d
     den = abs(b) - eb
