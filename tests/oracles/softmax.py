@@ -21,22 +21,15 @@ import math
 import mpmath
 import numpy as np
 
+from tests.oracles import _dim_rows
+from tests.oracles._dim_rows import INF, NAN
+
 KIND = "dim_rows"
 INPUTS = ("self",)
 OUT = "out"
 DIM = "dim"
-PRODUCTS = ("ascend950", "atlas-a3", "atlas-a2", "atlas-inference", "atlas-training")
-# ranks 0 to 4, size-1 dims, an odd shape; (2, 9000): rows long enough for the compiled row tiers
-SHAPES = ((), (1,), (6,), (4, 1), (3, 5), (1, 6, 2), (3, 5, 7), (2, 1, 3, 4), (2, 9000))
-NAN = float("nan")
-INF = float("inf")
-
-
-def allowed(param: str, product: str) -> set[str]:
-    """self and out: FLOAT, FLOAT16, DOUBLE, BFLOAT16; Atlas inference / training no BFLOAT16."""
-    if product in ("atlas-inference", "atlas-training"):
-        return {"FLOAT", "FLOAT16", "DOUBLE"}
-    return {"FLOAT", "FLOAT16", "DOUBLE", "BF16"}
+PRODUCTS, SHAPES = _dim_rows.PRODUCTS, _dim_rows.SHAPES
+allowed = _dim_rows.forward_allowed
 
 
 def draw(rng, shape: tuple) -> dict:
@@ -66,13 +59,4 @@ def _row(x: list[float]) -> list:
 
 def value(a: dict, dim: int) -> np.ndarray:
     """The exact out (an object array of self's shape) from self (float64) and dim."""
-    x = np.asarray(a["self"], dtype=np.float64)
-    shape = x.shape
-    x = x.reshape(shape or (1,))
-    d = dim % x.ndim
-    rows = np.moveaxis(x, d, -1)
-    flat = rows.reshape(-1, rows.shape[-1])
-    out = np.empty(flat.shape, dtype=object)
-    for r in range(flat.shape[0]):
-        out[r, :] = _row([float(v) for v in flat[r]])
-    return np.moveaxis(out.reshape(rows.shape), -1, d).reshape(shape)
+    return _dim_rows.per_slice([a["self"]], dim, _row)

@@ -23,23 +23,15 @@ import math
 import mpmath
 import numpy as np
 
+from tests.oracles import _dim_rows
+from tests.oracles._dim_rows import INF, NAN, mul, num, sub
+
 KIND = "dim_rows"
 INPUTS = ("gradOutput", "output")
 OUT = "out"
 DIM = "dim"
-PRODUCTS = ("ascend950", "atlas-a3", "atlas-a2", "atlas-inference", "atlas-training")
-# ranks 0 to 4, size-1 dims, an odd shape; (2, 9000): rows long enough for the compiled row tiers
-SHAPES = ((), (1,), (6,), (4, 1), (3, 5), (1, 6, 2), (3, 5, 7), (2, 1, 3, 4), (2, 9000))
-NAN = float("nan")
-INF = float("inf")
-
-
-def allowed(param: str, product: str) -> set[str]:
-    """gradOutput, output and out: FLOAT, FLOAT16, BFLOAT16; Atlas inference / training no
-    BFLOAT16."""
-    if product in ("atlas-inference", "atlas-training"):
-        return {"FLOAT", "FLOAT16"}
-    return {"FLOAT", "FLOAT16", "BF16"}
+PRODUCTS, SHAPES = _dim_rows.PRODUCTS, _dim_rows.SHAPES
+allowed = _dim_rows.backward_allowed
 
 
 def draw(rng, shape: tuple) -> dict:
@@ -66,31 +58,6 @@ def draw(rng, shape: tuple) -> dict:
     return {"gradOutput": g, "output": y}
 
 
-def _num(v: float):
-    """An input value: an exact mpf, or the IEEE special float it is."""
-    return mpmath.mpf(v) if math.isfinite(v) else v
-
-
-def _mul(a, b):
-    """a * b, exact for finite values, IEEE where one is special (a float)."""
-    if not isinstance(a, float) and not isinstance(b, float):
-        return a * b
-    if math.isnan(a) or math.isnan(b) or a == 0 or b == 0:
-        return NAN  # NaN, or 0 * inf
-    return INF if (a > 0) == (b > 0) else -INF
-
-
-def _sub(a, b):
-    """a - b, exact for finite values, IEEE where one is special."""
-    if not isinstance(a, float) and not isinstance(b, float):
-        return a - b
-    if (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
-        return NAN
-    if isinstance(a, float) and isinstance(b, float):
-        return NAN if a == b else a  # inf - inf; inf - -inf
-    return a if isinstance(a, float) else -b
-
-
 def _sum(terms: list):
     """The IEEE sum of exact or special terms: exact (mpmath.fsum) where all are finite."""
     specials = [t for t in terms if isinstance(t, float)]
@@ -103,23 +70,12 @@ def _sum(terms: list):
 
 def _row(g: list[float], y: list[float]) -> list:
     """gradInput of one slice: exact mpf elements, or IEEE special floats."""
-    gs, ys = [_num(v) for v in g], [_num(v) for v in y]
-    dot = _sum([_mul(a, b) for a, b in zip(gs, ys, strict=True)])
-    return [_mul(b, _sub(a, dot)) for a, b in zip(gs, ys, strict=True)]
+    gs, ys = [num(v) for v in g], [num(v) for v in y]
+    dot = _sum([mul(a, b) for a, b in zip(gs, ys, strict=True)])
+    return [mul(b, sub(a, dot)) for a, b in zip(gs, ys, strict=True)]
 
 
 def value(a: dict, dim: int) -> np.ndarray:
     """The exact out (an object array of the inputs' shape) from gradOutput and output
     (float64) and dim."""
-    g = np.asarray(a["gradOutput"], dtype=np.float64)
-    y = np.asarray(a["output"], dtype=np.float64)
-    shape = g.shape
-    g, y = g.reshape(shape or (1,)), y.reshape(shape or (1,))
-    d = dim % g.ndim
-    rows = np.moveaxis(g, d, -1)
-    gf = rows.reshape(-1, rows.shape[-1])
-    yf = np.moveaxis(y, d, -1).reshape(gf.shape)
-    out = np.empty(gf.shape, dtype=object)
-    for r in range(gf.shape[0]):
-        out[r, :] = _row([float(v) for v in gf[r]], [float(v) for v in yf[r]])
-    return np.moveaxis(out.reshape(rows.shape), -1, d).reshape(shape)
+    return _dim_rows.per_slice([a["gradOutput"], a["output"]], dim, _row)
