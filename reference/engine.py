@@ -150,10 +150,16 @@ def prepare(call: Call, registry: Registry | None = None, *, exact: bool = False
         return  # evaluate says what is wrong with the call
 
 
+WORK_MIN = 1 << 16  # tensors of fewer elements: no working memory worth a budget's notice
+
+
 def working_bytes(call: Call, registry: Registry | None = None) -> int:
     """Memory evaluating `call` needs beyond its tensors (rows.working_bytes: the outputs with
     reductions; an elementwise output streams in chunks of fixed size), for the runner's
     budget; 0 for a call the checks reject or that is malformed (evaluate says why)."""
+    sizes = [numel(a.shape) for a in call.args.values() if isinstance(a, TensorArg)]
+    if max(sizes, default=0) < WORK_MIN:
+        return 0  # (a chunk of rows of so few elements needs a few MiB at most)
     reg = registry or default_registry()
     try:
         spec = reg.get(call.op)

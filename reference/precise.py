@@ -292,12 +292,17 @@ def refine(
     return y
 
 
+UNIQUE_MIN = 64  # flagged elements from which repeats are looked for
+
+
 def unique_elements(exact_inputs: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
     """(first, inverse): the position of the first of each distinct tuple of inputs among n
     elements, and each element's tuple number -- one evaluation serves every repeat (a vendor
     case fills 1.7 M elements with one value). Tuples compare by their bits (64-bit values)."""
     if not exact_inputs or n < 2:
         return np.zeros(min(n, 1), np.intp), np.zeros(n, np.intp)
+    if n < UNIQUE_MIN:  # a handful: each its own (np.unique's sort costs more than it saves)
+        return np.arange(n), np.arange(n)
     keys = np.stack(
         [
             np.ascontiguousarray(a if a.itemsize == 8 else a.astype(np.float64)).view(np.uint64)
