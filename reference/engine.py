@@ -134,20 +134,33 @@ def prepare(call: Call, registry: Registry | None = None, *, exact: bool = False
     the reference is the backend (as it prepares an oracle's golden streams), so that a
     per-case timeout bounds the case's work, not a kernel's first compilation on this machine
     (seconds). A call the checks reject compiles nothing; a malformed one is left to evaluate."""
+    try:
+        for sub, sub_call in _computed(call, registry):
+            GoldenStream(sub, sub_call, exact, None).prepare()
+    except (CallError, ShapeError):
+        return  # evaluate says what is wrong with the call
+
+
+def _computed(call: Call, registry: Registry | None) -> list[tuple[OpSpec, Call]]:
+    """Each computed output's (spec, call) of a call the checks accept, defaults filled and
+    halves split, its output a non-empty tensor; none for a call the checks reject or that is
+    malformed (evaluate says why): what prepare and working_bytes walk."""
     reg = registry or default_registry()
     try:
         spec = reg.get(call.op)
         _check_call_shape(spec, call)
         if not validate(spec, call).ok_to_compute:
-            return
+            return []
         _check_ruled_shapes(spec, call)
         call = with_defaults(spec, call)
+        out = []
         for sub in spec.computed:
-            out = call.args.get(sub.formula.output)
-            if isinstance(out, TensorArg) and not out.is_empty:
-                GoldenStream(sub, split_call(sub, call), exact, None).prepare()
+            arg = call.args.get(sub.formula.output)
+            if isinstance(arg, TensorArg) and not arg.is_empty:
+                out.append((sub, split_call(sub, call)))
+        return out
     except (CallError, UnknownOp, ShapeError):
-        return  # evaluate says what is wrong with the call
+        return []
 
 
 WORK_MIN = 1 << 16  # tensors of fewer elements: no working memory worth a budget's notice
@@ -160,28 +173,21 @@ def working_bytes(call: Call, registry: Registry | None = None) -> int:
     sizes = [numel(a.shape) for a in call.args.values() if isinstance(a, TensorArg)]
     if max(sizes, default=0) < WORK_MIN:
         return 0  # (a chunk of rows of so few elements needs a few MiB at most)
-    reg = registry or default_registry()
+    try:  # (an elementwise spec streams: nothing to check before its checks run)
+        spec = (registry or default_registry()).get(call.op)
+    except UnknownOp:
+        return 0
+    if not any(rows.reductions(sub) for sub in spec.computed):
+        return 0
+    need = 0
     try:
-        spec = reg.get(call.op)
-        if not any(rows.reductions(sub) for sub in spec.computed):
-            return 0
-        _check_call_shape(spec, call)
-        if not validate(spec, call).ok_to_compute:
-            return 0
-        _check_ruled_shapes(spec, call)
-        call = with_defaults(spec, call)
-        need = 0
-        for sub in spec.computed:
-            out = call.args.get(sub.formula.output)
-            if not isinstance(out, TensorArg) or out.is_empty:
-                continue
-            sub_call = split_call(sub, call)
+        for sub, sub_call in _computed(call, registry):
             sub = _decided(sub, attribute_env(sub, sub_call))
             if rows.reductions(sub):
                 need = max(need, rows.working_bytes(sub, sub_call))
-        return need
-    except (CallError, UnknownOp, ShapeError):
+    except (CallError, ShapeError):
         return 0
+    return need
 
 
 class GoldenStream:

@@ -98,9 +98,9 @@ def next_precision(bits: int, now: float, last: float | None, out_dtype: str) ->
     """The precision of a refinement's next evaluation, or None where `now` (the value rounded
     at `bits`) settles it: it rounds as the previous evaluation did (`last`) and is neither an
     exact tie of the output nor zero below TIE_PRECISION, or bits reached MAX_PRECISION. A zero
-    may be a cancellation whose term fell below the precision as a tie's perturbation does:
-    a log-normalisation's x - (m + log(1 + e^-186)) at its row's maximum is 0 at 128 and 256 bits and
-    -1.07e-81 at 512."""
+    may be a cancellation whose term fell below the precision as a tie's perturbation does: a
+    log-normalisation's x - (m + log(1 + e^-186)) at its row's maximum is 0 at 128 and 256
+    bits and -1.07e-81 at 512."""
     if bits >= MAX_PRECISION:
         return None
     if now == last:

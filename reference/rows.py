@@ -37,7 +37,7 @@ import mpmath
 import numpy as np
 
 from ..conformance.acl import dtypes as dt
-from ..conformance.acl.call import Call, CallError
+from ..conformance.acl.call import Call, CallError, TensorArg
 from ..conformance.acl.views import FlatView, numel
 from ..conformance.compiled import mode as compiled_mode
 from ..conformance.spec.elements import element_shape, index_dims
@@ -237,6 +237,19 @@ def layout(
     return Layout(shape, numel(shape[:k]), block, (0, *kept, *red), numel([shape[d] for d in dims]))
 
 
+def _rows_of(
+    spec: OpSpec, call: Call
+) -> tuple[dict[str, Any], tuple[int, ...], dict[str, TensorArg], bool, Layout]:
+    """(env with the geometry bound, the elements' shape, the tensors read, per_row: one output
+    element per row (the reduced dims dropped), the rows' layout) of a call."""
+    env: dict[str, Any] = attribute_env(spec, call)
+    shape, args = element_shape(spec, call, env)
+    per_row = tuple(call.tensor(spec.formula.output).shape) != shape
+    lay = layout(spec, env, shape, per_row)
+    env[GATHER] = geometry(spec, env, shape, row_dims(spec, env, len(shape), per_row))
+    return env, shape, args, per_row, lay
+
+
 # bytes an element of a chunk's rows costs while a tier evaluates it: the numpy tiers' float64
 # temporaries and (value, bound) pairs (about 220 measured: a nested cross entropy's mean), the
 # compiled rows' values, flags and buffers
@@ -248,11 +261,7 @@ def working_bytes(spec: OpSpec, call: Call) -> int:
     whole blocks of rows, so one block of every element (a mean over all holding a reduction
     per row: nested, left to numpy) is evaluated at once; the runner refuses a case whose
     working memory and tensors pass its budget instead of letting the machine kill it."""
-    env: dict[str, Any] = attribute_env(spec, call)
-    shape, _ = element_shape(spec, call, env)
-    per_row = tuple(call.tensor(spec.formula.output).shape) != shape
-    lay = layout(spec, env, shape, per_row)
-    env[GATHER] = geometry(spec, env, shape, row_dims(spec, env, len(shape), per_row))
+    env, shape, _, per_row, lay = _rows_of(spec, call)
     size, total = max(1, lay.block_size), numel(shape)
     nested = any(not isinstance(g, ir.Along) for g in env[GATHER])
     compiled = not nested and compiled_mode.wanted(total)
@@ -275,12 +284,8 @@ def chunks(
     values) per run of whole blocks of the output (see the module docstring); into: the
     output's view, into whose storage the rounded result goes where it is contiguous and
     shares no memory with an input (the result yielded is then that slice of it)."""
-    env: dict[str, Any] = attribute_env(spec, call)
-    shape, args = element_shape(spec, call, env)
+    env, shape, args, per_row, lay = _rows_of(spec, call)
     out_shape = tuple(call.tensor(spec.formula.output).shape)
-    per_row = out_shape != shape  # one output element per row (the reduced dims dropped)
-    lay = layout(spec, env, shape, per_row)
-    env[GATHER] = geometry(spec, env, shape, row_dims(spec, env, len(shape), per_row))
     if per_row and numel(out_shape) * lay.length != numel(shape):
         raise CallError(
             f"{spec.name}: output shape {list(out_shape)} is neither the elements' shape "
