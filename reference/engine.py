@@ -28,7 +28,14 @@ from typing import Any
 import numpy as np
 
 from ..conformance.acl import dtypes as dt
-from ..conformance.acl.call import Call, CallError, Outcome, TensorArg, arg_problem
+from ..conformance.acl.call import (
+    Call,
+    CallError,
+    Outcome,
+    TensorArg,
+    arg_problem,
+    contiguous_strides,
+)
 from ..conformance.acl.views import BLOCK, FlatView, numel, ranges
 from ..conformance.run.backend import OracleTimeout
 from ..conformance.spec.elements import placed
@@ -201,10 +208,16 @@ class GoldenStream:
         without a deadline: a judge calls it before its clock starts, which bounds the work of
         the case, not a kernel's first compilation on this machine (seconds). Outputs the
         numpy path evaluates have nothing to compile."""
-        if not kernel.wanted(numel(self.call.tensor(self.spec.formula.output).shape)):
+        out = self.call.tensor(self.spec.formula.output)
+        if not kernel.wanted(numel(out.shape)):
             return
         for _ in chunks(self.spec, self.call, exact=self.exact, chunk=BLOCK):
             break
+        if out.dtype_info.np in (np.float32, np.float64):  # and the kernels writing the output
+            blank = np.empty(numel(out.shape), out.dtype_info.np)  # (pages of one block touched)
+            into = FlatView(TensorArg(out.dtype, out.shape, contiguous_strides(out.shape), 0, blank), out.shape)  # fmt: skip
+            for _ in chunks(self.spec, self.call, exact=self.exact, chunk=BLOCK, into=into, values=False):  # fmt: skip
+                break
 
     def chunks(
         self, chunk: int | None = None, deadline: float | None = None

@@ -300,6 +300,13 @@ def chunks(
         and not any(np.may_share_memory(into.storage, f.storage) for f in flats.values())
     )
     size = max(1, lay.block_size)
+    # the rows in the output's own order (no transposition), FLOAT or DOUBLE elements
+    in_order = (
+        not per_row
+        and lay.perm == tuple(range(len(lay.perm)))
+        and into is not None
+        and into.storage.dtype in (np.float32, np.float64)
+    )
     # the compiled row tiers where rowgen.py can write the formula (codegen.Unsupported: the
     # numpy tiers), its output the elements' shape or one value per row
     # (a 64-bit integer input, a gather's index, is read as float64: exact within 2^53)
@@ -328,7 +335,13 @@ def chunks(
                for nm, a in raw.items()}  # fmt: skip
         rows_shape = (numel(((o1 - o0),) + lay.block) // max(lay.length, 1), lay.length)
         out_rows = (rows_shape[0], 1) if per_row else rows_shape
-        got = fast.tier1(raw, out_rows) if fast is not None else None
+        dest = _slice(into, start, stop) if direct else None
+        # the rows are the output's own elements in order: the kernel writes them there, every
+        # later tier writes its elements there too, and no float64 copy is kept
+        mine = None
+        if fast is not None and not values and in_order and dest is not None:
+            mine = dest.reshape(out_rows)
+        got = fast.tier1(raw, out_rows, mine) if fast is not None else None
         if got is None:
             fast = None
             y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
@@ -368,16 +381,23 @@ def chunks(
             start, stop = o0 * rows_per_block, o1 * rows_per_block
         else:
             flat = lay.from_rows(y, o1 - o0)
-        dest = into.storage[into.offset + start : into.offset + stop] if direct else None  # type: ignore[union-attr]
+        dest = _slice(into, start, stop) if direct else None
         if values and route.fmt is not None:
             result = None
-        elif dest is not None and fast is not None and fast.store(flat, dest):
+        elif (mine is not None and got is not None) or (
+            dest is not None and fast is not None and fast.store(flat, dest)
+        ):  # (written by the kernel and the tiers after it, or stored now)
             result = dest
         else:
             result = dt.round_to(flat, out_dtype, dest)
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
+
+
+def _slice(into: Any, start: int, stop: int) -> np.ndarray:
+    """Elements [start, stop) of a contiguous output view's storage."""
+    return into.storage[into.offset + start : into.offset + stop]
 
 
 def _row_view(f: FlatView, lay: Layout, o0: int, o1: int) -> np.ndarray | None:
@@ -535,11 +555,14 @@ class Compiled:
         return drop, int(precise.GUARD * 2**drop), fmt.emin + 1023  # type: ignore[union-attr]
 
     def tier1(
-        self, raw: dict[str, np.ndarray], shape: tuple[int, int]
+        self, raw: dict[str, np.ndarray], shape: tuple[int, int], y: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(values, flags (uint8, nonzero: not decided), rows for numpy) of a chunk of rows, or
-        None where numba cannot type the arguments (numpy from then on)."""
-        y = np.empty(shape)
+        None where numba cannot type the arguments (numpy from then on). y: where the values
+        go, the output's own FLOAT or DOUBLE rows (the kernel's store casts as round_to does:
+        a decided element's float64 value rounds to the output as its exact value does), by
+        default a float64 buffer."""
+        y = np.empty(shape) if y is None else y
         flags = np.empty(shape, np.uint8)
         bad = np.empty(shape[0], np.bool_)
         drop, guard, emin = self._format()

@@ -237,9 +237,9 @@ def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, whi
     calls = []
     real = rows.Compiled.tier1
 
-    def spy(self, raw, shape):
+    def spy(self, raw, shape, y=None):
         calls.append(self.every)
-        return real(self, raw, shape)
+        return real(self, raw, shape, y)
 
     rows.Compiled.tier1 = spy
     try:
