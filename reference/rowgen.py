@@ -42,6 +42,7 @@ from .kernelsource import COMPILED, PRELUDE, VECMATH, Source, Unsupported, numbe
 U = 2.0**-53
 TINY_NORMAL = 2.0**-1022  # float64's smallest normal
 UD = 2.0**-102  # a double-double operation's relative error, generously
+RECIP_U = 2.0**-52 * (1.0 + 2.0**-50)  # x * (1 / d): two roundings, relative to the result
 # float64 functions: (source, ulps of their own error)
 F64 = {"exp": ("_vexp", 2), "expm1": ("_vexpm1", 3), "log1p": ("_vlog1p", 3),
        "log": ("math.log", 1), "erf": ("math.erf", 4), "erfc": ("_verfc", 8),
@@ -719,6 +720,13 @@ class Bounded(Arithmetic):
         if self.dd:
             err = f"div_err({a.v}[0], {a.e}, {b.v}[0], {b.e}, w{k}[0], {UD!r})"
             return self._tmp(f"ddiv({a.v}, {b.v})", err)
+        if b.v in {r.v for r in self.state.reduced.values()}:
+            # by a row's value (a normalisation's sum): times its reciprocal, a loop invariant,
+            # where that is a normal number (two roundings: RECIP_U); else the quotient
+            ok = f"(abs({b.v}) >= {TINY_NORMAL!r}) & (abs({b.v}) < 2.0**1020)"
+            value = f"{a.v} * (1.0 / {b.v}) if {ok} else {a.v} / {b.v}"
+            err = f"div_err({a.v}, {a.e}, {b.v}, {b.e}, w{k}, _sel({ok}, {RECIP_U!r}, {U!r}))"
+            return self._tmp(value, err)
         return self._tmp(f"{a.v} / {b.v}", f"div_err({a.v}, {a.e}, {b.v}, {b.e}, w{k}, 0.0)")
 
     def pow(self, a: Any, b: Any) -> Val:

@@ -254,6 +254,38 @@ def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, whi
                 assert abs(mp.mpf(float(got[i, j])) - w) < mp.mpf(np.spacing(abs(float(w)))), (i, j)
 
 
+@pytest.mark.kernels  # numba compiles a row kernel pair per formula (CI's kernels tier)
+@pytest.mark.parametrize("scale", [1, -16, 20])
+def test_division_by_a_row_value_is_correctly_rounded(tmp_path, numba_path, scale):
+    """(x c) / sum(x c d, -1) in the row kernel divides by the row's reciprocal where the sum is
+    a normal number below 2^1020 (two roundings in its bound), else by the sum itself: with
+    c = d = 1 (rows of ordinary values, a zero sum, ties: x / 4 exact), c = 1e-300 and
+    d = 1e-16 (a subnormal sum: its reciprocal overflows), c = 1e300 and d = 2^20 (a sum
+    beyond 2^1020: its reciprocal subnormal). FLOAT: the exact quotient x / (d sum(x))
+    (Fractions, the literals' doubles exact) rounded once."""
+    c, d = {1: ("1.0", "1.0"), -16: ("1e-300", "1e-16"), 20: ("1e300", repr(2.0**20))}[scale]
+    reg = _spec(tmp_path, f"(self * {c}) / sum(self * {c} * {d}, -1)")
+    rng = np.random.default_rng(41)
+    n = 64
+    rows_ = [
+        rng.normal(size=n),
+        np.abs(rng.normal(size=n)) * 2,
+        np.concatenate([np.ones(n // 2), -np.ones(n // 2)]),  # a zero sum
+        np.full(n, 0.25),  # quotients 1 / n: exact
+    ]
+    x = np.array(rows_).astype(np.float32).astype(np.float64)
+    got = _run(reg, x, "FLOAT")
+    for i, r in enumerate(x):
+        total = sum(Fraction(float(v)) for v in r) * Fraction(float(d))
+        for j, v in enumerate(r):
+            if total == 0:  # IEEE: a zero sum gives inf or NaN
+                with np.errstate(all="ignore"):
+                    want = np.float32(np.float64(v) / 0.0)
+                assert np.array_equal(got[i, j], want, equal_nan=True), (i, j)
+                continue
+            assert got[i, j] == round_exact(Fraction(float(v)) / total, "FLOAT"), (i, j)
+
+
 # -- the compiled tiers give the numpy tiers' bits on every spec with a reduction ---------------
 
 
