@@ -26,7 +26,11 @@ Reductions (`sum(x, dim)`, ...; ir.Reduce) are the arithmetic's `reduce`, and a 
 reduces the last axis of its values (the evaluator lays each chunk out as rows: the reduced
 dims last, `ROW` in the environment holds the rows' shape), keeping it so the value broadcasts
 back over the row; a scalar arithmetic (mpmath) evaluates the argument at every element of the
-row (`Row`, bound as `ROW`), each reduction once per row.
+row (`Row`, bound as `ROW`), each reduction once per row. A paired reduction (its argument holds
+`outer(x)`, ir.Outer: x at the element the reduction's value is for) has a value per element: an
+array arithmetic's `paired` evaluates the argument on pair rows (env[OUTER] a `Pairs`, saying
+which element each pair row is for), a scalar one evaluates it at every element of the row once
+per element, each element's environment a `Paired` whose OUTER is that element's.
 
 Expressions are *staged*: the walk is done once per (expression, arithmetic) into closures, so
 evaluating one is a call per node, no dispatch on node kinds (numpy chunks, mpmath elements).
