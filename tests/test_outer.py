@@ -10,7 +10,6 @@ to numpy.
 
 from __future__ import annotations
 
-import textwrap
 from fractions import Fraction
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from aclnn_conformance.conformance.spec.lint import lint_file
 from aclnn_conformance.conformance.spec.registry import Registry, load_spec
 from aclnn_conformance.reference import codegen, engine, errbound, roundings, rowgen, rows
 
+from tests.support.fixture_spec import fixture_spec
 from tests.support.rounding import NP, round_exact
 
 # -- the language ---------------------------------------------------------------------------------
@@ -221,33 +221,17 @@ def _registry(tmp_path: Path, value: str, out_rule: str) -> Registry:
 
 def _write(tmp_path: Path, value: str, out_rule: str) -> Path:
     """A fixture: x (a float tensor), one output, one formula branch `value`."""
-    text = textwrap.dedent(
-        f"""\
-        format: 1
-        op: aclnnOuterFixture
-        name: outer_fixture
-        summary: a paired-reduction fixture
-        source:
-          doc: none
-        products: [atlas-a2]
-        params:
-          - {{name: x, kind: tensor, role: input, c_type: "const aclTensor*"}}
-          - {{name: out, kind: tensor, role: output, c_type: "aclTensor*", shape: {out_rule}}}
-        dtype_sets:
-          float: {{source: t, default: [FLOAT, FLOAT16, BF16, DOUBLE]}}
-        checks:
-          - {{id: null-ptr, kind: not_null, params: [x, out], status: ACLNN_ERR_PARAM_NULLPTR, source: t}}
-          - {{id: dtype-x, kind: dtype_in, params: [x], set: float, source: t}}
-        formula:
-          output: out
-          source: t
-          branches:
-            - {{id: v, when: otherwise, value: "{value}", source: t}}
-        """  # noqa: E501
-    )
-    path = tmp_path / "outer_fixture.yaml"
-    path.write_text(text)
-    return path
+    return fixture_spec(
+        tmp_path,
+        "aclnnOuterFixture",
+        "outer_fixture",
+        ['{name: x, kind: tensor, role: input, c_type: "const aclTensor*"}',
+         f'{{name: out, kind: tensor, role: output, c_type: "aclTensor*", shape: {out_rule}}}'],
+        ["float: {source: t, default: [FLOAT, FLOAT16, BF16, DOUBLE]}"],
+        ["{id: null-ptr, kind: not_null, params: [x, out], status: ACLNN_ERR_PARAM_NULLPTR, "
+         "source: t}", "{id: dtype-x, kind: dtype_in, params: [x], set: float, source: t}"],
+        value,
+    )  # fmt: skip
 
 
 def _eval(reg, x, out_shape, dtype, exact=False):
@@ -291,6 +275,30 @@ def test_a_paired_reduction_nested_in_a_total_over_every_element(tmp_path, exact
     x = np.array([[0.5, -1.0, 2.0], [1.0, 1.0, 1.0], [3.0, 0.0, -3.0], [2.0**-40, 1.0, 0.0]])
     want = sum(sum(r, Fraction(0)) for r in _hinges(x))
     assert float(_eval(reg, x, (), "DOUBLE", exact)) == float(want)
+
+
+@pytest.mark.parametrize(
+    "value, out, shape",
+    [
+        ("sum(maximum(0, 1 - outer(x) + x), -1)", "x", (2, 70)),
+        ("sum(sum(maximum(0, 1 - outer(x) + x), -1), all)", "scalar", (2, 40)),
+    ],
+)
+def test_mpmath_refines_long_rows_of_a_paired_formula(tmp_path, value, out, shape):
+    """exact=True sends every DOUBLE element to mpmath over its row; rows of 64 elements and more
+    first try their sums in float64 (rows.exact_sums), which a paired sum (a value per element)
+    is not, and which a total holding paired sums is."""
+    reg = _registry(tmp_path, value, out)
+    rng = np.random.default_rng(11)
+    x = np.ldexp(rng.standard_normal(shape), rng.integers(-3, 3, shape))
+    hinges = _hinges(x)
+    if out == "x":
+        want = [float(v) for v in hinges.reshape(-1)]
+        got = _eval(reg, x, shape, "DOUBLE", exact=True).reshape(-1).tolist()
+    else:
+        want = [float(sum(sum(r, Fraction(0)) for r in hinges))]
+        got = [float(_eval(reg, x, (), "DOUBLE", exact=True))]
+    assert got == want
 
 
 def test_the_compiled_row_gate_is_by_node_kind(tmp_path):

@@ -8,7 +8,6 @@ the class dim, must not be empty).
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,8 @@ from aclnn_conformance.conformance.cases.generate import build, plan_op
 from aclnn_conformance.conformance.spec.lint import lint_file
 from aclnn_conformance.conformance.spec.registry import Registry, default_registry, load_spec
 from aclnn_conformance.reference.engine import evaluate
+
+from tests.support.fixture_spec import fixture_spec
 
 # -- the values ------------------------------------------------------------------------------------
 
@@ -65,41 +66,32 @@ def test_padded_lists_of_a_0d_tensor_one_row_and_no_classes():
 
 def _write(tmp_path: Path, index: str = "{index_of: {param: x, dim: -1, pad: -1}}",
            axis: str = "-1") -> Path:  # fmt: skip
-    text = textwrap.dedent(
-        f"""\
-        format: 1
-        op: aclnnListFixture
-        name: list_fixture
-        summary: a padded-list fixture
-        source:
-          doc: none
-        products: [atlas-a2]
-        params:
-          - {{name: x, kind: tensor, role: input, c_type: "const aclTensor*"}}
-          - {{name: t, kind: tensor, role: input, c_type: "const aclTensor*", shape: x, values: {index}}}
-          - {{name: ignoreIndex, kind: int, c_type: int64_t, default: -100}}
-          - {{name: out, kind: tensor, role: output, c_type: "aclTensor*", shape: x}}
-        dtype_sets:
-          float: {{source: t, default: [FLOAT]}}
-          index: {{source: t, default: [INT64]}}
-        checks:
-          - {{id: null-ptr, kind: not_null, params: [x, t, out], status: ACLNN_ERR_PARAM_NULLPTR, source: t}}
-          - {{id: dtype-x, kind: dtype_in, params: [x], set: float, source: t}}
-          - {{id: dtype-t, kind: dtype_in, params: [t], set: index, source: t}}
-          - {{id: max-rank, kind: max_rank, params: [x], max: 2, source: t}}
-          - {{id: classes, kind: dim_nonempty, params: [x], axis: {axis}, source: t}}
-          - {{id: t-shape, kind: shape_is, params: [t], source: t}}
-          - {{id: empty, kind: empty_success, params: [x], source: t}}
-        formula:
-          output: out
-          source: t
-          branches:
-            - {{id: v, when: otherwise, value: "where(cumsum(t == -1, -1) == 0, x, 0)", source: t}}
-        """  # noqa: E501
+    """A fixture: x, t (x's shape, padded lists indexing x's last dim), out (x's shape) = x
+    where t's row has not yet ended; C must not be empty, an empty batch succeeds."""
+    return fixture_spec(
+        tmp_path,
+        "aclnnListFixture",
+        "list_fixture",
+        [
+            '{name: x, kind: tensor, role: input, c_type: "const aclTensor*"}',
+            '{name: t, kind: tensor, role: input, c_type: "const aclTensor*", shape: x, '
+            f"values: {index}}}",
+            "{name: ignoreIndex, kind: int, c_type: int64_t, default: -100}",
+            '{name: out, kind: tensor, role: output, c_type: "aclTensor*", shape: x}',
+        ],
+        ["float: {source: t, default: [FLOAT]}", "index: {source: t, default: [INT64]}"],
+        [
+            "{id: null-ptr, kind: not_null, params: [x, t, out], status: ACLNN_ERR_PARAM_NULLPTR, "
+            "source: t}",
+            "{id: dtype-x, kind: dtype_in, params: [x], set: float, source: t}",
+            "{id: dtype-t, kind: dtype_in, params: [t], set: index, source: t}",
+            "{id: max-rank, kind: max_rank, params: [x], max: 2, source: t}",
+            f"{{id: classes, kind: dim_nonempty, params: [x], axis: {axis}, source: t}}",
+            "{id: t-shape, kind: shape_is, params: [t], source: t}",
+            "{id: empty, kind: empty_success, params: [x], source: t}",
+        ],
+        "where(cumsum(t == -1, -1) == 0, x, 0)",
     )
-    path = tmp_path / "list_fixture.yaml"
-    path.write_text(text)
-    return path
 
 
 @pytest.mark.parametrize(

@@ -217,9 +217,7 @@ class Arithmetic:
         rows = env.get(ROW)
         part = env.get(GATHER, {}).get(node)  # a reduction over one dim of rows spanning more
         if isinstance(rows, Row):
-            if paired(node):
-                return self._paired_value(node, x, f, rows, env, part)
-            return self._row_value(node, x, f, rows, env, part)[0]
+            return self._row_value(node, x, f, rows, env, part, paired(node))[0]
         if rows is None:
             raise ValueError(f"{node.fn}() needs rows: the formula is evaluated by rows")
         if paired(node):
@@ -230,50 +228,36 @@ class Arithmetic:
 
     @staticmethod
     def _row_value(
-        node: Reduce, x: Fn, f: Callable[[Any], Any], rows: Row, env: Env, part: Any
+        node: Reduce,
+        x: Fn,
+        f: Callable[[Any], Any],
+        rows: Row,
+        env: Env,
+        part: Any,
+        pair: bool = False,
     ) -> tuple[Any, int]:
         """A scalar arithmetic's `f` of the argument's values along this element's row (the
         segment along one dim where `part`, (stride, size), is given), computed once per row
-        (segment) and kept in the row's cache; with this element's index in it."""
+        (segment) and kept in the row's cache; with this element's index in it. `pair`: a
+        paired reduction (its argument holds `outer`), once per element: each reduced
+        element's environment a `Paired` whose OUTER is this element's."""
         envs, key, k = rows.envs, id(node), env[POS]
         if part is not None:  # the segment of this element's row along the dim
             stride, size = part
             k = (env[POS] // stride) % size
             base = env[POS] - k * stride
             envs, key = envs[base : base + stride * size : stride], (id(node), base)
+        if pair:  # a value per element
+            key = (id(node), OUTER, env[POS])
         hit = rows.cache.get(key)
         if hit is None or hit[0] is not node:
             names = names_read(node.x)
             values = []
             for e in envs:
                 rows.bind(e, names)
-                values.append(x(e))
+                values.append(x(Paired(e, env) if pair else e))
             hit = rows.cache[key] = (node, f(values))
         return hit[1], k
-
-    @staticmethod
-    def _paired_value(
-        node: Reduce, x: Fn, f: Callable[[Any], Any], rows: Row, env: Env, part: Any
-    ) -> Any:
-        """A scalar arithmetic's paired reduction (its argument holds `outer`): `f` of the
-        argument at every element of this element's row (the segment along one dim where
-        `part`, (stride, size), is given), each reduced element's environment a `Paired` whose
-        OUTER is this element's; once per element, kept in the row's cache."""
-        envs, p = rows.envs, env[POS]
-        if part is not None:  # the segment of this element's row along the dim
-            stride, size = part
-            base = p - (p // stride) % size * stride
-            envs = envs[base : base + stride * size : stride]
-        key = (id(node), OUTER, p)
-        hit = rows.cache.get(key)
-        if hit is None or hit[0] is not node:
-            names = names_read(node.x)
-            values = []
-            for e in envs:
-                rows.bind(e, names)
-                values.append(x(Paired(e, env)))
-            hit = rows.cache[key] = (node, f(values))
-        return hit[1]
 
     def paired(self, node: Reduce, x: Fn, f: Callable[[Any], Any], env: Env, part: Any) -> Any:
         """An array arithmetic's paired reduction (its argument holds `outer`), one value per
