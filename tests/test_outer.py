@@ -311,6 +311,21 @@ def test_the_compiled_row_gate_is_by_node_kind(tmp_path):
         rowgen.generate(spec, {}, False, length=4)
 
 
+def test_large_cases_of_a_paired_formula_keep_their_paired_dim_short(tmp_path):
+    """A paired reduction costs the element count times the paired dim's size: the default
+    suite's large case and the large profile's model shapes keep their element count with that
+    dim PAIRED_SIZE long (16384 x 64, not 1024 x 1024)."""
+    from aclnn_conformance.conformance.cases.generate import PAIRED_SIZE, model_plans, plan_op
+
+    spec = _registry(tmp_path, "sum(maximum(0, 1 - outer(x) + x), -1)", "x").get("outer_fixture")
+    large = [p.id for p in plan_op(spec) if "/shape=large-" in p.id]
+    assert large and all(i.endswith(f"/shape=large-16384x{PAIRED_SIZE}") for i in large)
+    models = [dict(p.args)["x"].shape for p in model_plans(spec)]
+    assert models and all(s[-1] == PAIRED_SIZE for s in models)
+    plain = _registry(tmp_path, "x - amax(x, -1)", "x").get("outer_fixture")
+    assert any(p.id.endswith("/shape=large-1024x1024") for p in plan_op(plain))
+
+
 def test_lint_names_the_position_of_an_outer_outside_a_reduction(tmp_path):
     spec, problems = lint_file(_write(tmp_path, "x - outer(x)", "x"))
     assert spec is None or problems

@@ -332,16 +332,22 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
     return _valid_positive(spec, plans)
 
 
-def _large_shape(spec: OpSpec) -> tuple[int, int]:
-    """LARGE_SHAPE, or for a formula with a paired reduction the same element count with the
-    dim it pairs along (its literal dims; the last by default) PAIRED_SIZE long."""
+def _large_shape(spec: OpSpec, shape: tuple[int, ...] = LARGE_SHAPE) -> tuple[int, ...]:
+    """`shape` (LARGE_SHAPE), or for a formula with a paired reduction about the same element
+    count with the dim it pairs along (its literal dim; the last by default) PAIRED_SIZE long,
+    the first other dim the longer: such a case costs its element count times that dim's size
+    (1024 x 1024 becomes 16384 x 64)."""
     paired = [r for f in spec.formulas for e in Formula.of(f).expressions()
               for r in ir.reductions(e.ir) if not isinstance(r, ir.Along) and ir.paired(r)]  # fmt: skip
-    if not paired:
-        return LARGE_SHAPE
-    other = LARGE_SHAPE[0] * LARGE_SHAPE[1] // PAIRED_SIZE
-    dims = {d % 2 for r in paired for d in (r.dims or (-1,))}
-    return (PAIRED_SIZE, other) if dims == {0} else (other, PAIRED_SIZE)
+    if not paired or len(shape) < 2:
+        return shape
+    dims = {d for r in paired for d in (r.dims or (-1,))}
+    d = dims.pop() % len(shape) if len(dims) == 1 else len(shape) - 1
+    other = 0 if d else 1
+    out = list(shape)
+    out[other] = max(1, shape[other] * shape[d] // PAIRED_SIZE)
+    out[d] = PAIRED_SIZE
+    return tuple(out)
 
 
 DIM_SHAPES = ((7,), (3, 5), (2, 3, 4), (2, 3, 1, 4))  # each dim of each: a positive case
@@ -569,6 +575,7 @@ def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePla
                     spec, combo, tuple(min(s, 2) for s in m))).status == 0), None)  # fmt: skip
                 if shape is None:
                     continue
+                shape = _large_shape(spec, shape)  # a paired formula's: its paired dim short
                 tag = "shape=model-" + "x".join(str(s) for s in shape)
                 plans.append(
                     make_plan(spec, product, "positive", base_args(spec, combo, shape), tag, [])
