@@ -293,6 +293,8 @@ def _check_fields(c: Check) -> list[tuple[str, str]]:
         fields.append(("to", str(c.to)))
     if c.max is not None:
         fields.append(("max rank", str(c.max)))
+    if c.axis is not None:
+        fields.append(("nonempty dim", str(c.axis)))
     if c.of:
         fields.append(("broadcast of", ", ".join(c.of)))
     if c.violated_if is not None:

@@ -31,8 +31,17 @@ import numpy as np
 from ..conformance.acl import dtypes as dt
 from ..conformance.compiled.ranges import BIG as _BIG
 from ..conformance.compiled.ranges import TINY as _TINY
-from ..conformance.spec.expr.numpy_arith import NUMPY, cut, uncut, uncut_rows
-from ..conformance.spec.expr.walk import Arithmetic, Formula, require
+from ..conformance.compiled.rowsum import row_exact
+from ..conformance.spec.expr.ir import Reduce
+from ..conformance.spec.expr.numpy_arith import (
+    NUMPY,
+    PairLayout,
+    cut,
+    paired_rows,
+    uncut,
+    uncut_rows,
+)
+from ..conformance.spec.expr.walk import Arithmetic, Env, Formula, Pairs, require
 from ..conformance.spec.model import OpSpec
 from .formula import evaluate_formula
 
@@ -189,8 +198,12 @@ class ErrorBound(Arithmetic):
 
     def _compare(self, op: Any, a: Pair, b: Pair) -> Pair:
         (a, ea), (b, eb) = _p(a), _p(b)
-        truth = True & op(a, b)
-        und = (np.abs(a - b) <= ea + eb) & (ea + eb > 0)
+        t = op(a, b)
+        truth = t if isinstance(t, np.ndarray) else True & t
+        reach = ea + eb
+        if np.ndim(reach) == 0 and reach == 0:  # exact operands: decided
+            return truth, 0.0
+        und = (np.abs(a - b) <= reach) & (reach > 0)
         self.state.undecided = getattr(self.state, "undecided", False) | und
         return truth, 0.0
 
@@ -386,6 +399,8 @@ class ErrorBound(Arithmetic):
         v, e = x
         i = index[0]
         picked = NUMPY.r_gather(v, i, *geometry)
+        if np.ndim(e) == 0 and e == 0:  # an exact argument: exact picks
+            return picked, 0.0
         err = NUMPY.r_gather(np.broadcast_to(e, np.shape(v)), i, *geometry)
         return picked, np.where(np.isnan(err), 0.0, err)
 
@@ -406,6 +421,51 @@ class ErrorBound(Arithmetic):
             exact = exact_prefix(v)
         return s, e + np.where(exact, 0.0, own)
 
+    def paired(self, node: Reduce, x: Callable[[Env], Any], f: Callable[[Pair], Pair], env: Env,
+               part: Any) -> Pair:  # fmt: skip
+        """A paired reduction (its argument holds `outer`): numpy's pair rows, each value with
+        its bound; a comparison left undecided anywhere in a pair row leaves that element's
+        value undecided (`pair_reduced`)."""
+        return paired_rows(self, node, x, f, env, part)
+
+    @staticmethod
+    def each(value: Any, fn: Callable[[Any], Any]) -> Pair:
+        """`fn` of both parts of a (value, bound) pair (NumpyArithmetic.each); anything else
+        (a string parameter's text) as it is."""
+        if not isinstance(value, tuple):
+            return value
+        v, e = value
+        return fn(v), fn(e)
+
+    @staticmethod
+    def r_outer(value: Pair, pairs: Pairs) -> Pair:
+        """outer(x): x's value and bound at each pair row's element (exact: a pick)."""
+        return pairs.take(value)
+
+    def pair_reduced(self, f: Callable[[Pair], Pair], x: Callable[[Env], Any], env: Env,
+                     shape: tuple[int, ...]) -> tuple[Any, Any, Any]:  # fmt: skip
+        """One chunk of pair rows reduced (values and bounds, the pair rows' axis kept), with
+        the undecided comparisons of each pair row folded into one flag for its element: the
+        flags of the walk outside are kept aside meanwhile (their shapes differ) and the
+        chunk's come back as a third part, for `joined`."""
+        outside = getattr(self.state, "undecided", False)
+        self.state.undecided = False
+        try:
+            v, e = f(self.rows_of(x(env), shape))
+            und = np.broadcast_to(self.state.undecided, shape).any(axis=-1, keepdims=True)
+        finally:
+            self.state.undecided = outside
+        return v, e, und
+
+    def joined(self, parts: list[Any], layout: PairLayout) -> Pair:
+        """The chunks' (value, bound, undecided) as one value and bound per element of the
+        rows, (R, L); the undecided flags added to the walk's."""
+        v = layout.assemble([(c, p[0]) for c, p in parts])
+        e = layout.assemble([(c, np.broadcast_to(p[1], np.shape(p[0]))) for c, p in parts])
+        und = layout.assemble([(c, p[2]) for c, p in parts]).astype(bool)
+        self.state.undecided = getattr(self.state, "undecided", False) | und
+        return v, e
+
     @staticmethod
     def r_position(*geometry: Any) -> Pair:
         """Each element's index along the dim: an exact integer, no error."""
@@ -425,7 +485,11 @@ def exact_sum(v: np.ndarray) -> np.ndarray:
     every partial sum in any order with it: their terms are multiples of one power of two 2^k
     (each term's lowest set bit; a zero is any multiple) and the sum of their magnitudes is
     below 2^(k + 53). Squares and sums of FLOAT16 / BF16 / FLOAT values often are: rounding
-    such a sum needs no bound, a tie included."""
+    such a sum needs no bound, a tie included. Compiled in one pass where row_sum is
+    (rowsum.row_exact)."""
+    fast = row_exact(v)
+    if fast is not None:
+        return fast[..., None]
     a, lsb, finite = _grid(v)
     k = lsb.min(axis=-1, keepdims=True)
     with np.errstate(all="ignore"):
@@ -527,10 +591,13 @@ def _sum_err(a: Any, b: Any, s: Any) -> Any:
     """|a + b - s| exactly (Knuth's TwoSum); a bound where a value is not finite."""
     bb = s - a
     e = np.abs((a - (s - bb)) + (b - bb))
+    finite = np.isfinite(s)
+    if np.all(finite):
+        return e
     # an infinite sum with no operand of the other sign lies beyond the range as its exact
     # value does (1 + exp(3000)): IEEE's, as the compiled sum_err takes it; else no bound
     beyond = np.isinf(s) & (np.sign(a) != -np.sign(s)) & (np.sign(b) != -np.sign(s))
-    return np.where(np.isfinite(s), e, np.where(beyond, 0.0, np.abs(s) * U))
+    return np.where(finite, e, np.where(beyond, 0.0, np.abs(s) * U))
 
 
 # the argument where each function's value is exact (a library returns it exactly: exp(0) = 1)

@@ -127,6 +127,12 @@ class RoundingCount(Arithmetic):
 
     r_cumsum = _many
 
+    def outer(self, node: Any, x: Callable[[Any], Any], env: Any) -> int:
+        """outer(x) is x's value at another element: its roundings, none of its own."""
+        return self.r_outer(x(env))
+
+    r_outer = _same
+
     def position(self, node: Any, env: Any) -> int:
         """An element's index along a dim is an exact integer: no rounding."""
         return self.r_position()

@@ -801,7 +801,8 @@ def exact_sums(
     """The sums and means over a whole row (one row of `raw`) whose every term float64 computes
     exactly and whose sum float64 holds exactly (errbound: a bound of 0, errbound.exact_sum):
     their exact sum, so that mpmath need not walk the row for them (a mean's divisor of picked
-    class weights over 2^20 elements). Rows shorter than EXACT_SUMS_MIN: none tried."""
+    class weights over 2^20 elements). Rows shorter than EXACT_SUMS_MIN: none tried; a paired
+    reduction (a value per element) never."""
     if length < EXACT_SUMS_MIN:
         return {}
     nested = env.get(GATHER, {})
@@ -812,6 +813,8 @@ def exact_sums(
     walk = Formula.of(spec.formula)
     for node in live(spec, env):
         if isinstance(node, ir.Along) or node.fn not in ("sum", "mean") or node in nested:
+            continue
+        if ir.paired(node):  # a value per element (its argument reads outer), no row sum
             continue
         with np.errstate(all="ignore"):
             errbound.BOUNDED.state.undecided = False

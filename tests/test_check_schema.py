@@ -43,7 +43,7 @@ def test_each_kind_says_its_fields_once_and_the_schema_holds_them(kind):
     # with what it requires (and the first of one_of) it is valid
     example = {"params": ["self"], "violated_if": "x < 0", "examples": [{}], "to": "FLOAT",
                "max": 8, "of": ["a", "b"], "values": ["v"], "set": "floats", "dim": "dim",
-               "min": 2, "by": 2, "numel_of": "self"}  # fmt: skip
+               "min": 2, "by": 2, "numel_of": "self", "axis": -1}  # fmt: skip
     full = {**bare, **{f: example[f] for f in (*cls.required, *cls.one_of[:1])}}
     assert (
         list(jsonschema.Draft202012Validator({"type": "array", "items": item}).iter_errors([full]))

@@ -646,8 +646,8 @@ def test_a_credited_let_is_read_by_a_credited_branch(spec):
         read: set[str] = set()
         for b in (branches[c] for c in clauses if c in branches):
             read |= b.value.names | (b.when.names if b.when is not None else set())
-        for x in lets.values():  # lets read by lets
-            if x.name in read:
+        for x in reversed(list(lets.values())):  # lets read by lets (a let reads earlier
+            if x.name in read:  # ones: latest first, so that lets read through lets count)
                 read |= x.value.names
         for c in clauses:
             if c in lets and lets[c].name not in read:

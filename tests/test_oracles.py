@@ -154,10 +154,20 @@ DIM_ROWS = {
     "value": callable,
     "allowed": callable,
 }
+TARGET_LISTS = {
+    "OUTS": tuple,
+    "PRODUCTS": tuple,
+    "SHAPES": tuple,
+    "REDUCTIONS": tuple,
+    "HARD": list,
+    "draw": callable,
+    "value": callable,
+    "allowed": callable,
+}
 KINDS = ("gradient", "elementwise", "loss", "halves", "classes", "rows", "smoothed_classes",
-         "dim_rows")  # fmt: skip
+         "dim_rows", "target_lists")  # fmt: skip
 TABLES = {"halves": HALVES, "classes": CLASSES, "rows": ROWS, "smoothed_classes": SMOOTHED_CLASSES,
-          "dim_rows": DIM_ROWS}  # fmt: skip
+          "dim_rows": DIM_ROWS, "target_lists": TARGET_LISTS}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", oracles.names())

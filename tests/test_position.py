@@ -8,7 +8,6 @@ The compiled row tiers have no form for a position: the gate sends it to numpy.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import mpmath
@@ -22,6 +21,8 @@ from aclnn_conformance.conformance.spec.expr.mpeval import mp_arithmetic
 from aclnn_conformance.conformance.spec.expr.numpy_arith import NUMPY
 from aclnn_conformance.conformance.spec.registry import Registry, default_registry, load_spec
 from aclnn_conformance.reference import engine, errbound, roundings, rows
+
+from tests.support.fixture_spec import fixture_spec
 
 # -- the language ---------------------------------------------------------------------------------
 
@@ -102,35 +103,28 @@ def test_every_required_tier_has_it_and_lint_names_one_that_lacks_it():
 
 def _registry(tmp_path: Path, rank: int, dim: int, value: str, out_rule: str) -> Registry:
     """A fixture: x (a float tensor of `rank`), t (an index, x without `dim`), one formula."""
-    text = textwrap.dedent(
-        f"""\
-        format: 1
-        op: aclnnPositionFixture
-        name: position_fixture
-        summary: a position fixture
-        source:
-          doc: none
-        products: [atlas-a2]
-        params:
-          - {{name: x, kind: tensor, role: input, c_type: "const aclTensor*"}}
-          - {{name: t, kind: tensor, role: input, c_type: "const aclTensor*", shape: "reduce(x, {dim}, false)", values: {{index_of: {{param: x, dim: {dim}}}}}}}
-          - {{name: out, kind: tensor, role: output, c_type: "aclTensor*", shape: {out_rule}}}
-        dtype_sets:
-          float: {{source: t, default: [FLOAT, FLOAT16, BF16, DOUBLE]}}
-          index: {{source: t, default: [INT64, INT32]}}
-        checks:
-          - {{id: null-ptr, kind: not_null, params: [x, t, out], status: ACLNN_ERR_PARAM_NULLPTR, source: t}}
-          - {{id: dtype-x, kind: dtype_in, params: [x], set: float, source: t}}
-          - {{id: dtype-t, kind: dtype_in, params: [t], set: index, source: t}}
-        formula:
-          output: out
-          source: t
-          branches:
-            - {{id: v, when: otherwise, value: "{value}", source: t}}
-        """  # noqa: E501
+    path = fixture_spec(
+        tmp_path,
+        "aclnnPositionFixture",
+        "position_fixture",
+        [
+            '{name: x, kind: tensor, role: input, c_type: "const aclTensor*"}',
+            '{name: t, kind: tensor, role: input, c_type: "const aclTensor*", '
+            f'shape: "reduce(x, {dim}, false)", values: {{index_of: {{param: x, dim: {dim}}}}}}}',
+            f'{{name: out, kind: tensor, role: output, c_type: "aclTensor*", shape: {out_rule}}}',
+        ],
+        [
+            "float: {source: t, default: [FLOAT, FLOAT16, BF16, DOUBLE]}",
+            "index: {source: t, default: [INT64, INT32]}",
+        ],  # fmt: skip
+        [
+            "{id: null-ptr, kind: not_null, params: [x, t, out], status: ACLNN_ERR_PARAM_NULLPTR, "
+            "source: t}",
+            "{id: dtype-x, kind: dtype_in, params: [x], set: float, source: t}",
+            "{id: dtype-t, kind: dtype_in, params: [t], set: index, source: t}",
+        ],
+        value,
     )
-    path = tmp_path / "position_fixture.yaml"
-    path.write_text(text)
     return Registry([load_spec(path)])
 
 

@@ -83,7 +83,11 @@ def build(spec: OpSpec, plan: CasePlan, seed: int, probe: bool = False) -> Case:
             continue
         d = dt.get(a.dtype)
         index_of = spec.param(name).index_of
-        if index_of is not None:
+        if index_of is not None and index_of.pad is not None:
+            size, _ = _index_range(index_of, plan, args)
+            dim = index_of.dim if isinstance(index_of.dim, int) else args.get(index_of.dim)
+            logical = vals.padded(a.shape, size, index_of.pad, int(dim or 0), d, rng)
+        elif index_of is not None:
             logical = vals.indices(a.shape, *_index_range(index_of, plan, args), d, rng)
         else:
             logical = vals.draw(a.values, d, a.shape, rng)

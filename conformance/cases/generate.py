@@ -24,7 +24,7 @@ import numpy as np
 from ..acl.call import ArrayArg
 from ..acl.planned import ListPlan, ScalarPlan, TensorPlan, with_shapes
 from ..spec.checks.kinds import kind_of
-from ..spec.checks.shape import derive_shapes, rule_variants
+from ..spec.checks.shape import DimNonempty, derive_shapes, rule_variants
 from ..spec.expr import ir
 from ..spec.expr.walk import Formula
 from ..spec.interpret import Validation
@@ -42,6 +42,10 @@ __all__ = ["Case", "CasePlan", "ScalarPlan", "TensorPlan", "build", "dtype_combo
            "plan_suite", "select"]  # fmt: skip
 
 LARGE_SHAPE = (1024, 1024)
+# A paired reduction (its argument reads `outer`) costs the element count times the size of the
+# dim it pairs along: a formula holding one takes its large case with that dim PAIRED_SIZE long
+# (2^20 elements still, 2^26 pairs), not 1024 (2^30 pairs, minutes in numpy).
+PAIRED_SIZE = 64
 # The large profile (--profile large): shapes real models run these activations on (an LLaMA-7B
 # MLP activation, a 4096-wide attention block, and a shape of the vendor's own ATK cases).
 MODEL_SHAPES = ((8, 4096, 11008), (16, 4096, 4096), (9, 6, 232, 4096))
@@ -183,6 +187,11 @@ def _shape_cases(spec: OpSpec) -> list[tuple[str, dict[str, tuple[int, ...]], li
     deep = max((c.min or 0 for c in spec.checks if c.kind == "min_rank"), default=0)
     if deep > 3:  # a rank the library demands (a 4-D self): an empty tensor of that rank too
         empties.append((2,) * (deep - 2) + (0, 3))
+    for c in spec.checks:  # a dim that must not be empty (the classes): empty elsewhere instead
+        if c.kind == "dim_nonempty":
+            other = DimNonempty.empty_elsewhere(c, (4, 3))
+            if other is not None and other not in empties:
+                empties.append(other)
     for shp in empties:
         tag = "x".join(map(str, shp))
         cases.append((f"shape=empty-{tag}", dict.fromkeys(tensors, shp), empty_ids + shape_ids))
@@ -310,9 +319,10 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
             ):  # (an index tensor keeps its integer dtype)
                 # leading 1s up to the rank a min_rank check wants (an (N, C, H, W) input)
                 lo = max((c.min for c in spec.checks if c.kind == "min_rank"), default=0)
-                large = (1,) * max(0, lo - len(LARGE_SHAPE)) + LARGE_SHAPE
+                two = _large_shape(spec)
+                large = (1,) * max(0, lo - len(two)) + two
                 shapes = dict.fromkeys([p.name for p in spec.params if p.is_tensor], large)
-                tag = f"shape=large-{LARGE_SHAPE[0]}x{LARGE_SHAPE[1]}"
+                tag = f"shape=large-{two[0]}x{two[1]}"
                 plans.append(
                     make_plan(spec, product, "positive", with_shapes(base, shapes), tag, [])
                 )
@@ -320,6 +330,24 @@ def plan_op(spec: OpSpec, products: list[str] | None = None) -> list[CasePlan]:
         if diag:
             plans += negative_plans(spec, product, base_args(spec, diag[0]))
     return _valid_positive(spec, plans)
+
+
+def _large_shape(spec: OpSpec, shape: tuple[int, ...] = LARGE_SHAPE) -> tuple[int, ...]:
+    """`shape` (LARGE_SHAPE), or for a formula with a paired reduction about the same element
+    count with the dim it pairs along (its literal dim; the last by default) PAIRED_SIZE long,
+    the first other dim the longer: such a case costs its element count times that dim's size
+    (1024 x 1024 becomes 16384 x 64)."""
+    paired = [r for f in spec.formulas for e in Formula.of(f).expressions()
+              for r in ir.reductions(e.ir) if not isinstance(r, ir.Along) and ir.paired(r)]  # fmt: skip
+    if not paired or len(shape) < 2:
+        return shape
+    dims = {d for r in paired for d in (r.dims or (-1,))}
+    d = dims.pop() % len(shape) if len(dims) == 1 else len(shape) - 1
+    other = 0 if d else 1
+    out = list(shape)
+    out[other] = max(1, shape[other] * shape[d] // PAIRED_SIZE)
+    out[d] = PAIRED_SIZE
+    return tuple(out)
 
 
 DIM_SHAPES = ((7,), (3, 5), (2, 3, 4), (2, 3, 1, 4))  # each dim of each: a positive case
@@ -547,6 +575,7 @@ def model_plans(spec: OpSpec, products: list[str] | None = None) -> list[CasePla
                     spec, combo, tuple(min(s, 2) for s in m))).status == 0), None)  # fmt: skip
                 if shape is None:
                     continue
+                shape = _large_shape(spec, shape)  # a paired formula's: its paired dim short
                 tag = "shape=model-" + "x".join(str(s) for s in shape)
                 plans.append(
                     make_plan(spec, product, "positive", base_args(spec, combo, shape), tag, [])

@@ -136,3 +136,41 @@ def indices(
     if info is not None:
         v = np.clip(v, info.min, info.max)
     return v.astype(d.np).reshape(shape)
+
+
+def padded(
+    shape: tuple[int, ...],
+    size: int,
+    pad: int,
+    dim: int,
+    d: dt.DType,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Index lists ended by a pad value (`values: {index_of: {..., pad: P}}`), one per row
+    along `dim` of `shape` (negative wraps; a 0-d tensor is one row of one): each row holds a
+    count, uniform in [0, L], of indices uniform in [0, size) (repeats included), then P, then
+    what the lists' readers skip: indices or P, each half the time. With two rows or more one
+    row holds no P; with three or more another holds P alone. With size 0 every position holds
+    P."""
+    rank = len(shape)
+    axis = dim % rank if rank else 0
+    moved = np.moveaxis(np.empty(shape or (1,)), axis, -1).shape
+    n, length = int(np.prod(moved[:-1], dtype=np.int64)), moved[-1]
+    v = np.full((n, length), pad, dtype=np.int64)
+    if size > 0 and n and length:
+        counts = rng.integers(0, length + 1, size=n)
+        if n >= 2:
+            full, empty = rng.choice(n, size=2, replace=False)
+            counts[full] = length
+            if n >= 3:
+                counts[empty] = -1  # P alone: no index after it either
+        drawn = rng.integers(0, size, size=(n, length), dtype=np.int64)
+        col = np.arange(length)[None, :]
+        after = rng.random((n, length)) < 0.5
+        v = np.where(col < counts[:, None], drawn, v)
+        v = np.where((col > counts[:, None]) & (counts[:, None] >= 0) & after, drawn, v)
+    if d.category == "int":
+        info = np.iinfo(d.np)
+        v = np.clip(v, info.min, info.max)
+    out = np.moveaxis(v.reshape(moved), -1, axis) if rank else v.reshape(())
+    return np.ascontiguousarray(out).astype(d.np).reshape(shape)

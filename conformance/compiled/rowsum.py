@@ -125,3 +125,17 @@ def row_sum(x: np.ndarray) -> np.ndarray:
     if redo.size:
         out[redo] = _fsum_rows(flat, redo)
     return out.reshape(x.shape[:-1])
+
+
+def row_exact(x: np.ndarray) -> np.ndarray | None:
+    """errbound.exact_sum's mask (x.shape[:-1]) computed in one compiled pass where the one
+    switch and the size allow (as row_sum), else None (the caller's numpy way)."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0 or x.shape[-1] == 0 or not _compiled(x.size):
+        return None
+    from .sum2 import exact_rows  # numba is imported only where the compiled path runs
+
+    flat = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
+    out = np.empty(flat.shape[0], np.bool_)
+    exact_rows(flat.view(np.int64), out)
+    return out.reshape(x.shape[:-1])

@@ -30,3 +30,32 @@ def sum2(x: np.ndarray, out: np.ndarray, redo: np.ndarray) -> None:  # pragma: n
         hi = s + c
         out[r] = hi
         redo[r] = not (math.isfinite(a) and g * g * a <= 2.0**-60 * abs(hi))
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def exact_rows(bits: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    """out[r]: errbound.exact_sum's test of row r in one pass (bits: the float64 rows viewed
+    as int64): every term finite, on one grid 2^k (k the lowest set bit among them; a zero is
+    any multiple) with the sum of their magnitudes, rounded up by (1 + 2 n u), below
+    2^(k + 53)."""
+    rows, n = bits.shape
+    grow = 1.0 + 2 * n * 2.0**-53
+    for r in prange(rows):
+        k = 1 << 20
+        total = 0.0
+        finite = True
+        for j in range(n):
+            b = bits[r, j] & 0x7FFFFFFFFFFFFFFF
+            expo = b >> 52
+            if expo >= 2047:
+                finite = False
+                break
+            sig = b & 0xFFFFFFFFFFFFF
+            if expo > 0:
+                sig |= 1 << 52
+            if sig != 0:
+                low = math.frexp(float(sig & -sig))[1] - 1
+                k = min(k, low + max(expo, 1) - 1075)
+            total += math.ldexp(float(sig), max(expo, 1) - 1075)
+        total *= grow
+        out[r] = finite and math.isfinite(total) and total < math.ldexp(1.0, min(k, 2000) + 53)

@@ -455,8 +455,9 @@ class Linter:
                 )
 
     def index_of(self, i: int, p: dict[str, Any], raw: list[dict[str, Any]]) -> IndexOf | None:
-        """A tensor's `values: {index_of: {param, dim, ignore}}`: param another tensor, dim an
-        int literal or an int parameter, ignore an int parameter."""
+        """A tensor's `values: {index_of: {param, dim, ignore, pad}}`: param another tensor, dim
+        an int literal or an int parameter, ignore an int parameter, pad an int literal (not
+        both)."""
         v = p.get("values")
         if not isinstance(v, dict):
             return None
@@ -464,13 +465,16 @@ class Linter:
         name = p["name"]
         spec = v.get("index_of")
         if p["kind"] != "tensor" or set(v) != {"index_of"} or not isinstance(spec, dict):
-            self.err(where, f"{name}: a tensor's values: is {{index_of: {{param, dim, ignore}}}}")
+            self.err(
+                where, f"{name}: a tensor's values: is {{index_of: {{param, dim, ignore, pad}}}}"
+            )
             return None
-        unknown = set(spec) - {"param", "dim", "ignore"}
+        unknown = set(spec) - {"param", "dim", "ignore", "pad"}
         if unknown:
             self.err(where, f"{name}: index_of has no {', '.join(sorted(unknown))}")
         kinds = {q.get("name"): q.get("kind") for q in raw if q is not p}
         src, dim, ignore = spec.get("param"), spec.get("dim"), spec.get("ignore")
+        pad = spec.get("pad")
         ok = True
         if kinds.get(src) != "tensor":
             self.err(
@@ -490,7 +494,18 @@ class Linter:
                 f"{name}: index_of.ignore {ignore!r} is not an int parameter",
             )
             ok = False
-        return IndexOf(src, dim, ignore) if ok else None
+        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int)):
+            self.err(
+                (*where, "index_of", "pad"), f"{name}: index_of.pad {pad!r} is not an int literal"
+            )
+            ok = False
+        elif pad is not None and ignore is not None:
+            self.err(
+                (*where, "index_of", "pad"),
+                f"{name}: index_of takes an ignore index or a pad value, not both",
+            )
+            ok = False
+        return IndexOf(src, dim, ignore, pad) if ok else None
 
     def along(self, i: int, p: dict[str, Any], raw: list[dict[str, Any]]) -> Along | None:
         """A tensor input's `along: {of, dim}`: `of` an earlier tensor, `dim` an int literal of

@@ -43,11 +43,14 @@ class IndexOf:
     """An integer tensor's values are indices into another tensor (`values: {index_of: {param:
     self, dim: 1, ignore: ignore_index}}`): drawn in [0, size of `param` along `dim`), plus the
     value of the int parameter `ignore` (the ignore index) at some positions where given. `dim`
-    is an int literal (negative wraps) or an int parameter's name."""
+    is an int literal (negative wraps) or an int parameter's name. `pad` (an int literal, with
+    no `ignore`): the tensor holds lists of indices along its own `dim`, each ended by `pad`
+    (what follows the first `pad` of a row is read by nothing: indices and `pad` again)."""
 
     param: str
     dim: int | str
     ignore: str | None = None
+    pad: int | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,7 @@ class Check:
     # where it holds (a size rule the library runs in training only). None: always.
     when: Expr | None = None
     numel_of: str | None = None  # numel_at_least: the tensor whose element count is the bound
+    axis: int | None = None  # dim_nonempty: the dim (an int literal) that must not be empty
 
     def applies_on(self, product: str) -> bool:
         """Whether the library runs this check on `product` (a product-scoped rule)."""

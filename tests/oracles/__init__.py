@@ -81,6 +81,18 @@ The interfaces, by the module's KIND:
       value(arrays, dim) -> object array of mpf or IEEE special floats, the output's shape
                           (mpmath per slice along dim at the caller's working precision)
   tests/test_dim_row_oracles.py runs them.
+- KIND = "target_lists" (a class dim whose integer target lists each row's classes, ended by
+  -1, an int reduction 0 none / 1 mean / 2 sum, and several outputs: aclnnMultilabelMarginLoss):
+  the exact outputs from whole input arrays.
+      OUTS: tuple, PRODUCTS, allowed(param, product): as "rows" (allowed also for the target)
+      SHAPES: tuple of self's shapes to test (ranks 0 to 2; target has self's shape)
+      REDUCTIONS: tuple of reduction values
+      draw(rng, shape) -> {self: float64 array, target: int64 array}
+      value(arrays, reduction) -> {output: object array of Fractions (inf where infinite) or a
+                                  float array, in that output's shape}
+      HARD: list of (self rows, target rows): hand-picked 2-D inputs (ties, magnitudes, IEEE
+            specials, repeated targets, rows of -1 alone and with no -1)
+  tests/test_target_list_oracles.py runs them.
 - no KIND (the "gradient" interface of the five seed ops), below.
 
 The gradient interface (every name is required unless marked optional). `s` is always a dict of the call's

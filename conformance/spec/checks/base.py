@@ -226,6 +226,7 @@ class CheckKind:
             products=cls.parse_products(lint, (*base, "products"), c.get("products", [])),
             when=cls.parse_when(lint, base, c, by_name),
             numel_of=c.get("numel_of"),
+            axis=c.get("axis"),
         )
 
     @classmethod

@@ -34,6 +34,7 @@ from .dims import DimDivisible, DimInRange, DimsUnique
 from .dtype import Castable, DtypeIn, Promotable, SameDtype
 from .shape import (
     Broadcastable,
+    DimNonempty,
     MaxRank,
     MinRank,
     NumelAlong,
@@ -218,6 +219,7 @@ CHECK_KINDS: dict[str, type[CheckKind]] = {
         Castable,
         MaxRank,
         MinRank,
+        DimNonempty,
         SameFormat,
         Broadcastable,
         SameShape,

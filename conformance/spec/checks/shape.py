@@ -1,5 +1,5 @@
-"""The shape check kinds: max_rank, min_rank, same_format, broadcastable, same_shape,
-shape_is_broadcast, dim_in_range (see conformance.spec.checks.kinds)."""
+"""The shape check kinds: max_rank, min_rank, dim_nonempty, same_format, broadcastable,
+same_shape, shape_is_broadcast, dim_in_range (see conformance.spec.checks.kinds)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,56 @@ class MinRank(CheckKind):
         for n in check.params:
             yield f"{n}:rank{len(low)}", with_shapes(base, {n: low})
             yield f"{n}:rank{len(low)}-all", with_shapes(base, dict.fromkeys(tensors, low))
+
+
+class DimNonempty(CheckKind):
+    """No tensor named is empty along dim `axis` (an int literal, negative wrapping by the
+    tensor's rank): a size of 0 there is rejected, whatever the other sizes (a class dim that
+    must hold a class, the batch dim before it may be 0). A 0-d tensor has no dim: it passes;
+    so does a tensor of too few dims for `axis` (a rank check says what those are)."""
+
+    name = "dim_nonempty"
+    param_kind = "tensor"
+    fields = {**CheckKind.fields, "axis": {"type": "integer", "minimum": -8, "maximum": 7}}
+    required = ("params", "axis")
+    credit = frozenset({"shape"})
+
+    @classmethod
+    def evaluate(cls, spec: OpSpec, check: Check, call: Call) -> bool:
+        for name in check.params:
+            shape = tuple(arg(call, check, name).shape)
+            k = cls.at(shape, check.axis)  # type: ignore[arg-type]
+            if k is not None and shape[k] == 0:
+                raise Violation(check, f"{name} {list(shape)} is empty along dim {check.axis}")
+        return False
+
+    @staticmethod
+    def at(shape: tuple[int, ...], axis: int) -> int | None:
+        """The dim `axis` of a tensor of `shape` (wrapped), None where it has no such dim."""
+        rank = len(shape)
+        return axis % rank if rank and -rank <= axis < rank else None
+
+    @classmethod
+    def mutations(cls, spec: OpSpec, check: Check, base: Args, product: str) -> Mutations:
+        for n in check.params:
+            shape = tuple(getattr(base.get(n), "shape", ()) or ())
+            k = cls.at(shape, check.axis)  # type: ignore[arg-type]
+            if k is not None:
+                empty = shape[:k] + (0,) + shape[k + 1 :]
+                yield f"{n}:{'x'.join(map(str, empty))}", with_shapes(base, {n: empty})
+            if shape != (0,) and cls.at((0,), check.axis) is not None:  # a 1-D one of nothing
+                yield f"{n}:0", with_shapes(base, {n: (0,)})
+
+    @staticmethod
+    def empty_elsewhere(check: Check, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+        """`shape` with a 0 at the first dim that is not `axis` (the positive empty case of a
+        spec that rejects an empty `axis`: the batch empty, the classes not); None for a
+        shape of fewer than two dims."""
+        k = DimNonempty.at(shape, check.axis)  # type: ignore[arg-type]
+        free = [d for d in range(len(shape)) if d != k]
+        if k is None or not free:
+            return None
+        return tuple(0 if d == free[0] else s for d, s in enumerate(shape))
 
 
 #: The format a same_format negative case gives one tensor (another where it already has it).

@@ -137,6 +137,18 @@ def position(dims: tuple[int, ...] | None = None, param: str | None = None) -> P
 
 
 @dataclass(frozen=True)
+class Outer:
+    """`outer(x)`, inside a reduction's argument only: `x` evaluated at the element the
+    innermost reduction around it is computed for, while the rest of the argument runs over
+    the reduced elements -- a reduction whose term reads two elements of one row (a pairwise
+    sum: `sum(maximum(0, outer(y) - x), -1)` at element j is the sum over i of
+    max(0, y_j - x_i)). Such a reduction has one value per element, not one per row (see
+    `paired`)."""
+
+    x: Node
+
+
+@dataclass(frozen=True)
 class Half:
     """`half(x, dim, k)`: the k-th (0: first, 1: second) half of the tensor input `x` along a
     literal dim (`dim`, negative wraps) or an int parameter's (`param`). The walker reads it as
@@ -181,6 +193,7 @@ Node = (
     | Where
     | Call
     | Reduce
+    | Outer
     | Half
     | Concat
 )
@@ -208,6 +221,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.x,)
     if isinstance(node, Concat):
         return (node.a, node.b)
+    if isinstance(node, Outer):
+        return (node.x,)
     return ()
 
 
@@ -260,6 +275,42 @@ def gathers(node: Node) -> tuple[Gather, ...]:
 def along(node: Node) -> tuple[Along, ...]:
     """The row operations along one dim in `node` (gathers, positions)."""
     return memo("along", node, lambda x: tuple(n for n in walk(x) if isinstance(n, Along)))
+
+
+def paired(node: Reduce) -> bool:
+    """Whether the reduction `node` is a paired one: its argument holds an `outer` of its own
+    (not one inside a reduction nested in the argument, which is that reduction's), so that its
+    value differs from element to element of a row."""
+    return memo("paired", node, lambda n: bool(own_outers(n)))
+
+
+def own_outers(node: Reduce) -> tuple[Outer, ...]:
+    """The `outer` nodes that refer to the reduction `node`: in its argument, not inside a
+    reduction or row operation nested there, nor inside another outer."""
+    out: list[Outer] = []
+    stack: list[Any] = [node.x]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Outer):
+            out.append(n)
+        elif not isinstance(n, Reduce):
+            stack.extend(children(n))
+    return tuple(out)
+
+
+def pair_nodes(node: Reduce) -> tuple[Reduce, ...]:
+    """The reductions and row operations a paired reduction's argument evaluates over the
+    reduced elements (those inside an `outer` are evaluated at the element the value is for)."""
+    out: list[Reduce] = []
+    stack: list[Any] = [node.x]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Outer):
+            continue
+        if isinstance(n, Reduce):
+            out.append(n)
+        stack.extend(children(n))
+    return tuple(out)
 
 
 def splits(node: Node) -> tuple[Half | Concat, ...]:

@@ -13,6 +13,11 @@ below. Grammar (Python syntax, this subset only):
     literal, a tuple of them, an int/int_array parameter's name or `all` (every dim),
     gather(x, target, dim): x at index target along dim (dim an int literal or int parameter),
     position(dim): each element's index along dim, an integer (one-hot: position(dim) == t),
+    cumsum(x, dim): each element's prefix sum along dim (dim an int literal or int parameter),
+    outer(x), in a reduction's argument only (not inside a gather, cumsum or outer there): x
+    at the element the reduction's value is for, while the rest of the argument runs over the
+    reduced elements -- sum(maximum(0, outer(y) - x), -1) at element j is the sum over i of
+    max(0, y_j - x_i), a value per element (a paired reduction, ir.Outer),
     half(x, dim, k) (the first, k = 0, or second, k = 1, half of tensor x along dim) and
     concat(a, b, dim) (a as the first half along dim, b as the second), dim an int literal or
     an int parameter's name,
@@ -42,6 +47,7 @@ from .ir import (
     Logic,
     Node,
     Num,
+    Outer,
     Reduce,
     Text,
     Unary,
@@ -110,6 +116,10 @@ FUNCTIONS["position"] = 1
 # cumsum(x, dim): each element's prefix sum along dim (ir.Cumsum, a row operation); each
 # arithmetic implements it as r_cumsum (walk.py: Arithmetic.cumsum)
 FUNCTIONS["cumsum"] = 2
+# outer(x): x at the element a reduction's value is for, in that reduction's argument only
+# (ir.Outer; the reduction is then a paired one, walk.py: Arithmetic.paired); each arithmetic
+# implements it as r_outer (walk.py: Arithmetic.outer)
+FUNCTIONS["outer"] = 1
 # the split of a tensor in two halves along a dim (conformance/spec/split.py binds them): the
 # walker's own, like where
 SPLITS: dict[str, str] = {
@@ -177,6 +187,17 @@ class _Compiler:
         self.strings = set(strings)  # names whose values are strings
         self.names: set[str] = set()
         self.funcs: set[str] = set()
+        # what encloses the node being compiled, innermost last: "reduce" (a reduction's
+        # argument), "along" (a gather's or cumsum's arguments), "outer" (an outer's argument)
+        self.scopes: list[str] = []
+
+    def within(self, scope: str, node: ast.AST, depth: int) -> Node:
+        """`node` compiled as part of a `scope` (see `scopes`)."""
+        self.scopes.append(scope)
+        try:
+            return self.compile(node, depth)
+        finally:
+            self.scopes.pop()
 
     def compile(self, node: ast.AST, depth: int = 0) -> Node:
         if depth > MAX_DEPTH:
@@ -310,6 +331,8 @@ class _Compiler:
             return self._position(node)
         if fname == "cumsum":
             return self._cumsum(node, depth)
+        if fname == "outer":
+            return self._outer(node, depth)
         if fname == "half":
             return self._half(node)
         if fname == "concat":
@@ -350,7 +373,7 @@ class _Compiler:
 
     def _reduce(self, fname: str, node: ast.Call, depth: int) -> Node:
         """fn(x, dim): dim is an int literal, a tuple of them, a parameter's name or `all`."""
-        x = self.compile(node.args[0], depth)
+        x = self.within("reduce", node.args[0], depth)
         dim = node.args[1]
         if isinstance(dim, ast.Name) and dim.id == "all":
             return Reduce(fname, x)
@@ -367,8 +390,8 @@ class _Compiler:
 
     def _gather(self, node: ast.Call, depth: int) -> Node:
         """gather(x, target, dim): dim is one int literal or an int parameter's name."""
-        x = self.compile(node.args[0], depth)
-        index = self.compile(node.args[1], depth)
+        x = self.within("along", node.args[0], depth)
+        index = self.within("along", node.args[1], depth)
         dim = node.args[2]
         if isinstance(dim, ast.Name):
             if dim.id not in self.known:
@@ -391,9 +414,32 @@ class _Compiler:
 
     def _cumsum(self, node: ast.Call, depth: int) -> Node:
         """cumsum(x, dim): dim is one int literal or an int parameter's name."""
-        x = self.compile(node.args[0], depth)
+        x = self.within("along", node.args[0], depth)
         d, param = self._split_dim("cumsum", node.args[1])
         return Cumsum("cumsum", x, dims=None if d is None else (d,), param=param)
+
+    def _outer(self, node: ast.Call, depth: int) -> Node:
+        """outer(x): only where the innermost scope around it is a reduction's argument (not a
+        gather's, a cumsum's or another outer's inside it): x is read at the element that
+        reduction's value is for."""
+        line, col = _pos(node)
+        where = f"outer() at line {line}, column {col}" if line > 1 else f"outer() at column {col}"
+        scope = self.scopes[-1] if self.scopes else None
+        if scope is None:
+            raise _fail(
+                node,
+                f"{where} is outside any reduction: it reads its argument at the element a "
+                "reduction's value is for, so it may appear only in a reduction's argument "
+                "(sum(maximum(0, outer(y) - x), -1))",
+            )
+        if scope != "reduce":
+            inside = "another outer()" if scope == "outer" else "a gather() or cumsum()"
+            raise _fail(
+                node,
+                f"{where} is inside {inside}: outer() may appear in a reduction's argument, "
+                "not in a gather's, a cumsum's or an outer's",
+            )
+        return Outer(self.within("outer", node.args[0], depth))
 
     def _split_dim(self, fname: str, dim: ast.AST) -> tuple[int | None, str | None]:
         """A split's dim: an int literal (-8..7) or a parameter's name (lint: an int one)."""

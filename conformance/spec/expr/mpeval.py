@@ -147,6 +147,13 @@ class MpArithmetic(ScalarOperators, Arithmetic):
             out.append(m.make_mpf(libmp.mpf_pos(acc, m.prec, libmp.round_nearest)))
         return out
 
+    @staticmethod
+    def r_outer(value: Any) -> Any:
+        """outer(x): x evaluated at the element the paired reduction's value is for (walk.py:
+        Arithmetic.outer; each such reduction is computed once per element, its argument at
+        every element of the row, walk.Paired)."""
+        return value
+
     def r_position(self, k: int) -> Any:
         """This element's index along the position's dim (walk.py: Arithmetic.position)."""
         return self.m.mpf(k)

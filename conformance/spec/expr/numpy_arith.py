@@ -12,7 +12,8 @@ import numpy as np
 from scipy import special
 
 from ...compiled.rowsum import row_sum
-from .walk import Arithmetic, require
+from .ir import Reduce, names_read, pair_nodes
+from .walk import GATHER, OUTER, ROW, Arithmetic, Env, Pairs, require
 
 
 def _erfinv(x: Any) -> Any:
@@ -168,6 +169,31 @@ class NumpyArithmetic(Arithmetic):
             return np.cumsum(x, axis=-1)
         return uncut_rows(np.cumsum(cut(x, stride, size), axis=-1), x.shape, stride, size)
 
+    def paired(self, node: Reduce, x: Callable[[Env], Any], f: Callable[[Any], Any], env: Env,
+               part: Any) -> Any:  # fmt: skip
+        return paired_rows(self, node, x, f, env, part)
+
+    @staticmethod
+    def each(value: Any, fn: Callable[[Any], Any]) -> Any:
+        """`fn` of a value's arrays (the value itself here; a bound's pair: both parts)."""
+        return fn(value)
+
+    def pair_reduced(self, f: Callable[[Any], Any], x: Callable[[Env], Any], env: Env,
+                     shape: tuple[int, ...]) -> Any:  # fmt: skip
+        """One chunk of pair rows (`shape`): `f` of the argument over them, the pair rows'
+        axis kept (..., 1)."""
+        return f(self.rows_of(x(env), shape))
+
+    @staticmethod
+    def r_outer(value: Any, pairs: Pairs) -> Any:
+        """outer(x): x's value at each pair row's element (walk.Pairs.take: a column)."""
+        return pairs.take(value)
+
+    @staticmethod
+    def joined(parts: list[Any], layout: PairLayout) -> Any:
+        """The chunks' reductions as one value per element of the rows: (R, L)."""
+        return layout.assemble(parts)
+
     def function(self, fn: str) -> Callable[..., Any]:
         """The ufunc of the language function `fn` (the error-bound tier reuses it)."""
         return getattr(self, "f_" + fn)
@@ -192,6 +218,135 @@ class NumpyArithmetic(Arithmetic):
 
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return np.errstate(all="ignore")
+
+
+PAIR_CHUNK = 1 << 20  # elements of pair rows evaluated at once (a paired reduction)
+
+
+def paired_rows(
+    ar: Any, node: Reduce, x: Callable[[Env], Any], f: Callable[[Any], Any], env: Env, part: Any
+) -> Any:
+    """An array arithmetic's paired reduction (walk.Arithmetic.paired) over the rows env[ROW]
+    ((R, L)): for each element k, the argument over the elements of k's row (of k's segment
+    along one dim where `part`, (stride, size), is given), `outer(y)` being y at k, reduced by
+    `f` (PairLayout: R L S pair elements in all, PAIR_CHUNK at a time). `ar` lays each value
+    out (`each`), reduces a chunk (`pair_reduced`) and joins the chunks (`joined`)."""
+    lay = PairLayout(tuple(env[ROW]), part, flat=bool(pair_nodes(node)))
+    geometry = env.get(GATHER, {})
+    if lay.flat and part is not None:  # the argument's row operations: along the segment
+        geometry = dict(geometry)
+        for n in pair_nodes(node):
+            if n in geometry and tuple(geometry[n]) != tuple(part):
+                raise ValueError(
+                    f"{node.fn}() pairs the elements of one dim of a row spanning more: "
+                    f"{n.fn}() inside it runs along another dim"
+                )
+            geometry.pop(n, None)  # along the segment: the pair row itself
+    segs = {n: ar.each(env[n], lay.segments) for n in names_read(node.x) if n in env}
+    pairs = Pairs(env, lambda v: ar.each(v, lay.segments), lambda v: ar.each(v, lay.outer))
+    parts = []
+    for chunk in lay.chunks():
+        penv = dict(env)
+        penv[ROW], penv[GATHER], penv[OUTER] = lay.shape, geometry, pairs
+        for name, v in segs.items():
+            penv[name] = ar.each(v, lay.inner)
+        parts.append((chunk, ar.pair_reduced(f, x, penv, lay.shape)))
+    return ar.joined(parts, lay)
+
+
+class PairLayout:
+    """Where the pair rows of a paired reduction over rows (R, L) lie, for one chunk at a time
+    (`chunks` sets it). The elements are cut into G segments of S (each row whole, G = R and
+    S = L, or its segments along one dim of (stride, size)). Blocks (the argument holds no row
+    operation or reduction of its own): a chunk is (segments g0:g1, elements k0:k1), the pair
+    rows (g1 - g0, k1 - k0, S): a name over the reduced elements is a view (gb, 1, S), an outer
+    value (gb, kb, 1), broadcast by the operations, nothing copied. Flat (it does hold one: a
+    gather, a cumsum, a nested reduction, whose rows are 2-D): a chunk is a range of pair rows
+    p, each (P, S) picked from its row r = p // L at the positions of element k = p % L's
+    segment."""
+
+    def __init__(self, rows: tuple[int, ...], part: Any, flat: bool):
+        self.rows, self.part, self.flat = rows, part, flat
+        n_rows, length = rows
+        self.stride, self.size = part if part is not None else (1, length)
+        self.count = n_rows * length // self.size if self.size else 0
+        self.shape: tuple[int, ...] = ()
+        self.at: Any = None
+        if flat:
+            k = np.arange(length)
+            first = k - (k // self.stride) % max(self.size, 1) * self.stride
+            self.cols = first[:, None] + np.arange(self.size)[None, :] * self.stride  # (L, S)
+
+    def chunks(self) -> Any:
+        """Each chunk's bounds, PAIR_CHUNK pair elements or so (self.at and self.shape set)."""
+        size = max(self.size, 1)
+        if self.flat:
+            total, per = self.rows[0] * self.rows[1], max(1, PAIR_CHUNK // size)
+            for p0 in range(0, total, per):
+                p = np.arange(p0, min(total, p0 + per))
+                self.at, self.shape = (p // self.rows[1], p % self.rows[1]), (p.size, self.size)
+                yield p0, p0 + p.size
+            return
+        kb = min(self.size, max(1, PAIR_CHUNK // size))
+        gb = max(1, PAIR_CHUNK // (kb * size))
+        for g0 in range(0, self.count, gb):
+            g1 = min(self.count, g0 + gb)
+            for k0 in range(0, self.size, kb):
+                k1 = min(self.size, k0 + kb)
+                self.at, self.shape = (g0, g1, k0, k1), (g1 - g0, k1 - k0, self.size)
+                yield self.at
+
+    def segments(self, a: Any) -> Any:
+        """An array over the rows (broadcasting) as the chunks read it: the rows themselves,
+        or (blocks along one dim) cut into segments (G, S); a constant as it is."""
+        if np.ndim(a) < 2 or np.shape(a) == (1, 1) or self.flat or self.part is None:
+            return a
+        return cut(np.broadcast_to(a, self.rows), self.stride, self.size)
+
+    def inner(self, a: Any) -> Any:
+        """`segments(a)` over the reduced elements of the chunk's pair rows."""
+        if np.ndim(a) < 2 or np.shape(a) == (1, 1):
+            return a
+        if self.flat:
+            r, k = self.at
+            return _picked(a, self.rows, r, self.cols[k])
+        g0, g1, _, _ = self.at
+        return (a if a.shape[0] == 1 else a[g0:g1])[:, None, :]
+
+    def outer(self, a: Any) -> Any:
+        """`segments(a)` at the elements the chunk's pair rows are for: a column."""
+        if np.ndim(a) < 2 or np.shape(a) == (1, 1):
+            return a
+        if self.flat:
+            r, k = self.at
+            return _picked(a, self.rows, r, k[:, None])
+        g0, g1, k0, k1 = self.at
+        rows = a if a.shape[0] == 1 else a[g0:g1]
+        return (rows if rows.shape[1] == 1 else rows[:, k0:k1])[:, :, None]
+
+    def assemble(self, parts: list[tuple[Any, Any]]) -> np.ndarray:
+        """The chunks' values ((chunk, array ending in the kept axis of one)) as one value per
+        element of the rows, (R, L)."""
+        if not parts:
+            return np.zeros(self.rows)
+        dtype = np.result_type(*(np.asarray(v) for _, v in parts))
+        if self.flat:
+            flat = np.concatenate([np.asarray(v, dtype).reshape(-1) for _, v in parts])
+            return flat.reshape(self.rows)
+        out = np.empty((self.count, self.size), dtype)
+        for (g0, g1, k0, k1), v in parts:
+            out[g0:g1, k0:k1] = np.broadcast_to(v, (g1 - g0, k1 - k0, 1))[..., 0]
+        if self.part is None:
+            return out
+        return uncut_rows(out, self.rows, self.stride, self.size)
+
+
+def _picked(a: np.ndarray, rows: tuple[int, ...], r: np.ndarray, cols: np.ndarray) -> Any:
+    """a over the rows (broadcasting) at row r[p] and positions cols[p, :] for each p."""
+    a = np.asarray(a)
+    if a.shape[1] == 1:  # one value per row: a column
+        return a[r] if a.shape[0] > 1 else a
+    return np.broadcast_to(a, rows)[r[:, None], cols]
 
 
 def cut(rows: np.ndarray, stride: int, size: int) -> np.ndarray:

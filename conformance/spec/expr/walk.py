@@ -26,7 +26,11 @@ Reductions (`sum(x, dim)`, ...; ir.Reduce) are the arithmetic's `reduce`, and a 
 reduces the last axis of its values (the evaluator lays each chunk out as rows: the reduced
 dims last, `ROW` in the environment holds the rows' shape), keeping it so the value broadcasts
 back over the row; a scalar arithmetic (mpmath) evaluates the argument at every element of the
-row (`Row`, bound as `ROW`), each reduction once per row.
+row (`Row`, bound as `ROW`), each reduction once per row. A paired reduction (its argument holds
+`outer(x)`, ir.Outer: x at the element the reduction's value is for) has a value per element: an
+array arithmetic's `paired` evaluates the argument on pair rows (env[OUTER] a `Pairs`, saying
+which element each pair row is for), a scalar one evaluates it at every element of the row once
+per element, each element's environment a `Paired` whose OUTER is that element's.
 
 Expressions are *staged*: the walk is done once per (expression, arithmetic) into closures, so
 evaluating one is a call per node, no dispatch on node kinds (numpy chunks, mpmath elements).
@@ -51,6 +55,7 @@ from .ir import (
     Logic,
     Node,
     Num,
+    Outer,
     Position,
     Reduce,
     Text,
@@ -59,6 +64,7 @@ from .ir import (
     Where,
     memo,
     names_read,
+    paired,
 )
 from .ir import walk as walk_ir
 
@@ -70,6 +76,10 @@ ROW = "\x00row"  # the environment's key for a reduction's row (no spec name can
 # reduction over one dim of rows spanning more is there too (Arithmetic.segments)
 GATHER = "\x00gather"
 POS = "\x00pos"  # a scalar arithmetic's element environment: the element's position in its row
+# inside a paired reduction's argument (one holding `outer(x)`), what `outer` reads x at: a
+# scalar arithmetic's environment of the element the reduction's value is for (`Paired`), an
+# array arithmetic's `Pairs` (the rows' environment and which element each pair row is for)
+OUTER = "\x00outer"
 
 
 @dataclass
@@ -81,6 +91,41 @@ class Row:
     envs: Sequence[Env]
     bind: Callable[[Env, Iterable[str]], None] = lambda env, names: None
     cache: dict[int, Any] = field(default_factory=dict)
+
+
+class Paired(dict):
+    """A scalar arithmetic's environment of a reduced element `inner` inside a paired
+    reduction's argument: the element's own names (read through), with OUTER the environment of
+    the element the reduction's value is for (where `outer(x)` evaluates x)."""
+
+    def __init__(self, inner: Env, outer: Env):
+        super().__init__({OUTER: outer})
+        self.inner = inner
+
+    def __missing__(self, key: str) -> Any:
+        return self.inner[key]
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return dict.get(self, key) if key == OUTER else self.inner.get(key, default)
+
+
+@dataclass
+class Pairs:
+    """An array arithmetic's pair rows (Arithmetic.paired), as `outer(y)` reads y: y is
+    evaluated in `env` (the rows' environment), laid out once by `lay` and kept in `values`
+    (one evaluation per reduction, whatever the chunks), and `take` reads the laid value at the
+    elements the current chunk's pair rows are for."""
+
+    env: Env
+    lay: Callable[[Any], Any]
+    take: Callable[[Any], Any]
+    values: dict[int, Any] = field(default_factory=dict)
+
+    def value(self, node: Outer, x: Fn) -> Any:
+        hit = self.values.get(id(node))
+        if hit is None:
+            hit = self.values[id(node)] = self.lay(x(self.env))
+        return hit
 
 
 class Arithmetic:
@@ -172,35 +217,71 @@ class Arithmetic:
         rows = env.get(ROW)
         part = env.get(GATHER, {}).get(node)  # a reduction over one dim of rows spanning more
         if isinstance(rows, Row):
-            return self._row_value(node, x, f, rows, env, part)[0]
+            return self._row_value(node, x, f, rows, env, part, paired(node))[0]
         if rows is None:
             raise ValueError(f"{node.fn}() needs rows: the formula is evaluated by rows")
+        if paired(node):
+            return self.paired(node, x, f, env, part)
         if part is not None:
             return self.segments(f, self.rows_of(x(env), rows), *part)
         return f(self.rows_of(x(env), rows))
 
     @staticmethod
     def _row_value(
-        node: Reduce, x: Fn, f: Callable[[Any], Any], rows: Row, env: Env, part: Any
+        node: Reduce,
+        x: Fn,
+        f: Callable[[Any], Any],
+        rows: Row,
+        env: Env,
+        part: Any,
+        pair: bool = False,
     ) -> tuple[Any, int]:
         """A scalar arithmetic's `f` of the argument's values along this element's row (the
         segment along one dim where `part`, (stride, size), is given), computed once per row
-        (segment) and kept in the row's cache; with this element's index in it."""
+        (segment) and kept in the row's cache; with this element's index in it. `pair`: a
+        paired reduction (its argument holds `outer`), once per element: each reduced
+        element's environment a `Paired` whose OUTER is this element's."""
         envs, key, k = rows.envs, id(node), env[POS]
         if part is not None:  # the segment of this element's row along the dim
             stride, size = part
             k = (env[POS] // stride) % size
             base = env[POS] - k * stride
             envs, key = envs[base : base + stride * size : stride], (id(node), base)
+        if pair:  # a value per element
+            key = (id(node), OUTER, env[POS])
         hit = rows.cache.get(key)
         if hit is None or hit[0] is not node:
             names = names_read(node.x)
             values = []
             for e in envs:
                 rows.bind(e, names)
-                values.append(x(e))
+                values.append(x(Paired(e, env) if pair else e))
             hit = rows.cache[key] = (node, f(values))
         return hit[1], k
+
+    def paired(self, node: Reduce, x: Fn, f: Callable[[Any], Any], env: Env, part: Any) -> Any:
+        """An array arithmetic's paired reduction (its argument holds `outer`), one value per
+        element of the rows (env[ROW], (R, L)): the argument evaluated on pair rows, one per
+        element k of each row, holding the reduced elements of k's row (of k's segment along
+        the dim where `part`, (stride, size), is given), every name the argument reads laid
+        out that way and env[OUTER] a `Pairs`; `f` reduces each pair row (numpy_arith.paired)."""
+        raise ValueError(f"the {self.name} arithmetic has no paired reduction")
+
+    def outer(self, node: Outer, x: Fn, env: Env) -> Any:
+        """The value of `outer(x)` (node) inside a paired reduction's argument: x at the element
+        the reduction's value is for. Scalar arithmetics: `r_outer(value)`, x evaluated in that
+        element's environment (env[OUTER]); array arithmetics: `r_outer(value, pairs)`, x
+        evaluated over the rows (once per reduction, `Pairs.value`), each pair row's element
+        picked (a column: one value along the pair row)."""
+        f = getattr(self, "r_outer", None)
+        if f is None:
+            raise self.lacks("outer")
+        ctx = env.get(OUTER)
+        if ctx is None:
+            raise ValueError("outer() outside a reduction's argument")
+        if isinstance(ctx, Pairs):
+            return f(ctx.value(node, x), ctx)
+        return f(x(ctx))
 
     def segments(self, f: Callable[[Any], Any], value: Any, stride: int, size: int) -> Any:
         """An array arithmetic's reduction `f` of the last axis, over the segments of each row
@@ -356,6 +437,9 @@ def stage(node: Node, ar: Arithmetic) -> Fn:
     if isinstance(node, Reduce):
         x, reduce = stage(node.x, ar), ar.reduce
         return lambda env: reduce(node, x, env)
+    if isinstance(node, Outer):
+        x, outer = stage(node.x, ar), ar.outer
+        return lambda env: outer(node, x, env)
     if isinstance(node, Half):  # the half's values, bound under its key by the evaluator
         key = node.key
         return lambda env: env[key]
