@@ -108,6 +108,7 @@ def evaluate(
     call = with_defaults(spec, call)  # a null that stands for a default: the default's call
     golden: dict[str, Any] = {}
     outputs = {}
+    shared = None if lazy else _shared(computed, call)
     for sub in computed:  # each output by its own formula (one for most ops)
         name = sub.formula.output
         sub_call = split_call(sub, call)  # a formula with halves: its views (split.py)
@@ -124,7 +125,7 @@ def evaluate(
             out_arg.shape,
         )
         for start, stop, result, _ in chunks(
-            sub, sub_call, exact=exact, deadline=deadline, into=target, values=False
+            sub, sub_call, exact=exact, deadline=deadline, into=target, values=False, shared=shared
         ):
             if not np.may_share_memory(result, target.storage):
                 target.set(start, stop, result)
@@ -248,6 +249,7 @@ def chunks(
     chunk: int | None = None,
     into: FlatView | None = None,
     values: bool = True,
+    shared: rows.Shared | None = None,
 ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray | None]]:
     """(start, stop, rounded result, float64 value) for each chunk of the output's elements:
     tier 1 (the compiled evaluator where it applies, else numpy) gives the chunk's values and
@@ -258,14 +260,16 @@ def chunks(
     values: False when the caller wants the rounded results only; the compiled kernel then
     keeps no float64 copy of the chunk (the float64 value yielded may be None). True: the
     caller wants the values only (the judge's golden stream): a FLOAT, FLOAT16 or BF16 output's
-    rounded result yielded is None."""
+    rounded result yielded is None. shared: the row reductions the call's outputs share
+    (rows.Shared: the later outputs read what the first one's kernel computed)."""
     if rows.reductions(spec):
         spec = _decided(spec, attribute_env(spec, call))
     if rows.reductions(spec):  # a formula with reductions: by rows
         check = _deadline_check(deadline)
         yield from rows.chunks(
-            spec, call, exact=exact, check=check, chunk=chunk, values=values, into=into
-        )
+            spec, call, exact=exact, check=check, chunk=chunk, values=values, into=into,
+            shared=shared,
+        )  # fmt: skip
         return
     shape = tuple(call.tensor(spec.formula.output).shape)
     total = numel(shape)
@@ -329,6 +333,21 @@ def chunks(
 
 
 _DECIDED: dict[tuple[int, int], tuple[OpSpec, OpSpec]] = {}
+
+
+def _shared(computed: list[OpSpec], call: Call) -> rows.Shared | None:
+    """The row reductions two or more outputs of `call` evaluate alike (rows.Shared), each
+    output's formula cut to its attributes' branch as chunks() cuts it; None for one output."""
+    if len(computed) < 2:
+        return None
+    try:
+        outs = []
+        for sub in computed:
+            sub_call = split_call(sub, call)
+            outs.append((_decided(sub, attribute_env(sub, sub_call)), sub_call))
+        return rows.Shared.among(outs)
+    except (CallError, ShapeError):
+        return None
 
 
 def _decided(spec: OpSpec, env: dict[str, Any]) -> OpSpec:

@@ -121,6 +121,8 @@ def generate(
     length: int | None = None,
     long: bool = False,
     live: frozenset[ir.Reduce] | None = None,
+    shared: tuple[ir.Reduce, ...] = (),
+    given: frozenset[ir.Reduce] = frozenset(),
 ) -> Source:
     """The row kernel's source for `spec`, the string parameters of `env` decided; dd: the
     double-double tier's; half: the FLOAT16 tensors (read from their bits); length: the rows'
@@ -130,7 +132,10 @@ def generate(
     more): each reduction's row in segments of SEG terms, reduced in parallel, their partial
     states combined error-free, so that no buffer holds a whole row. live: the reductions the
     call's branches can reach (rows.live; None: all): the others are not computed (NaN). Rows
-    run in parallel (a long row's segments)."""
+    run in parallel (a long row's segments). shared: the reductions another output of the call
+    computes alike (rows.Shared), a column each of the kernel's arrays sv, se (value and bound
+    per row) and sf (the row's undecided and bad flags after it, two columns): those in `given`
+    are read from them, the others written there (float64 tier only)."""
     _expressible(spec)
     tensors = tensors_read(spec)
     strings = {p.name: env.get(p.name) for p in spec.attributes if p.kind == "string"}
@@ -140,8 +145,12 @@ def generate(
     half = frozenset(half) & frozenset(tensors) if not dd else frozenset()
     places = _places(env.get(GATHER, {}), length)
     long = long and not dd
-    body = Bounded(dd, long).body(spec, tensors, attrs, bools, strings, half, places, live)
+    shared = () if dd or long else shared
+    body = Bounded(dd, long).body(
+        spec, tensors, attrs, bools, strings, half, places, live, shared, given
+    )
     args = [f"a{i}" for i in range(len(tensors))] + [f"p{i}" for i in range(len(attrs))]
+    args += ["sv", "se", "sf"] if shared else []
     # rows in parallel (the double-double tier's flagged rows too: a row of 8192 terms in pairs
     # costs 1.5 ms); a long row's kernel takes its rows one by one, each row's segments in
     # parallel
@@ -279,6 +288,8 @@ class Bounded(Arithmetic):
         half: frozenset[str],
         places: dict[ir.Gather, tuple[str, str]] | None = None,
         live: frozenset[ir.Reduce] | None = None,
+        shared: tuple[ir.Reduce, ...] = (),
+        given: frozenset[ir.Reduce] = frozenset(),
     ) -> list[str]:
         st = self.state
         st.count, st.reduced, st.q, st.kept = 0, {}, "q", {}
@@ -312,10 +323,21 @@ class Bounded(Arithmetic):
             if live is not None and node not in live:  # a branch this call never takes
                 st.reduced[node] = Val(self._lift("_NAN"))
                 continue
+            c = shared.index(node) if node in shared else -1
+            if node in given and c >= 0:  # computed by another output's kernel: read
+                k = len(st.reduced)
+                out += [f"{pad}R{k}v = sv[r, {c}]", f"{pad}R{k}e = se[r, {c}]",
+                        f"{pad}qr = qr or sf[r, {2 * c}]", f"{pad}badr = badr or sf[r, {2 * c + 1}]"]  # fmt: skip
+                st.reduced[node] = Val(f"R{k}v", f"R{k}e")
+                continue
             st.lines, st.q = [], "qr"
             e = env()
             walk.bind(e, ir.names_read(node.x), self)
             out += [pad + line for line in self._reduction(node, e, walk, reads)]
+            if c >= 0:  # for the outputs after this one
+                v = _n(st.reduced[node])
+                out += [f"{pad}sv[r, {c}] = {v.v}", f"{pad}se[r, {c}] = {v.e}",
+                        f"{pad}sf[r, {2 * c}] = qr", f"{pad}sf[r, {2 * c + 1}] = badr"]  # fmt: skip
         st.lines, st.q = [], "q"
         final = env()
         for let, k in st.kept.items():  # a let a sum's terms kept: read, not computed again

@@ -279,11 +279,14 @@ def chunks(
     chunk: int | None = None,
     values: bool = True,
     into: FlatView | None = None,
+    shared: Shared | None = None,
 ) -> Iterator[tuple[int, int, np.ndarray | None, np.ndarray]]:
     """engine.chunks for a formula with reductions: (start, stop, rounded result, float64
     values) per run of whole blocks of the output (see the module docstring); into: the
     output's view, into whose storage the rounded result goes where it is contiguous and
-    shares no memory with an input (the result yielded is then that slice of it)."""
+    shares no memory with an input (the result yielded is then that slice of it); shared: the
+    reductions this call's outputs share (Shared), read where an earlier output's kernel wrote
+    them, else written for the later ones."""
     env, shape, args, per_row, lay = _rows_of(spec, call)
     out_shape = tuple(call.tensor(spec.formula.output).shape)
     if per_row and numel(out_shape) * lay.length != numel(shape):
@@ -311,7 +314,10 @@ def chunks(
     # numpy tiers), its output the elements' shape or one value per row
     # (a 64-bit integer input, a gather's index, is read as float64: exact within 2^53)
     exact_ints = all(_within_double(t.storage) for t in args.values())
-    fast = Compiled.make(spec, env, route, numel(shape), lay.length) if exact_ints else None
+    share = shared if shared is not None and shared.layout in (None, lay) and lay.length else None
+    fast = Compiled.make(spec, env, route, numel(shape), lay.length, share) if exact_ints else None
+    per_block = size // max(lay.length, 1)  # rows of a block (the shared reductions' rows)
+    complete = fast is not None and fast.shared is not None
     per = max(1, (chunk or (COMPILED_CHUNK if fast else CHUNK)) // size)
     pairs = None  # the double-double rows after numpy's tier 1, made when first wanted
     # a per-row output's elements per block: it holds outer x kept elements, one per row
@@ -341,9 +347,12 @@ def chunks(
         mine = None
         if fast is not None and not values and in_order and dest is not None:
             mine = dest.reshape(out_rows)
-        got = fast.tier1(raw, out_rows, mine) if fast is not None else None
+        at = slice(o0 * per_block, o1 * per_block)
+        got = (
+            fast.tier1(raw, out_rows, mine, at, lay.outer * per_block) if fast is not None else None
+        )
         if got is None:
-            fast = None
+            fast, complete = None, False
             y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
             flagged = np.flatnonzero(mask.reshape(-1))
             # (once compiled for this call, the pairs take every chunk's flagged rows)
@@ -393,6 +402,9 @@ def chunks(
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
+    if complete and share is not None:  # every row's shared reductions written (or read)
+        share.done |= frozenset(share.nodes) & frozenset(live(spec, env))
+        share.layout = lay
 
 
 def _slice(into: Any, start: int, stop: int) -> np.ndarray:
@@ -473,6 +485,48 @@ def pairs_wanted(route: Plan, flagged: np.ndarray, length: int, walked: int | No
     return m == "numba" or np.unique(flagged // length).size * (walked or length) >= PAIRS_MIN
 
 
+SHAREABLE = ("sum", "mean", "amax", "amin", "prod", "logsumexp")  # one number per row
+
+
+@dataclass
+class Shared:
+    """The row reductions several outputs of one call compute alike (a cross entropy's loss and
+    its log-probabilities both read the row's logsumexp): the first output's compiled kernel
+    writes each one's value, bound and flags per row (rowgen's sv, se, sf), the later outputs'
+    kernels read them instead of walking the row again. Only over rows of one layout, and only
+    where the writing output's every chunk took the compiled tier (`done`)."""
+
+    nodes: tuple[ir.Reduce, ...]
+    layout: Layout | None = None
+    done: frozenset[ir.Reduce] = frozenset()
+    sv: np.ndarray | None = None
+    se: np.ndarray | None = None
+    sf: np.ndarray | None = None
+
+    @classmethod
+    def among(cls, outputs: Sequence[tuple[OpSpec, Call]]) -> Shared | None:
+        """The reductions of one number per row that two or more of `outputs` (each output's
+        spec, its attributes decided, and call) evaluate; None where there are none."""
+        seen: dict[ir.Reduce, int] = {}
+        for spec, call in outputs:
+            if not reductions(spec):
+                continue
+            env = _rows_of(spec, call)[0]
+            for node in dict.fromkeys(live(spec, env)):
+                if isinstance(node, ir.Reduce) and node.fn in SHAREABLE:
+                    seen[node] = seen.get(node, 0) + 1
+        nodes = tuple(n for n, k in seen.items() if k > 1)
+        return cls(nodes) if nodes else None
+
+    def arrays(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The three arrays over every row of the call (made on the first writer's call)."""
+        if self.sv is None or self.sv.shape[0] != rows:
+            k = len(self.nodes)
+            self.sv, self.se = np.zeros((rows, k)), np.zeros((rows, k))
+            self.sf = np.ones((rows, 2 * k), np.bool_)  # (unwritten: bad, numpy's tiers)
+        return self.sv, self.se, self.sf  # type: ignore[return-value]
+
+
 @dataclass
 class Compiled:
     """The compiled row tiers of one call (rowgen.py): tier 1 in float64 with its bound, and
@@ -488,10 +542,17 @@ class Compiled:
     f64: Any
     dd: Any
     every: bool = False
+    shared: Shared | None = None  # the kernel reads or writes these rows' reductions
 
     @classmethod
     def make(
-        cls, spec: OpSpec, env: dict[str, Any], route: Plan, total: int, length: int
+        cls,
+        spec: OpSpec,
+        env: dict[str, Any],
+        route: Plan,
+        total: int,
+        length: int,
+        shared: Shared | None = None,
     ) -> Compiled | None:
         if route.refine_all or route.complex_out or not (route.fmt or route.faithful):
             return None  # (a 64-bit integer input: chunks() checks it is within 2^53)
@@ -519,6 +580,13 @@ class Compiled:
                     f64 = kernel._compiled(src)
                 except codegen.Unsupported:  # a reduction without a long-row form
                     pass
+            if f64 is None and shared is not None:
+                nodes, given = shared.nodes, shared.done
+                src = rowgen.generate(spec, env, False, half, length, live=reach, shared=nodes, given=given)  # fmt: skip
+                f64 = kernel._compiled(src)
+                shared = shared if f64 is not None else None
+            else:
+                shared = None
             if f64 is None:
                 f64 = kernel._compiled(rowgen.generate(spec, env, False, half, length, live=reach))
         except codegen.Unsupported:
@@ -529,7 +597,7 @@ class Compiled:
             dd = kernel._compiled(rowgen.generate(spec, env, True, length=length, live=reach))
         except codegen.Unsupported:
             dd = None
-        return cls(spec, env, route, f64, dd)
+        return cls(spec, env, route, f64, dd, shared=shared)
 
     @classmethod
     def make_pairs(
@@ -555,7 +623,12 @@ class Compiled:
         return drop, int(precise.GUARD * 2**drop), fmt.emin + 1023  # type: ignore[union-attr]
 
     def tier1(
-        self, raw: dict[str, np.ndarray], shape: tuple[int, int], y: np.ndarray | None = None
+        self,
+        raw: dict[str, np.ndarray],
+        shape: tuple[int, int],
+        y: np.ndarray | None = None,
+        at: slice = slice(None),
+        total: int = 0,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(values, flags (uint8, nonzero: not decided), rows for numpy) of a chunk of rows, or
         None where numba cannot type the arguments (numpy from then on). y: where the values
@@ -570,8 +643,11 @@ class Compiled:
         if self.every:
             flags.fill(1)  # (the pair kernel evaluates the elements flagged on entry)
             raw = {nm: np.ascontiguousarray(a).astype(np.float64) for nm, a in raw.items()}
+        extra: tuple[np.ndarray, ...] = ()
+        if self.shared is not None and not self.every:
+            extra = tuple(a[at] for a in self.shared.arrays(total))  # type: ignore[index]
         try:
-            first.fn(*first._args(raw, self.env), y, flags, bad, drop, guard, emin)
+            first.fn(*first._args(raw, self.env), *extra, y, flags, bad, drop, guard, emin)
         except Exception as exc:  # numba cannot type these arguments
             first.fail(exc)
             return None

@@ -237,9 +237,9 @@ def test_double_outputs_through_the_pairs_are_faithful(tmp_path, numba_path, whi
     calls = []
     real = rows.Compiled.tier1
 
-    def spy(self, raw, shape, y=None):
+    def spy(self, raw, shape, *rest):
         calls.append(self.every)
-        return real(self, raw, shape, y)
+        return real(self, raw, shape, *rest)
 
     rows.Compiled.tier1 = spy
     try:
@@ -284,6 +284,72 @@ def test_division_by_a_row_value_is_correctly_rounded(tmp_path, numba_path, scal
                 assert np.array_equal(got[i, j], want, equal_nan=True), (i, j)
                 continue
             assert got[i, j] == round_exact(Fraction(float(v)) / total, "FLOAT"), (i, j)
+
+
+def _cross_entropy_call(x: np.ndarray, t: np.ndarray, reduction: str, smoothing: float) -> Call:
+    n, c = x.shape
+    rows_out = (n,) if reduction == "none" else (1,)
+    args = {
+        "input": TensorArg.from_array(x, "FLOAT"),
+        "target": TensorArg.from_array(t, "INT64"),
+        "weightOptional": None,
+        "reductionOptional": reduction,
+        "ignoreIndex": 2,
+        "labelSmoothing": smoothing,
+        "lseSquareScaleForZloss": 0.0,
+        "returnZloss": False,
+        "lossOut": TensorArg.from_array(np.zeros(rows_out, np.float32), "FLOAT"),
+        "logProbOut": TensorArg.from_array(np.zeros((n, c), np.float32), "FLOAT"),
+        "zlossOut": TensorArg.from_array(np.zeros(rows_out, np.float32), "FLOAT"),
+        "lseForZlossOut": TensorArg.from_array(np.zeros(n, np.float32), "FLOAT"),
+    }
+    return Call("aclnnCrossEntropyLoss", "atlas-a2", args)
+
+
+@pytest.mark.kernels  # numba compiles a row kernel per output, with and without the shared values
+@pytest.mark.parametrize("smoothing", [0.0, 0.25])
+def test_outputs_share_a_row_reduction_computed_once(numba_path, monkeypatch, smoothing):
+    """Two outputs reading one row reduction (the cross entropy's loss and log-probabilities,
+    logsumexp over the class dim): the loss's kernel writes each row's value, bound and flags,
+    the log-probabilities' kernel reads them (it walks no row), and every output is bit for bit
+    what each output computing its own gives, on rows of -inf, NaN, +inf, equal values and a
+    dominant element, and the log-probabilities are the exact x - lse rounded once."""
+    from aclnn_conformance.reference import rowgen
+
+    rng = np.random.default_rng(17)
+    n, c = 40, 700
+    x = (rng.normal(size=(n, c)) * 3).astype(np.float32)
+    x[0, :] = -np.inf
+    x[1, 3], x[2, 5], x[4, 2], x[6, 0] = np.nan, np.inf, -np.inf, 90.0
+    x[3, :] = 7.0
+    t = rng.integers(0, c, n)
+    reg = default_registry()
+    given = []
+    real = rowgen.generate
+
+    def spy(*a, **k):
+        given.append(bool(k.get("given")))
+        return real(*a, **k)
+
+    monkeypatch.setattr(rowgen, "generate", spy)
+    shared = engine.evaluate(_cross_entropy_call(x, t, "none", smoothing), reg)
+    assert shared.status == 0, shared.message
+    assert any(given)  # a kernel read the shared rows
+    monkeypatch.setattr(rows.Shared, "among", classmethod(lambda cls, outs: None))
+    alone = engine.evaluate(_cross_entropy_call(x, t, "none", smoothing), reg)
+    for k in ("lossOut", "logProbOut"):
+        a, b = np.asarray(shared.outputs[k]), np.asarray(alone.outputs[k])
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), k
+    with mp.workdps(60):
+        for r in (1, 4, 5, 6):  # a NaN row, a -inf entry, an ordinary row, a dominant element
+            row = [mp.mpf(float(v)) for v in x[r]]
+            if any(mp.isnan(v) for v in row):
+                assert np.isnan(shared.outputs["logProbOut"].reshape(n, c)[r]).all()
+                continue
+            lse = mp.log(mp.fsum(mp.exp(v) for v in row))
+            want = [round_exact(v - lse, "FLOAT") for v in row]
+            got = shared.outputs["logProbOut"].reshape(n, c)[r]
+            assert np.array_equal(got, np.array(want, np.float32)), r
 
 
 # -- the compiled tiers give the numpy tiers' bits on every spec with a reduction ---------------

@@ -27,8 +27,8 @@ def row_path(path: str) -> Iterator[list[tuple[int, int]]]:
     seen: list[tuple[int, int]] = []
     orig = rows.Compiled.tier1
 
-    def spy(self, raw, shape, y=None):
-        got = orig(self, raw, shape, y)
+    def spy(self, raw, shape, *rest):
+        got = orig(self, raw, shape, *rest)
         if got is not None:
             seen.append(tuple(shape))
         return got
