@@ -108,7 +108,7 @@ def evaluate(
     call = with_defaults(spec, call)  # a null that stands for a default: the default's call
     golden: dict[str, Any] = {}
     outputs = {}
-    shared = None if lazy else _shared(computed, call)
+    shared = None if lazy else _shared([(sub, split_call(sub, call)) for sub in computed])
     for sub in computed:  # each output by its own formula (one for most ops)
         name = sub.formula.output
         sub_call = split_call(sub, call)  # a formula with halves: its views (split.py)
@@ -143,8 +143,10 @@ def prepare(call: Call, registry: Registry | None = None, *, exact: bool = False
     per-case timeout bounds the case's work, not a kernel's first compilation on this machine
     (seconds). A call the checks reject compiles nothing; a malformed one is left to evaluate."""
     try:
-        for sub, sub_call in _computed(call, registry):
-            GoldenStream(sub, sub_call, exact, None).prepare()
+        outputs = _computed(call, registry)
+        shared = _shared(outputs)  # (the outputs' kernels that read what an earlier one wrote)
+        for sub, sub_call in outputs:
+            GoldenStream(sub, sub_call, exact, None).prepare(shared)
     except (CallError, ShapeError):
         return  # evaluate says what is wrong with the call
 
@@ -204,11 +206,12 @@ class GoldenStream:
     def __init__(self, spec: OpSpec, call: Call, exact: bool, deadline: float | None):
         self.spec, self.call, self.exact, self.deadline = spec, call, exact, deadline
 
-    def prepare(self) -> None:
+    def prepare(self, shared: rows.Shared | None = None) -> None:
         """Compile (or load from the cache) the kernels the stream runs, on its first block and
         without a deadline: a judge calls it before its clock starts, which bounds the work of
         the case, not a kernel's first compilation on this machine (seconds). Outputs the
-        numpy path evaluates have nothing to compile."""
+        numpy path evaluates have nothing to compile. shared: the call's outputs' shared row
+        reductions (rows.Shared), as evaluate reads and writes them."""
         out = self.call.tensor(self.spec.formula.output)
         if not kernel.wanted(numel(out.shape)):
             return
@@ -217,7 +220,7 @@ class GoldenStream:
         if out.dtype_info.np in (np.float32, np.float64):  # and the kernels writing the output
             blank = np.empty(numel(out.shape), out.dtype_info.np)  # (pages of one block touched)
             into = FlatView(TensorArg(out.dtype, out.shape, contiguous_strides(out.shape), 0, blank), out.shape)  # fmt: skip
-            for _ in chunks(self.spec, self.call, exact=self.exact, chunk=BLOCK, into=into, values=False):  # fmt: skip
+            for _ in chunks(self.spec, self.call, exact=self.exact, chunk=BLOCK, into=into, values=False, shared=shared):  # fmt: skip
                 break
 
     def chunks(
@@ -335,17 +338,14 @@ def chunks(
 _DECIDED: dict[tuple[int, int], tuple[OpSpec, OpSpec]] = {}
 
 
-def _shared(computed: list[OpSpec], call: Call) -> rows.Shared | None:
-    """The row reductions two or more outputs of `call` evaluate alike (rows.Shared), each
-    output's formula cut to its attributes' branch as chunks() cuts it; None for one output."""
-    if len(computed) < 2:
+def _shared(outputs: list[tuple[OpSpec, Call]]) -> rows.Shared | None:
+    """The row reductions two or more of a call's outputs (spec, call) evaluate alike
+    (rows.Shared), each output's formula cut to its attributes' branch as chunks() cuts it;
+    None for one output."""
+    if len(outputs) < 2:
         return None
     try:
-        outs = []
-        for sub in computed:
-            sub_call = split_call(sub, call)
-            outs.append((_decided(sub, attribute_env(sub, sub_call)), sub_call))
-        return rows.Shared.among(outs)
+        return rows.Shared.among([(_decided(s, attribute_env(s, c)), c) for s, c in outputs])
     except (CallError, ShapeError):
         return None
 

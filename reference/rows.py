@@ -317,7 +317,7 @@ def chunks(
     share = shared if shared is not None and shared.layout in (None, lay) and lay.length else None
     fast = Compiled.make(spec, env, route, numel(shape), lay.length, share) if exact_ints else None
     per_block = size // max(lay.length, 1)  # rows of a block (the shared reductions' rows)
-    complete = fast is not None and fast.shared is not None
+    writes = frozenset(share.nodes) & frozenset(live(spec, env)) if share else frozenset()
     per = max(1, (chunk or (COMPILED_CHUNK if fast else CHUNK)) // size)
     pairs = None  # the double-double rows after numpy's tier 1, made when first wanted
     # a per-row output's elements per block: it holds outer x kept elements, one per row
@@ -352,7 +352,7 @@ def chunks(
             fast.tier1(raw, out_rows, mine, at, lay.outer * per_block) if fast is not None else None
         )
         if got is None:
-            fast, complete = None, False
+            fast = None
             y, mask = tier1(spec, env, raw, rows_shape, route, per_row)
             flagged = np.flatnonzero(mask.reshape(-1))
             # (once compiled for this call, the pairs take every chunk's flagged rows)
@@ -363,6 +363,8 @@ def chunks(
                     flagged = pairs.settle(raw, y, flagged)
         else:
             y, flags, bad = got
+            if share is not None and fast.shared is not None:  # these rows' values are there
+                share.done, share.layout = share.done | writes, lay
             if bad.size:  # rows with an infinity or NaN in a reduction: numpy's IEEE values,
                 # and where one of those is finite, numpy's tier 1 (an ATK case of NaN
                 # gradients is 14 M elements of NaN: no bounds walked for them)
@@ -402,9 +404,6 @@ def chunks(
         if check is not None:
             check()
         yield start, stop, result, flat  # type: ignore[misc]
-    if complete and share is not None:  # every row's shared reductions written (or read)
-        share.done |= frozenset(share.nodes) & frozenset(live(spec, env))
-        share.layout = lay
 
 
 def _slice(into: Any, start: int, stop: int) -> np.ndarray:
@@ -493,8 +492,9 @@ class Shared:
     """The row reductions several outputs of one call compute alike (a cross entropy's loss and
     its log-probabilities both read the row's logsumexp): the first output's compiled kernel
     writes each one's value, bound and flags per row (rowgen's sv, se, sf), the later outputs'
-    kernels read them instead of walking the row again. Only over rows of one layout, and only
-    where the writing output's every chunk took the compiled tier (`done`)."""
+    kernels read them instead of walking the row again, over rows of one layout. `done`: the
+    reductions some kernel wrote (on the rows it ran; a row no kernel wrote keeps its flags
+    set, bad: the reading kernel leaves it to the numpy tiers, which compute it)."""
 
     nodes: tuple[ir.Reduce, ...]
     layout: Layout | None = None

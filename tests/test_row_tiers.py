@@ -352,6 +352,26 @@ def test_outputs_share_a_row_reduction_computed_once(numba_path, monkeypatch, sm
             assert np.array_equal(got, np.array(want, np.float32)), r
 
 
+@pytest.mark.kernels  # numba compiles the row kernels of both outputs
+def test_prepare_makes_the_kernels_that_share_a_reduction(numba_path, monkeypatch):
+    """engine.prepare (before a case's clock starts) makes every kernel the evaluation then
+    runs, the one reading the shared logsumexp included: the evaluation makes no new one."""
+    from aclnn_conformance.reference import kernel
+
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(300, 500)).astype(np.float32)
+    call = _cross_entropy_call(x, rng.integers(0, 500, 300), "none", 0.0)
+    made: list[str] = []
+    real = kernel._compiled
+    monkeypatch.setattr(kernel, "_compiled", lambda src: (made.append(src.text), real(src))[1])
+    engine.prepare(call, default_registry())
+    prepared = set(made)
+    assert any("sv[r, 0]" in t and "= sv[r, 0]" in t for t in prepared)  # the reading kernel
+    made.clear()
+    assert engine.evaluate(call, default_registry()).status == 0
+    assert set(made) <= prepared
+
+
 # -- the compiled tiers give the numpy tiers' bits on every spec with a reduction ---------------
 
 
