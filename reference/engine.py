@@ -346,7 +346,7 @@ def _shared(outputs: list[tuple[OpSpec, Call]]) -> rows.Shared | None:
         return None
     try:
         return rows.Shared.among([(_decided(s, attribute_env(s, c)), c) for s, c in outputs])
-    except (CallError, ShapeError):
+    except (CallError, ShapeError, ValueError):  # (evaluating the outputs says what is wrong)
         return None
 
 
