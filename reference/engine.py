@@ -108,10 +108,11 @@ def evaluate(
     call = with_defaults(spec, call)  # a null that stands for a default: the default's call
     golden: dict[str, Any] = {}
     outputs = {}
-    shared = None if lazy else _shared([(sub, split_call(sub, call)) for sub in computed])
-    for sub in computed:  # each output by its own formula (one for most ops)
+    # each output by its own formula (one for most ops); a formula with halves: its views
+    outs = [(sub, split_call(sub, call)) for sub in computed]  # (split.py)
+    shared = None if lazy else _shared(outs)
+    for sub, sub_call in outs:
         name = sub.formula.output
-        sub_call = split_call(sub, call)  # a formula with halves: its views (split.py)
         out_arg = sub_call.tensor(name)
         info = out_arg.dtype_info
         if lazy and info.is_float and not info.opaque and info.category != "complex":

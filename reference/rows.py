@@ -513,7 +513,8 @@ class Shared:
                 continue
             env = _rows_of(spec, call)[0]
             for node in dict.fromkeys(live(spec, env)):
-                if isinstance(node, ir.Reduce) and node.fn in SHAREABLE:
+                # (a paired reduction has a value per element, not one per row)
+                if isinstance(node, ir.Reduce) and node.fn in SHAREABLE and not ir.paired(node):
                     seen[node] = seen.get(node, 0) + 1
         nodes = tuple(n for n, k in seen.items() if k > 1)
         return cls(nodes) if nodes else None
